@@ -1,0 +1,38 @@
+"""Where rocmlab's data lives: the repository checkout, or the copies packed into a wheel."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent
+
+
+def _first_existing(*candidates: Path) -> Path:
+    for c in candidates:
+        if c.is_dir():
+            return c
+    return candidates[0]
+
+
+def repo_root() -> Path:
+    """The checkout holding this package (for an editable install), else the package folder."""
+    parent = _PKG.parent
+    return parent if (parent / "pyproject.toml").is_file() else _PKG
+
+
+def datasets_dir() -> Path:
+    return _first_existing(_PKG.parent / "datasets", _PKG / "_datasets")
+
+
+def labs_dir() -> Path:
+    return _first_existing(_PKG.parent / "labs", _PKG / "_labs")
+
+
+def cache_dir() -> Path:
+    """Per-user cache (compiled kernels, measured ceilings). ROCMLAB_HOME overrides it."""
+    import os
+
+    base = os.environ.get("ROCMLAB_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "rocmlab")
+    path = Path(base)
+    path.mkdir(parents=True, exist_ok=True)
+    return path

@@ -1,0 +1,1 @@
+"""One module per ``rocmlab`` command (see :mod:`rocmlab.cli`)."""

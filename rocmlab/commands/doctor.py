@@ -1,0 +1,24 @@
+"""rocmlab doctor: check this machine for the course. Exit 1 on any fail."""
+
+from __future__ import annotations
+
+
+def add_parser(sub):
+    p = sub.add_parser("doctor", help="check the environment (ok/warn/fail with fixes)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from rocmlab import doctor
+    from rocmlab.platform import Probe, detect
+
+    probe = Probe()
+    plat = detect(probe)
+    checks = doctor.run_checks(probe, plat)
+    if args.json:
+        print(doctor.to_json(checks, plat))
+    else:
+        print(f"rocmlab doctor — {plat.summary()}\n")
+        print(doctor.format_table(checks))
+    return doctor.exit_code(checks)

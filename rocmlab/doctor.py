@@ -1,0 +1,305 @@
+"""Environment checks, each ``ok``/``warn``/``fail``/``skip`` with a concrete fix.
+
+Run ``rocmlab doctor`` (``--json`` for machines; exit 1 on any fail) or show
+:func:`rocmlab.widgets.doctor_widget` in a notebook. Every check is a small function
+of the detected :class:`~rocmlab.platform.Platform` and the :class:`~rocmlab.platform.Probe`
+it came from, so tests can run each one on fake machines.
+
+Several checks correct the seed article, on purpose:
+- ``torch.backends.rockm`` does not exist; the ROCm check is ``torch.cuda.is_available()``
+  together with ``torch.version.hip``.
+- ``HSA_OVERRIDE_GFX_VERSION=11.0.0`` is a workaround for consumer RDNA3 cards; on an
+  MI300X (gfx942) it tells the runtime to load code for the wrong chip.
+"""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import re
+from dataclasses import asdict, dataclass
+
+from rocmlab.platform import Platform, Probe, detect
+
+STATUSES = ("ok", "warn", "fail", "skip")
+OFFLINE_APT = "apt-get install -y clang-19 lld-19 hipcc libamdhip64-dev rocm-device-libs"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str      # ok | warn | fail | skip (does not apply to this backend)
+    message: str
+    fix: str = ""
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} is not one of {STATUSES}")
+
+
+def _major_minor(version: str | None) -> str | None:
+    m = re.match(r"(\d+)\.(\d+)", version or "")
+    return f"{m.group(1)}.{m.group(2)}" if m else None
+
+
+def check_backend(plat: Platform, probe: Probe) -> Check:
+    return Check("backend", "ok", f"{plat.summary()} ({plat.reason})")
+
+
+def check_torch_installed(plat: Platform, probe: Probe) -> Check:
+    t = plat.torch
+    if t.version is None:
+        return Check("torch", "fail", f"torch does not import ({t.error})",
+                     "install torch for your machine first: see README, 'Installing torch'")
+    return Check("torch", "ok", f"torch {t.version}, {t.build} build")
+
+
+def check_torch_build(plat: Platform, probe: Probe) -> Check:
+    """The torch build must match the GPU: a CUDA wheel on an AMD machine sees no GPU."""
+    t = plat.torch
+    name = "torch build matches the GPU"
+    if t.version is None:
+        return Check(name, "skip", "torch is not installed")
+    if plat.backend == "rocm":
+        if not t.hip:
+            return Check(name, "fail", f"this is an AMD GPU machine but torch is a {t.build} build",
+                         "install the ROCm build: use a rocm/pytorch image, or "
+                         "pip install torch --index-url https://download.pytorch.org/whl/rocm6.4")
+        if not t.gpu_available:
+            return Check(name, "fail", "torch is a ROCm build but torch.cuda.is_available() is False",
+                         "check /dev/kfd access and HIP_VISIBLE_DEVICES (see the checks below)")
+        return Check(name, "ok", f"ROCm build (HIP {t.hip}) sees {t.device_count} GPU(s)")
+    if plat.backend == "cuda":
+        if not t.cuda:
+            return Check(name, "fail", f"this is an NVIDIA GPU machine but torch is a {t.build} build",
+                         "pip install torch (a CUDA build) from https://download.pytorch.org/whl/")
+        if not t.gpu_available:
+            return Check(name, "fail", "torch is a CUDA build but torch.cuda.is_available() is False",
+                         "check the NVIDIA driver (nvidia-smi) and CUDA_VISIBLE_DEVICES")
+        return Check(name, "ok", f"CUDA {t.cuda} build sees {t.device_count} GPU(s)")
+    return Check(name, "ok", f"{t.build} build on a machine with no GPU: labs run their CPU paths")
+
+
+def check_rocm_api(plat: Platform, probe: Probe) -> Check:
+    """The article's torch.backends.rockm does not exist; show the correct check."""
+    torch = probe.torch
+    name = "ROCm check in torch"
+    if torch is None:
+        return Check(name, "skip", "torch is not installed")
+    has_typo = hasattr(getattr(torch, "backends", None), "rockm")
+    correct = f"torch.cuda.is_available()={plat.torch.gpu_available}, torch.version.hip={plat.torch.hip!r}"
+    if has_typo:  # pragma: no cover - no torch release has it
+        return Check(name, "warn", "torch.backends.rockm exists in this build, unexpectedly", "")
+    return Check(name, "ok", f"{correct}; the article's torch.backends.rockm does not exist",
+                 "on ROCm, torch keeps the torch.cuda API: check torch.cuda.is_available() and torch.version.hip")
+
+
+def check_version_match(plat: Platform, probe: Probe) -> Check:
+    """The article's golden rule: ROCm runtime, torch build and kernel driver must match."""
+    name = "ROCm / torch / driver versions match"
+    if plat.backend != "rocm":
+        return Check(name, "skip", f"not an AMD GPU machine (backend {plat.backend})")
+    rocm, hip = _major_minor(plat.rocm_version), _major_minor(plat.torch.hip)
+    driver = plat.driver or "driver version not readable"
+    if not plat.rocm_version:
+        return Check(name, "warn", f"no ROCm install found under ROCM_PATH or /opt/rocm; torch HIP {plat.torch.hip}; {driver}",
+                     "inside a container this is normal if torch bundles its ROCm libraries; "
+                     "otherwise install ROCm matching torch.version.hip")
+    if hip and rocm != hip:
+        return Check(name, "warn", f"installed ROCm {plat.rocm_version} but torch was built for HIP {plat.torch.hip}; {driver}",
+                     f"install the torch wheel for ROCm {rocm} (https://download.pytorch.org/whl/rocm{rocm}) "
+                     "or use the rocm/pytorch image that pairs them")
+    return Check(name, "ok", f"ROCm {plat.rocm_version}, torch HIP {plat.torch.hip}, {driver}")
+
+
+def check_device_nodes(plat: Platform, probe: Probe) -> Check:
+    name = "/dev/kfd and /dev/dri/renderD*"
+    if plat.backend != "rocm":
+        return Check(name, "skip", f"not an AMD GPU machine (backend {plat.backend})")
+    kfd = probe.path("/dev/kfd")
+    missing = [] if kfd.exists() else ["/dev/kfd"]
+    if not plat.render_nodes:
+        missing.append("/dev/dri/renderD*")
+    if missing:
+        return Check(name, "fail", f"missing: {', '.join(missing)}",
+                     "in docker, pass --device /dev/kfd --device /dev/dri --group-add video; "
+                     "on the host, load the amdgpu driver (modprobe amdgpu)")
+    nodes = [kfd] + [probe.path("/dev/dri") / n for n in plat.render_nodes]
+    denied = [str(n) for n in nodes if not os.access(n, os.R_OK | os.W_OK)]
+    if denied:
+        return Check(name, "fail", f"no read/write access to {', '.join(denied)}",
+                     "add the user to the video and render groups (sudo usermod -aG video,render $USER; log in again) "
+                     "or, in docker, --group-add video")
+    return Check(name, "ok", f"/dev/kfd and {len(plat.render_nodes)} render node(s) accessible")
+
+
+def _user_groups() -> set[str]:
+    names = set()
+    for gid in os.getgroups():
+        try:
+            names.add(grp.getgrgid(gid).gr_name)
+        except KeyError:
+            pass
+    return names
+
+
+def check_groups(plat: Platform, probe: Probe, groups: set[str] | None = None) -> Check:
+    name = "user in video/render groups"
+    if plat.backend != "rocm":
+        return Check(name, "skip", f"not an AMD GPU machine (backend {plat.backend})")
+    if os.geteuid() == 0:
+        return Check(name, "ok", "running as root")
+    have = _user_groups() if groups is None else groups
+    missing = sorted({"video", "render"} - have)
+    if missing:
+        return Check(name, "warn", f"not in group(s): {', '.join(missing)}",
+                     f"sudo usermod -aG {','.join(missing)} $USER, then log in again")
+    return Check(name, "ok", "in video and render")
+
+
+def _torch_gpu_libraries(torch) -> list[str]:
+    lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    try:
+        names = sorted(os.listdir(lib))
+    except OSError:
+        return []
+    wanted = [n for n in names if re.match(r"lib(torch_hip|c10_hip|torch_cuda|c10_cuda)\.so", n)]
+    return [os.path.join(lib, n) for n in wanted]
+
+
+def check_ldd(plat: Platform, probe: Probe) -> Check:
+    """Article §4.3: ldd shows whether torch links the ROCm (libamdhip64) or the CUDA runtime."""
+    name = "torch links the right GPU runtime (ldd)"
+    torch = probe.torch
+    if torch is None:
+        return Check(name, "skip", "torch is not installed")
+    libs = _torch_gpu_libraries(torch)
+    if not libs:
+        if plat.backend == "cpu":
+            return Check(name, "ok", "CPU-only torch: no GPU runtime library to link")
+        return Check(name, "warn", f"no libtorch_hip/libtorch_cuda found beside {torch.__file__}",
+                     "reinstall torch for this GPU")
+    ldd = probe.find("ldd")
+    out = "\n".join(probe.run([ldd, lib]) or "" for lib in libs) if ldd else ""
+    amd = "libamdhip64" in out or any("_hip" in os.path.basename(x) for x in libs)
+    cuda = "libcudart" in out or any("_cuda" in os.path.basename(x) for x in libs)
+    shown = ", ".join(os.path.basename(x) for x in libs)
+    if plat.backend == "rocm" and not amd:
+        return Check(name, "fail", f"{shown} link the CUDA runtime on an AMD machine",
+                     "install the ROCm build of torch (see 'torch build matches the GPU')")
+    if plat.backend == "rocm":
+        return Check(name, "ok", f"{shown} link libamdhip64 (ROCm)")
+    if plat.backend == "cuda" and not cuda:
+        return Check(name, "fail", f"{shown} do not link the CUDA runtime on an NVIDIA machine",
+                     "install a CUDA build of torch")
+    return Check(name, "ok", f"{shown}: {'ROCm' if amd else 'CUDA'} runtime")
+
+
+def check_hsa_override(plat: Platform, probe: Probe) -> Check:
+    name = "HSA_OVERRIDE_GFX_VERSION"
+    value = probe.env.get("HSA_OVERRIDE_GFX_VERSION")
+    if value is None:
+        return Check(name, "ok", "not set (right for Instinct GPUs)")
+    arch = plat.device.arch_base if plat.device else ""
+    if arch.startswith("gfx9") or plat.backend != "rocm":
+        return Check(name, "warn",
+                     f"set to {value} on {arch or plat.backend}: it makes the runtime load code for another chip. "
+                     "The article's advice to set 11.0.0 is a workaround for consumer RDNA3 cards, wrong for MI300X",
+                     "unset HSA_OVERRIDE_GFX_VERSION (and remove it from /etc/environment)")
+    return Check(name, "warn", f"set to {value} on {arch}: a workaround for GPUs ROCm does not officially support",
+                 "unset it unless you know this card needs it")
+
+
+def check_visible_devices(plat: Platform, probe: Probe) -> Check:
+    name = "*_VISIBLE_DEVICES"
+    set_ = {k: probe.env[k] for k in ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+            if k in probe.env}
+    if not set_:
+        return Check(name, "ok", "none set: every GPU is visible")
+    empty = [k for k, v in set_.items() if v.strip() in ("", "-1")]
+    shown = ", ".join(f"{k}={v!r}" for k, v in set_.items())
+    if empty:
+        return Check(name, "fail" if plat.is_gpu or probe.path("/dev/kfd").exists() else "warn",
+                     f"{shown}: {', '.join(empty)} hides every GPU", f"unset {' '.join(empty)} or give device indices")
+    return Check(name, "ok", f"{shown} (the article sets HIP_VISIBLE_DEVICES=0 to test on one GPU)")
+
+
+def check_wsl(plat: Platform, probe: Probe) -> Check:
+    if plat.wsl:
+        return Check("WSL2", "warn", "running under WSL2, where ROCm is fragile (article §4.3)",
+                     "prefer native Linux or a ROCm docker container")
+    return Check("WSL2", "ok", "not WSL")
+
+
+def check_offline_toolchain(plat: Platform, probe: Probe) -> Check:
+    from rocmlab.hip.toolchain import discover_offline
+
+    name = "offline HIP toolchain (compile for MI300X without a GPU)"
+    tc = discover_offline(probe)
+    if tc is None:
+        return Check(name, "warn", "no clang with the HIP headers and AMD device libraries found",
+                     f"./go setup installs it; by hand: {OFFLINE_APT}, plus gfx942 bitcode "
+                     "(scripts/setup/20-gfx942-bitcode.sh)")
+    if "gfx942" not in tc.targets:
+        return Check(name, "warn", f"{tc.describe()}: no gfx942 (MI300X) bitcode, so targets are {', '.join(tc.targets)}",
+                     "bash scripts/setup/20-gfx942-bitcode.sh unpacks trixie's rocm-device-libs-17")
+    return Check(name, "ok", tc.describe())
+
+
+def check_gpu_toolchain(plat: Platform, probe: Probe) -> Check:
+    name = "GPU compiler"
+    if plat.backend == "rocm":
+        found = plat.tools.get("hipcc") or plat.tools.get("amdclang++")
+        if found:
+            return Check(name, "ok", f"hipcc: {found}")
+        return Check(name, "warn", "no hipcc or amdclang++ on PATH", "add /opt/rocm/bin to PATH, or use a ROCm image")
+    if plat.backend == "cuda":
+        if plat.tools.get("nvcc"):
+            return Check(name, "ok", f"nvcc: {plat.tools['nvcc']} (HIP sources run through rocmlab's HIP->CUDA path)")
+        return Check(name, "warn", "no nvcc on PATH: HIP cells cannot run on this GPU",
+                     "install the CUDA toolkit or add /usr/local/cuda/bin to PATH")
+    return Check(name, "skip", "no GPU: HIP compiles offline for AMD targets but does not run")
+
+
+CHECKS = (check_backend, check_torch_installed, check_torch_build, check_rocm_api, check_version_match,
+          check_device_nodes, check_groups, check_ldd, check_hsa_override, check_visible_devices, check_wsl,
+          check_offline_toolchain, check_gpu_toolchain)
+
+
+def run_checks(probe: Probe | None = None, plat: Platform | None = None) -> list[Check]:
+    """All checks. A check that crashes reports ``fail`` with its error instead of stopping the rest."""
+    probe = probe or Probe()
+    plat = plat or detect(probe)
+    out = []
+    for fn in CHECKS:
+        try:
+            out.append(fn(plat, probe))
+        except Exception as exc:  # a doctor must never die on the machine it examines
+            out.append(Check(fn.__name__.removeprefix("check_"), "fail", f"check crashed: {type(exc).__name__}: {exc}",
+                             "report this as a rocmlab bug, with the output of rocmlab doctor --json"))
+    return out
+
+
+def exit_code(checks: list[Check]) -> int:
+    return 1 if any(c.status == "fail" for c in checks) else 0
+
+
+def to_json(checks: list[Check], plat: Platform) -> str:
+    return json.dumps({"platform": dict(plat.facts()), "backend": plat.backend,
+                       "checks": [asdict(c) for c in checks]}, indent=2)
+
+
+_MARK = {"ok": "ok  ", "warn": "WARN", "fail": "FAIL", "skip": "skip"}
+
+
+def format_table(checks: list[Check]) -> str:
+    width = max(len(c.name) for c in checks)
+    lines = []
+    for c in checks:
+        lines.append(f"[{_MARK[c.status]}] {c.name:<{width}}  {c.message}")
+        if c.fix and c.status in ("warn", "fail"):
+            lines.append(f"       {'':<{width}}  fix: {c.fix}")
+    counts = {s: sum(c.status == s for c in checks) for s in STATUSES}
+    lines.append(" · ".join(f"{n} {s}" for s, n in counts.items()))
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""HIP toolchains, builds, runs and kernel inspection (see :mod:`rocmlab.hip.toolchain`)."""

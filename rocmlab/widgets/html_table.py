@@ -1,0 +1,24 @@
+"""Small HTML tables for notebooks (escaped, styled the same everywhere)."""
+
+from __future__ import annotations
+
+import html
+
+STATUS_COLOURS = {"ok": "#1a7f37", "warn": "#9a6700", "fail": "#cf222e", "skip": "#6e7781",
+                  "passed": "#1a7f37", "failed": "#cf222e"}
+
+
+def html_table(header: list[str], rows: list[list], css_class: str = "rocmlab-table",
+               status_col: int | None = None) -> str:
+    """An escaped HTML table. ``status_col`` colours that column's values (ok/warn/fail/skip)."""
+    def cell(i, v):
+        text = html.escape(str(v))
+        if i == status_col:
+            colour = STATUS_COLOURS.get(str(v), "#000")
+            return f"<td style='color:{colour};font-weight:bold'>{text}</td>"
+        return f"<td>{text}</td>"
+
+    head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(cell(i, v) for i, v in enumerate(r)) + "</tr>" for r in rows)
+    return (f"<table class='{css_class}' style='border-collapse:collapse'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
