@@ -77,7 +77,7 @@ _NAME_PATTERNS = (
 )
 
 
-def lookup(name: str | None = None, arch: str | None = None, memory_gb: float | None = None) -> Spec | None:
+def lookup(name: str | None = None, arch: str | None = None, memory_gib: float | None = None) -> Spec | None:
     """The spec row for a device, from its name, else its architecture and memory size.
 
     ``arch`` may carry target features (``gfx942:sramecc+:xnack-``); they are ignored.
@@ -90,8 +90,8 @@ def lookup(name: str | None = None, arch: str | None = None, memory_gb: float | 
     if arch:
         base = arch.split(":")[0]
         rows = [s for s in table_.values() if s.arch == base]
-        if memory_gb is not None and rows:
-            return min(rows, key=lambda s: abs(s["memory_gb"] - memory_gb))
+        if memory_gib is not None and rows:   # vendors' "192 GB" is about 192 GiB of usable memory
+            return min(rows, key=lambda s: abs(s["memory_gb"] - memory_gib))
         if len(rows) == 1:
             return rows[0]
     return None

@@ -75,7 +75,7 @@ class Device:
     arch: str                     # gcnArchName (gfx942:sramecc+:xnack-), sm_90, or the CPU's machine
     wavefront_size: int | None    # 64 on CDNA (MI300X), 32 on NVIDIA and RDNA
     compute_units: int | None     # CUs on AMD, SMs on NVIDIA, cores on the CPU
-    memory_gb: float | None
+    memory_gib: float | None   # GiB (what vendors call '192 GB' on an MI300X)
     source: str                   # what these facts were read from
     spec: hardware.Spec | None = None
 
@@ -144,8 +144,8 @@ class Platform:
         if d.compute_units:
             unit = {"rocm": "CUs", "cuda": "SMs"}.get(self.backend, "cores")
             bits.append(f"{d.compute_units} {unit}")
-        if d.memory_gb:
-            bits.append(f"{d.memory_gb:.0f} GB")
+        if d.memory_gib:
+            bits.append(f"{d.memory_gib:.0f} GiB")
         return " · ".join(bits)
 
     def facts(self) -> list[tuple[str, str]]:
@@ -158,7 +158,7 @@ class Platform:
                 ("architecture", d.arch),
                 ("wavefront / warp size", str(d.wavefront_size or "n/a")),
                 ("CUs / SMs / cores", str(d.compute_units or "n/a")),
-                ("memory", f"{d.memory_gb:.1f} GB" if d.memory_gb else "n/a"),
+                ("memory", f"{d.memory_gib:.1f} GiB" if d.memory_gib else "n/a"),
                 ("device facts from", d.source),
                 ("spec row (datasets/hardware.csv)", d.spec.device if d.spec else "none (not a listed device)"),
             ]
@@ -215,7 +215,7 @@ def _torch_devices(torch, backend: str) -> list[Device]:
         else:
             arch = f"sm_{p.major}{p.minor}"
             wave = getattr(p, "warp_size", None) or 32
-        mem = p.total_memory / 1e9
+        mem = p.total_memory / 2**30
         out.append(Device(i, p.name, arch, int(wave), int(p.multi_processor_count), mem,
                           "torch.cuda.get_device_properties", hardware.lookup(p.name, arch, mem)))
     return out
@@ -248,7 +248,7 @@ def _kfd_devices(probe: Probe) -> list[Device]:
         for bank in sorted((node / "mem_banks").glob("*/properties")):
             bkv = dict(line.split(None, 1) for line in (_read(bank) or "").splitlines() if " " in line)
             mem_bytes += int(bkv.get("size_in_bytes", "0"))
-        mem = mem_bytes / 1e9 if mem_bytes else None
+        mem = mem_bytes / 2**30 if mem_bytes else None
         out.append(Device(len(out), name, arch, wave, simds // per_cu if simds else None, mem,
                           "KFD topology (/sys/class/kfd)", hardware.lookup(name, arch, mem)))
     return out
@@ -264,7 +264,7 @@ def _nvidia_smi_devices(probe: Probe) -> list[Device]:
         if len(parts) < 3:
             continue
         name, mem_mib, cap = parts[0], parts[1], parts[2]
-        mem = float(mem_mib) * 1048576 / 1e9 if mem_mib.replace(".", "").isdigit() else None
+        mem = float(mem_mib) / 1024 if mem_mib.replace(".", "").isdigit() else None
         arch = "sm_" + cap.replace(".", "")
         out.append(Device(len(out), name, arch, 32, None, mem, "nvidia-smi", hardware.lookup(name, arch, mem)))
     return out
@@ -278,7 +278,7 @@ def _cpu_device(probe: Probe) -> Device:
     mem = None
     mi = re.search(r"^MemTotal:\s+(\d+) kB", _read(probe.path("/proc/meminfo")) or "", re.MULTILINE)
     if mi:
-        mem = int(mi.group(1)) * 1024 / 1e9
+        mem = int(mi.group(1)) / 2**20
     return Device(0, name, _pyplatform.machine(), None, cores, mem, "/proc/cpuinfo", None)
 
 

@@ -27,11 +27,11 @@ def fake_torch(hip=None, cuda=None, devices=(), version="2.99.0"):
 
 def amd_props(name="AMD Instinct MI300X", arch="gfx942:sramecc+:xnack-", cus=304, mem_gb=192.0, warp=64):
     return SimpleNamespace(name=name, gcnArchName=arch, multi_processor_count=cus,
-                           total_memory=int(mem_gb * 1e9), warp_size=warp, major=9, minor=4)
+                           total_memory=int(mem_gb * 2**30), warp_size=warp, major=9, minor=4)
 
 
 def nvidia_props(name="NVIDIA H200", major=9, minor=0, sms=132, mem_gb=141.0):
-    return SimpleNamespace(name=name, multi_processor_count=sms, total_memory=int(mem_gb * 1e9),
+    return SimpleNamespace(name=name, multi_processor_count=sms, total_memory=int(mem_gb * 2**30),
                            warp_size=32, major=major, minor=minor)
 
 

@@ -26,7 +26,7 @@ def test_rocm_from_torch(machine, rng):
     assert len(plat.devices) == 2
     d = plat.device
     assert (d.compute_units, d.wavefront_size, d.arch_base) == (cus, 64, "gfx942")
-    assert d.memory_gb == pytest.approx(mem)
+    assert d.memory_gib == pytest.approx(mem)
     assert d.spec is not None and d.spec.device == "MI300X"
     assert plat.rocm_version == "6.4.1-120"
     assert plat.driver == "amdgpu 6.12.12"
@@ -50,7 +50,7 @@ def test_cpu_when_nothing(machine):
     plat = detect(probe(machine, fake_torch()))
     assert plat.backend == "cpu"
     assert plat.device.name == "Test CPU 9000" and plat.device.compute_units == 2
-    assert plat.device.memory_gb == pytest.approx(16000000 * 1024 / 1e9)
+    assert plat.device.memory_gib == pytest.approx(16000000 / 2**20)
     assert not plat.is_gpu and plat.torch.build == "CPU-only"
 
 
@@ -64,7 +64,7 @@ def test_rocm_from_kfd_without_torch(machine, rng):
     assert plat.backend == "rocm"
     assert plat.torch.version is None
     d = plat.device
-    assert d.arch == "gfx90a" and d.compute_units == cus and d.memory_gb == pytest.approx(mem / 1e9)
+    assert d.arch == "gfx90a" and d.compute_units == cus and d.memory_gib == pytest.approx(mem / 2**30)
     assert d.spec.device == "MI250X"
     assert d.source.startswith("KFD")
 
@@ -74,7 +74,7 @@ def test_cuda_from_nvidia_smi(machine):
     plat = detect(probe(machine, torch=None, tools={"nvidia-smi": "/bin/nvidia-smi"}, run=lambda cmd: out))
     assert plat.backend == "cuda"
     assert plat.device.spec.device == "H100 SXM"
-    assert plat.device.memory_gb == pytest.approx(81559 * 1048576 / 1e9)
+    assert plat.device.memory_gib == pytest.approx(81559 / 1024)
 
 
 @pytest.mark.parametrize("value,expected", [(90402, "gfx942"), (90010, "gfx90a"), (90400, "gfx940"),
