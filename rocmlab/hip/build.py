@@ -178,7 +178,7 @@ def _choose(lang: str, target: str, plat, toolchain) -> tuple[Toolchain | None, 
         if tc is not None:
             return tc, ""
     fix = "; or ".join(NO_TOOLCHAIN_FIX[k] for k in kinds)
-    want = "an NVIDIA compiler (nvcc)" if kinds == ["nvcc"] else "a HIP compiler for AMD targets"
+    want = "NVIDIA compiler (nvcc)" if kinds == ["nvcc"] else "HIP compiler for AMD targets"
     return None, f"no {want} found for target {target}: {fix}"
 
 
@@ -225,7 +225,8 @@ def _command(tc: Toolchain, src: Path, out: Path, target: str, flags: tuple[str,
     if tc.kind == "nvcc":
         return [tc.compiler, f"-arch={target}", *opt, "-Xptxas", "-v", "-lineinfo", *flags, *obj,
                 str(src), "-o", str(out)]
-    remarks = ["-Rpass-analysis=kernel-resource-usage"]
+    # Debian's HIP 5.2 headers mark every API [[nodiscard]]; CUDA's do not: that warning is noise here
+    remarks = ["-Rpass-analysis=kernel-resource-usage", "-Wno-unused-result"]
     if tc.kind == "offline":
         cmd = tc.offline.compile_command(str(src), str(out), target, (*opt, *remarks, *flags, *obj))
         return cmd + ([] if mode == "obj" else ["-lamdhip64"])
