@@ -71,7 +71,7 @@ def main() -> int:
     warm_s = statistics.median(warm)
     print(f"toolchain: {cold.toolchain}, target {cold.target}")
     headline("HIP cell cold compile", cold_s, "s")
-    headline("HIP cell warm cache hit (median of %d)" % a.repeats, warm_s * 1000, "ms")
+    headline(f"HIP cell warm cache hit (median of {a.repeats})", warm_s * 1000, "ms")
     ratio = cold_s / warm_s
     headline("warm cache hit speed-up over cold compile", round(ratio), "x", note="goal >= 30x")
     return 0 if ratio >= 30 else 1

@@ -27,12 +27,13 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-VERSION = 1   # part of the build cache key: bump when the translation changes
+VERSION = 2   # part of the build cache key: bump when the translation changes
 FULL_MASK = "0xffffffffu"
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
-# comments, string and character literals: never translated
-_OPAQUE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
+# #include lines (rewritten on their own), comments, string and character literals: never translated
+_OPAQUE = re.compile(r'^[ \t]*#[ \t]*include[^\n]*|//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                     re.DOTALL | re.MULTILINE)
 _INCLUDE = re.compile(r'^(\s*#\s*include\s*)([<"])([^>"]+)([>"])', re.MULTILINE)
 
 HIP_HEADERS = {
