@@ -387,6 +387,9 @@ def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=
     diags = parse_diagnostics(log, src.name)
     if unknown:
         notes = [f"HIP names with no CUDA translation (fix them if the build fails): {', '.join(unknown)}", *notes]
+    if "clang-offload-bundler" in log and "exist" in log:
+        diags.append(Diagnostic(None, None, "error", "clang cannot find clang-offload-bundler: apt-get install -y "
+                                "clang-tools-19 (or hipcc, which pulls clang-tools-15)"))
     if not ok and not diags:
         msg = (f"the compiler {done.explain()}" if not done.ok else "the compiler made no output")
         diags = [Diagnostic(None, None, "error", msg)]
