@@ -207,3 +207,19 @@ def test_reduction_runs_on_the_gpu_against_numpy():
             done = build.run(r, [Path(tmp) / "x.f32", n, 256], timeout_s=30)
             got = float(next(ln.split()[1] for ln in done.stdout.splitlines() if ln.startswith("sum ")))
             assert abs(got - float(x.sum(dtype=np.float64))) <= 1e-5 * float(np.abs(x).sum(dtype=np.float64)) + 1e-6
+
+
+def test_cli_hip_commands(tmp_path, capsys):
+    from rocmlab import cli
+
+    assert cli.main(["hip", "build", str(tmp_path / "missing.hip")]) == 2
+    assert "is not a file" in capsys.readouterr().err
+    f = tmp_path / "k.hip"
+    f.write_text("#include <hip/hip_runtime.h>\nvoid f() { hipDeviceSynchronize(); hipBogus(); }\n")
+    assert cli.main(["hip", "translate", str(f)]) == 0
+    out = capsys.readouterr()
+    assert "cudaDeviceSynchronize();" in out.out and "hipBogus" in out.err
+    if HAS_GFX942:
+        f.write_text("int main() {\n  return 0\n}\n")
+        assert cli.main(["hip", "build", str(f)]) == 1
+        assert "line 2" in capsys.readouterr().out

@@ -107,12 +107,12 @@ class BuildResult:
 
         return resources_from_log(self.log, self.toolchain_kind, self.target)
 
-    def summary(self) -> str:
+    def summary(self, include_run: bool = True) -> str:
         """One or a few lines a learner can act on."""
         how = "cache hit" if self.cached else f"{self.duration_s:.1f} s"
         if self.ok:
             head = f"built for {self.target} with {self.toolchain} ({how})"
-            if not self.can_run:
+            if not self.can_run and include_run:
                 head += f"; not run: {self.cannot_run_reason}"
             extra = [str(d) for d in self.warnings[:5]]
             return "\n".join([head, *extra])

@@ -54,7 +54,7 @@ def _excerpt(source: str, d: _build.Diagnostic) -> str:
 def report_build(res: _build.BuildResult) -> str:
     out = []
     if res.ok:
-        out.append(res.summary().splitlines()[0])
+        out.append(res.summary(include_run=False).splitlines()[0])
     else:
         out.append(f"error: build failed for {res.target}" + (f" with {res.toolchain}" if res.toolchain else ""))
     for n in res.notes:
