@@ -223,3 +223,19 @@ def test_cli_hip_commands(tmp_path, capsys):
         f.write_text("int main() {\n  return 0\n}\n")
         assert cli.main(["hip", "build", str(f)]) == 1
         assert "line 2" in capsys.readouterr().out
+
+
+def test_rocm_toolchain_is_found_under_rocm_path(machine):
+    from rocmlab.hip.toolchain import discover as disc
+    from rocmlab.platform import Probe
+
+    hipcc = machine.write("opt/rocm/bin/hipcc", "#!/bin/sh\necho 'HIP version: 6.2.41133-dd7f95766'\n"
+                                                "echo 'AMD clang version 18.0.0git'\n")
+    hipcc.chmod(0o755)
+    probe = Probe(root=machine.root, env={"PATH": ""}, which=lambda t: None)
+    tc = disc("rocm", probe)
+    assert tc is not None and tc.kind == "rocm" and tc.version == "6.2.41133-dd7f95766"
+    assert tc.supports("gfx942") and "ROCm" in tc.label
+    assert disc("rocm", Probe(root=machine.root / "nothing", env={"PATH": ""}, which=lambda t: None)) is None
+    with pytest.raises(ValueError, match="unknown toolchain kind"):
+        disc("icc", probe)

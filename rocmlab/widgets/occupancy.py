@@ -37,17 +37,17 @@ class OccupancyExplorer:
         layout = w.Layout(width="520px")
         self.sliders = {
             "vgprs": w.IntSlider(value=vgprs, min=8, max=256, step=8, description="VGPRs per lane",
-                                 style=style, layout=layout, continuous_update=False),
+                                 style=style, layout=layout, continuous_update=True),
             "agprs": w.IntSlider(value=agprs, min=0, max=256, step=4, description="AGPRs per lane",
-                                 style=style, layout=layout, continuous_update=False),
+                                 style=style, layout=layout, continuous_update=True),
             "sgprs": w.IntSlider(value=sgprs, min=8, max=106, step=2, description="SGPRs per wave",
-                                 style=style, layout=layout, continuous_update=False),
+                                 style=style, layout=layout, continuous_update=True),
             "lds_bytes": w.IntSlider(value=lds_bytes, min=0, max=65536, step=1024,
                                      description="LDS bytes per workgroup", style=style, layout=layout,
-                                     continuous_update=False),
+                                     continuous_update=True),
             "workgroup_size": w.IntSlider(value=workgroup_size, min=64, max=1024, step=64,
                                           description="threads per workgroup", style=style, layout=layout,
-                                          continuous_update=False),
+                                          continuous_update=True),
         }
         self.arch = w.Dropdown(options=[("gfx942 (MI300X, CDNA3)", "gfx942"), ("gfx90a (MI200, CDNA2)", "gfx90a")],
                                value=arch, description="target", style=style, layout=layout)
