@@ -74,6 +74,14 @@ def main() -> int:
     headline(f"HIP cell warm cache hit (median of {a.repeats})", warm_s * 1000, "ms")
     ratio = cold_s / warm_s
     headline("warm cache hit speed-up over cold compile", round(ratio), "x", note="goal >= 30x")
+    # the first hit in a fresh session also asks the compilers for their versions (the key includes them)
+    build._FOUND.clear()
+    t0 = time.perf_counter()
+    first = build.compile(src, target=a.target)
+    first_s = time.perf_counter() - t0
+    assert first.cached
+    headline("cache hit including toolchain discovery (a fresh session's first)", first_s * 1000, "ms",
+             note=f"{cold_s / first_s:.0f}x faster than cold")
     return 0 if ratio >= 30 else 1
 
 
