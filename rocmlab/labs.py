@@ -21,6 +21,9 @@ class Lab:
 LABS = (
     Lab("00-setup.ipynb", "Setup and environment doctor", "§1, §2.1, §2.3, §4.3",
         "everything", "everything", "everything"),
+    Lab("03-pytorch-on-rocm.ipynb", "PyTorch on ROCm: migrate, measure, profile", "§3.1, §4.3 (rocprof)",
+        "everything (rocprofv3 where installed)", "everything but rocprofv3",
+        "all cells, small sizes; TF32/FP8, the BLAS switch and rocprofv3 say they need a GPU"),
 )
 
 

@@ -1,4 +1,7 @@
 """ipywidgets front ends. Each widget lives in its own module; import it from there.
 
 - :func:`rocmlab.widgets.doctor.doctor_widget`: the doctor's checks as a table with a re-run button
+- :func:`rocmlab.widgets.roofline.roofline_widget`: roofline with measured points and an intensity slider
+- :func:`rocmlab.widgets.timeline.kernel_table_widget`: kernel table plus per-stream timeline
+- :func:`rocmlab.widgets.monitor.monitor_widget`: live GPU/CPU monitor (amdsmi, nvidia-ml-py, psutil)
 """
