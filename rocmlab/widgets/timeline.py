@@ -37,7 +37,7 @@ def timeline_figure(events, kind: str = "gpu", top: int = 10, max_events: int = 
     for i, (n, g) in enumerate(groups):
         fig.add_trace(go.Bar(
             base=g["start_us"], x=g["dur_us"], y=[_lane(r, kind) for _, r in g.iterrows()], orientation="h",
-            name=(n[:40] + "…") if len(n) > 41 else n, text=g["name"],
+            name=(n[:40] + "…") if len(n) > 41 else n, text=g["name"], textposition="none",
             marker={"color": PALETTE[i % len(PALETTE)] if n != "other" else "#cccccc"},
             hovertemplate="<b>%{text}</b><br>start %{base:.1f} us<br>%{x:.2f} us<br>%{y}<extra></extra>"))
     fig.update_layout(barmode="overlay", title=title or "timeline", height=160 + 40 * ev["lane"].nunique(),
