@@ -99,7 +99,7 @@ def measure_ceilings(quick: bool = False, dtypes=("fp32", "bf16"), force: bool =
             if verbose:
                 print(f"gemm {d}: not measured: {exc}")
             continue
-        r = case.run(reps=reps or (5 if quick else 20), max_time_s=5.0, label=plat.label)
+        r = case.run(reps=reps or (10 if quick else 20), max_time_s=5.0, label=plat.label)
         c.tflops[d] = r.tflops
         del case
         if verbose:
