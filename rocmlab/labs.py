@@ -25,6 +25,9 @@ LABS = (
         "everything: HIP cells build with hipcc and run on the GPU",
         "HIP cells run through the HIP->CUDA path with nvcc (warps of 32); gfx942 facts from offline builds",
         "HIP compiles and links offline for gfx942; registers, LDS, occupancy and ISA shown; GPU programs not run"),
+    Lab("03-pytorch-on-rocm.ipynb", "PyTorch on ROCm: migrate, measure, profile", "§3.1, §4.3 (rocprof)",
+        "everything (rocprofv3 where installed)", "everything but rocprofv3",
+        "all cells, small sizes; TF32/FP8, the BLAS switch and rocprofv3 say they need a GPU"),
 )
 
 

@@ -4,4 +4,7 @@
 - :class:`rocmlab.widgets.occupancy.OccupancyExplorer`: sliders -> waves per SIMD (plotly FigureWidget), limiting resource named
 - :func:`rocmlab.widgets.indexing.indexing_widget`: which thread handles which element (grid/block/wavefront/lane)
 - :mod:`rocmlab.widgets.inspector`: kernel resources and the highlighted ISA as HTML
+- :func:`rocmlab.widgets.roofline.roofline_widget`: roofline with measured points and an intensity slider
+- :func:`rocmlab.widgets.timeline.kernel_table_widget`: kernel table plus per-stream timeline
+- :func:`rocmlab.widgets.monitor.monitor_widget`: live GPU/CPU monitor (amdsmi, nvidia-ml-py, psutil)
 """

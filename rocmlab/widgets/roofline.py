@@ -1,0 +1,110 @@
+"""The roofline as a plotly FigureWidget inside ipywidgets: measured ceilings (solid), spec peaks from
+datasets/hardware.csv (dashed), measured points with hover (kernel, FLOP/byte, TFLOP/s, time, share of
+the roof), and an intensity slider that says whether a kernel of that intensity is memory or compute bound.
+"""
+
+from __future__ import annotations
+
+import math
+
+COLOURS = {"fp32": "#1f77b4", "tf32": "#17becf", "bf16": "#d62728", "fp16": "#ff7f0e", "fp8": "#9467bd"}
+
+
+def _roof_xy(bw, peak, x_min, x_max):
+    ridge = peak / bw
+    xs = [x_min] + ([ridge] if x_min < ridge < x_max else []) + [x_max]
+    return xs, [min(peak, bw * x) for x in xs]
+
+
+def roofline_figure(roof, points=None, dtypes=None, x_range=(0.01, 10000.0)):
+    """A ``go.FigureWidget`` of the roof and the points (a DataFrame from ``Roofline.place``)."""
+    import plotly.graph_objects as go
+
+    x_min, x_max = x_range
+    fig = go.FigureWidget()
+    dtypes = dtypes or [d for d in COLOURS if roof.compute(d) or roof.compute(d, measured=False)]
+    for d in dtypes:
+        for measured in (True, False):
+            bw, peak = roof.bandwidth(measured), roof.compute(d, measured)
+            if not bw or not peak:
+                continue
+            xs, ys = _roof_xy(bw, peak, x_min, x_max)
+            kind = "measured" if measured else "spec"
+            fig.add_trace(go.Scatter(
+                x=xs, y=ys, mode="lines", name=f"{d} roof ({kind})",
+                line={"color": COLOURS.get(d, "#444"), "dash": "solid" if measured else "dash",
+                      "width": 2 if measured else 1},
+                hovertemplate=(f"{d} roof ({kind})<br>%{{x:.3g}} FLOP/byte → %{{y:.4g}} TFLOP/s"
+                               f"<br>ridge {peak / bw:.3g} FLOP/byte<extra></extra>")))
+    if points is not None and len(points):
+        pts = points[(points["FLOP/byte"].fillna(0) > 0) & (points["TFLOP/s"] > 0)]
+        for d, grp in pts.groupby("dtype", sort=False):
+            share = [(-1.0 if v != v or v is None else 100 * float(v)) for v in grp["of roof"]]
+            fig.add_trace(go.Scatter(
+                x=grp["FLOP/byte"], y=grp["TFLOP/s"], mode="markers", name=f"measured {d}",
+                text=grp["name"], marker={"size": 10, "color": COLOURS.get(d, "#444"), "symbol": "circle",
+                                          "line": {"width": 1, "color": "#000"}},
+                customdata=list(zip(grp["time_ms"], share, grp["bound"], strict=True)),
+                hovertemplate=("<b>%{text}</b><br>%{x:.3g} FLOP/byte<br>%{y:.4g} TFLOP/s"
+                               "<br>%{customdata[0]:.3g} ms per call<br>%{customdata[1]:.0f}% of the roof (-1: no roof)"
+                               "<br>%{customdata[2]} bound<extra></extra>")))
+    fig.update_layout(
+        title=f"Roofline  [{roof.label}]" + ("" if roof.spec_name else "  (no spec row: measured roof only)"),
+        xaxis={"type": "log", "title": "arithmetic intensity (FLOP/byte)", "range": [math.log10(x_min),
+                                                                                     math.log10(x_max)]},
+        yaxis={"type": "log", "title": "TFLOP/s"}, height=480, margin={"l": 60, "r": 20, "t": 50, "b": 50},
+        legend={"font": {"size": 10}}, hovermode="closest")
+    return fig
+
+
+def describe_intensity(roof, intensity: float, dtype: str) -> str:
+    """One sentence: the roof at this intensity, measured and spec, and what bounds it."""
+    got = roof.attainable(intensity, dtype)
+    spec = roof.attainable(intensity, dtype, measured=False)
+    if got is None and spec is None:
+        return f"{dtype}: no roof (not measured here and no spec figure)"
+    bound = roof.bound(intensity, dtype, measured=got is not None)
+    parts = [f"At {intensity:.3g} FLOP/byte a {dtype} kernel is <b>{bound} bound</b>"]
+    if got is not None:
+        parts.append(f"the measured roof allows {got:.4g} TFLOP/s (ridge {roof.ridge(dtype):.3g} FLOP/byte)")
+    if spec is not None:
+        parts.append(f"the spec roof {spec:.4g} TFLOP/s")
+    return "; ".join(parts) + f"  [{roof.label}]"
+
+
+def roofline_widget(roof, points=None, dtype: str | None = None, intensity: float = 10.0):
+    """A VBox: precision picker, intensity slider, the readout and the roofline figure.
+
+    The slider moves the 'your kernel' marker along the chosen roof (browser tests drive it)."""
+    import ipywidgets as w
+    import plotly.graph_objects as go
+
+    choices = [d for d in COLOURS if roof.compute(d) or roof.compute(d, measured=False)]
+    if not choices:
+        return w.HTML("<b>No roof to draw</b>: measure ceilings first (measure_ceilings()), or use a device "
+                      "with a row in datasets/hardware.csv.")
+    dtype = dtype if dtype in choices else ("bf16" if "bf16" in choices else choices[0])
+    fig = roofline_figure(roof, points)
+    fig.add_trace(go.Scatter(x=[intensity], y=[roof.attainable(intensity, dtype) or 0], mode="markers",
+                             name="your kernel", marker={"size": 16, "symbol": "star", "color": "#000"},
+                             hovertemplate="your kernel<br>%{x:.3g} FLOP/byte → %{y:.4g} TFLOP/s<extra></extra>"))
+    marker = fig.data[-1]
+    pick = w.Dropdown(options=choices, value=dtype, description="precision")
+    slider = w.FloatLogSlider(value=intensity, base=10, min=-2, max=4, step=0.05, description="FLOP/byte",
+                              continuous_update=True, readout_format=".3g")
+    readout = w.HTML(describe_intensity(roof, intensity, dtype))
+
+    def update(_=None):
+        x, d = slider.value, pick.value
+        y = roof.attainable(x, d)
+        if y is None:
+            y = roof.attainable(x, d, measured=False)
+        with fig.batch_update():
+            marker.x, marker.y = [x], [y or 0]
+        readout.value = describe_intensity(roof, x, d)
+
+    slider.observe(update, names="value")
+    pick.observe(update, names="value")
+    box = w.VBox([w.HBox([pick, slider]), readout, fig])
+    box.figure, box.slider, box.dropdown, box.readout = fig, slider, pick, readout
+    return box
