@@ -105,7 +105,7 @@ RULES: tuple[Rule, ...] = (
        "use warpSize (device code) or hipDeviceProp_t::warpSize (host code); size shared arrays for "
        "the largest case (blockDim.x / 32 slots covers both)."),
     _r("lane-arithmetic-32", "warp", "wrong",
-       r"(?:threadIdx\.x|\btid\b|\bidx\b|\blane\w*|\bi\b)\s*(?:%\s*32|&\s*31|/\s*32|>>\s*5)\b",
+       r"(?:threadIdx\.x|blockDim\.x|\btid\b|\bidx\b|\blane\w*|\bi\b)\s*(?:%\s*32|&\s*31|/\s*32|>>\s*5)\b",
        "lane and warp indices computed with 32 (x % 32, x & 31, x / 32, x >> 5) are wrong on a "
        "64-lane wavefront.",
        "use warpSize: lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize."),
