@@ -148,7 +148,7 @@ RULES: tuple[Rule, ...] = (
        "and workspace calls differ.",
        "port each cuDNN call to its MIOpen equivalent by hand (or call the operation from PyTorch)."),
     _r("cuda-api-left", "cuda-left", "wrong",
-       r"\bcuda[A-Z]\w*|\bcu[A-Z][a-z]\w*\s*\(|\bCU(?:DA)?_[A-Z_]+\b|#\s*include\s*[<\"]cuda\w*(?:\.h)?[>\"]",
+       r"\bcuda[A-Z]\w*|\bcu[A-Z][a-z]\w*\s*\(|\bCU(?:BLAS|DNN|FFT|RAND|SPARSE)_[A-Z_]+\b|#\s*include\s*[<\"]cuda\w*(?:\.h)?[>\"]",
        "a CUDA name is left that hipify did not rename (or the code was not hipified).",
        "use the HIP equivalent (cudaX -> hipX), or include <hip/hip_runtime.h>."),
     _r("compute-capability", "device-prop", "wrong",

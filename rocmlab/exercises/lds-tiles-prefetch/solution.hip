@@ -101,9 +101,9 @@ int main(int argc, char** argv) {
     HIP_CHECK(hipMalloc(&y, n * sizeof(float)));
     HIP_CHECK(hipMemcpy(x, in[0].f32(), n * sizeof(float), hipMemcpyHostToDevice));
     HIP_CHECK(hipMemcpy(w, in[1].f32(), (2 * R + 1) * sizeof(float), hipMemcpyHostToDevice));
-    const float ms0 = time_ms([&] { v0_global<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(x, w, y, n); }, 20);
+    const float ms0 = time_ms([&] { v0_global<<<(n + BLOCK - 1) / BLOCK, BLOCK>>>(x, w, y, n); HIP_CHECK(hipGetLastError()); }, 20);
     HIP_CHECK(hipMemset(y, 0, n * sizeof(float)));  // the output below comes from v1 alone
-    const float ms1 = time_ms([&] { v1_lds_tile<<<(n + TILE - 1) / TILE, BLOCK>>>(x, w, y, n); }, 20);
+    const float ms1 = time_ms([&] { v1_lds_tile<<<(n + TILE - 1) / TILE, BLOCK>>>(x, w, y, n); HIP_CHECK(hipGetLastError()); }, 20);
     std::vector<float> out(n);
     HIP_CHECK(hipMemcpy(out.data(), y, n * sizeof(float), hipMemcpyDeviceToHost));
     int bad = 0;

@@ -1,0 +1,63 @@
+"""Where the BLAS an exercise links against lives, per toolchain: hipBLAS for AMD, cuBLAS for NVIDIA.
+
+hipBLAS is not in Debian 12: ``scripts/setup/25-hipblas.sh`` unpacks trixie's hipBLAS 5.5 headers and
+library (not rocBLAS: the program links but cannot run without ROCm). A ROCm install's
+/opt/rocm is used when present. cuBLAS comes from the CUDA toolkit or the ``nvidia-cublas`` wheel.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from rocmlab._paths import cache_dir
+
+HIPBLAS_FIX = "run bash scripts/setup/25-hipblas.sh (unpacks hipBLAS 5.5 from Debian trixie), or install ROCm's hipblas"
+CUBLAS_FIX = "install the CUDA toolkit's cuBLAS (libcublas-dev) or pip install nvidia-cublas"
+
+
+def hipblas_root() -> Path | None:
+    for root in (Path(os.environ.get("ROCMLAB_HIPBLAS", "/nonexistent")), Path("/opt/rocm"),
+                 cache_dir() / "hipblas-5.5" / "usr", Path("/usr")):
+        if (root / "include" / "hipblas" / "hipblas.h").is_file():
+            return root
+    return None
+
+
+def cublas_dirs() -> tuple[Path, Path] | None:
+    cands = []
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if home:
+            cands.append((Path(home) / "include", Path(home) / "lib64"))
+    try:
+        import nvidia.cublas as nc  # the wheel torch CUDA builds depend on
+
+        base = Path(list(nc.__path__)[0])
+        cands.append((base / "include", base / "lib"))
+    except Exception:
+        pass
+    for inc, lib in cands:
+        if (inc / "cublas_v2.h").is_file():
+            return inc, lib
+    return None
+
+
+def flags(libraries, nvidia: bool) -> tuple[tuple[str, ...], str]:
+    """(extra compiler flags, '' or the fix when a library is missing)."""
+    out: list[str] = []
+    for lib in libraries:
+        if lib != "blas":
+            return (), f"unknown library {lib!r} in the exercise spec"
+        if nvidia:
+            dirs = cublas_dirs()
+            if dirs is None:
+                return (), "cuBLAS headers (cublas_v2.h) not found: " + CUBLAS_FIX
+            out += ["-I", str(dirs[0]), "-L", str(dirs[1]), "-lcublas", "-Xlinker", f"-rpath,{dirs[1]}"]
+        else:
+            root = hipblas_root()
+            if root is None:
+                return (), "hipBLAS headers (hipblas/hipblas.h) not found: " + HIPBLAS_FIX
+            libdir = root / ("lib" if (root / "lib" / "libhipblas.so").exists() else "lib/x86_64-linux-gnu")
+            out += ["-I", str(root / "include"), "-L", str(libdir), "-lhipblas",
+                    "-Wl,--allow-shlib-undefined", f"-Wl,-rpath,{libdir}"]
+    return tuple(out), ""
