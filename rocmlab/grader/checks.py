@@ -162,6 +162,10 @@ def _run_verdict(r: dict) -> tuple[str, str]:
     if done.stdout_truncated or done.stderr_truncated:
         return "failed", ("the program printed more than the output limit (it was cut off): print a summary "
                           "line, not the data")
+    missing_lib = re.search(r"error while loading shared libraries: (\S+?):", done.stderr)
+    if r["host_only"] and done.returncode == 127 and missing_lib:
+        return "skipped", (f"cannot start here: {missing_lib.group(1)} is not installed (the offline toolchain "
+                           "links hipBLAS but has no rocBLAS); run checks need a ROCm install or the NVIDIA GPU path")
     if r["host_only"] and done.returncode not in (0, None) and NO_DEVICE.search(done.stderr + done.stdout):
         return "skipped", ("no GPU here: the program ran on the host up to its first GPU call, which reported "
                            "no device; run checks need an AMD GPU, or an NVIDIA GPU through the HIP->CUDA path")
@@ -214,9 +218,11 @@ def compare_outputs(ctx: Context, r: dict) -> tuple[bool, str, dict]:
         bad = ~(np.abs(g64 - w64) <= tol)   # NaN counts as bad
         if bad.any():
             i = int(np.argmax(bad))
+            where = np.flatnonzero(bad)[:8]
+            samples = [[int(k), float(got[k]), float(w[k])] for k in where]
             return False, (f"output {name}: {int(bad.sum())} of {w.size} values differ; first mismatch at index {i}: "
                            f"got {got[i]!r}, expected {w[i]!r} (tolerance rtol={rtol:g}, atol={atol:g})"), \
-                {"first_mismatch": i, "mismatches": int(bad.sum())}
+                {"first_mismatch": i, "mismatches": int(bad.sum()), "output": name, "samples": samples}
     return True, f"matches the reference on fresh random inputs ({', '.join(f'{k}[{np.asarray(v).size}]' for k, v in want.items())})", {}
 
 
