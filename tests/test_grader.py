@@ -91,7 +91,7 @@ def test_io_roundtrip_and_bad_files(tmp_path):
     arrays = [np.arange(5, dtype=np.float32), np.array([3, -1], np.int32), np.array([7], np.uint32)]
     gio.write_arrays(tmp_path / "a.bin", arrays)
     back = gio.read_arrays(tmp_path / "a.bin")
-    assert all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(arrays, back))
+    assert all(np.array_equal(x, y) and x.dtype == y.dtype for x, y in zip(arrays, back, strict=True))
     (tmp_path / "bad.bin").write_bytes(b"nope")
     with pytest.raises(gio.FormatError, match="RLX1"):
         gio.read_arrays(tmp_path / "bad.bin")

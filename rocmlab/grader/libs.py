@@ -25,19 +25,26 @@ def hipblas_root() -> Path | None:
 
 
 def cublas_dirs() -> tuple[Path, Path] | None:
+    """(include, lib) of cuBLAS: $ROCMLAB_CUBLAS, the CUDA toolkit, or an nvidia-cublas wheel
+    (nvidia/cu13/ in CUDA 13 wheels, nvidia/cublas/ in older ones)."""
     cands = []
+    if os.environ.get("ROCMLAB_CUBLAS"):
+        base = Path(os.environ["ROCMLAB_CUBLAS"])
+        cands.append((base / "include", base / "lib"))
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:
-            cands.append((Path(home) / "include", Path(home) / "lib64"))
+            cands += [(Path(home) / "include", Path(home) / "lib64"),
+                      (Path(home) / "targets" / "x86_64-linux" / "include", Path(home) / "targets" / "x86_64-linux" / "lib")]
     try:
-        import nvidia.cublas as nc  # the wheel torch CUDA builds depend on
+        import nvidia  # namespace package of the CUDA wheels torch depends on
 
-        base = Path(list(nc.__path__)[0])
-        cands.append((base / "include", base / "lib"))
+        for root in map(Path, nvidia.__path__):
+            for inc in sorted(root.glob("*/include/cublas_v2.h")):
+                cands.append((inc.parent, inc.parent.parent / "lib"))
     except Exception:
         pass
     for inc, lib in cands:
-        if (inc / "cublas_v2.h").is_file():
+        if (inc / "cublas_v2.h").is_file() and (any(lib.glob("libcublas.so*")) if lib.is_dir() else False):
             return inc, lib
     return None
 
@@ -77,8 +84,9 @@ def flags(libraries, nvidia: bool) -> tuple[tuple[str, ...], str]:
                 versioned = sorted(lib.glob("libcublas.so.*"))
                 if not versioned:
                     return (), f"no libcublas.so in {lib}: " + CUBLAS_FIX
-                link = [str(versioned[0])]
-            out += ["-I", str(cublas_v2_shim()), "-I", str(dirs[0]), *link, "-Xlinker", f"-rpath,{lib}"]
+                link = ["-L", str(lib), "-Xlinker", f"-l:{versioned[0].name}"]
+            out += ["-I", str(cublas_v2_shim()), "-I", str(dirs[0]), *link, "-Xlinker", f"-rpath,{lib}",
+                    "-Xlinker", f"-rpath-link,{lib}"]
         else:
             root = hipblas_root()
             if root is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, cache
 from pathlib import Path
 
 import yaml
@@ -80,7 +80,7 @@ class Exercise:
         return None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_reference(path: str):
     spec = importlib.util.spec_from_file_location(f"rocmlab_exercise_ref_{hashlib.md5(path.encode()).hexdigest()[:8]}", path)
     mod = importlib.util.module_from_spec(spec)
