@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -35,13 +36,21 @@ def grade(subs: Path, out: Path, workers: int, home: Path, kill_after: float | N
     cmd = [sys.executable, "-m", "rocmlab.cli", "grade", str(subs), "--exercise", "vector-add", "--out", str(out),
            "--workers", str(workers), "--time-limit", "5", "--seed", "12345", "--no-progress"]
     start = time.monotonic()
+    load0 = os.getloadavg()[0]
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         proc.wait(timeout=kill_after)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    return time.monotonic() - start, proc.returncode
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)
+    wall = time.monotonic() - start
+    if kill_after is None:
+        print(f"    (machine load average {load0:.1f} -> {os.getloadavg()[0]:.1f}; the graders used {cpu:.0f} CPU-s "
+              f"in {wall:.0f} s wall: {cpu / wall:.2f} cores busy on average)")
+    return wall, proc.returncode
 
 
 def main() -> int:
