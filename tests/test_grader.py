@@ -175,3 +175,15 @@ def test_cli_grade(tmp_path, capsys):
     assert main(["grade", str(subs), "--exercise", "nope"]) == 2
     assert main(["grade", "x", "--list"]) == 0
     assert "block-reduction" in capsys.readouterr().out
+
+
+def test_a_stderr_warning_is_not_a_failure_but_a_crash_is():
+    from rocmlab.sandbox import run_limited
+
+    warn = run_limited(["sh", "-c", "echo 'warning: ROCm: something is deprecated' >&2; echo done; exit 0"])
+    status, msg = checks._run_verdict({"done": warn, "host_only": False, "format_error": ""})
+    assert status == "passed" and "not a failure" in msg
+    crash = run_limited(["sh", "-c", "kill -SEGV $$"])
+    assert checks._run_verdict({"done": crash, "host_only": False, "format_error": ""})[0] == "failed"
+    loud = run_limited(["sh", "-c", "yes hello | head -c 3000000"], output_bytes=1 << 20)
+    assert "output limit" in checks._run_verdict({"done": loud, "host_only": False, "format_error": ""})[1]
