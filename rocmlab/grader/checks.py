@@ -221,7 +221,7 @@ def compare_outputs(ctx: Context, r: dict) -> tuple[bool, str, dict]:
             where = np.flatnonzero(bad)[:8]
             samples = [[int(k), float(got[k]), float(w[k])] for k in where]
             return False, (f"output {name}: {int(bad.sum())} of {w.size} values differ; first mismatch at index {i}: "
-                           f"got {got[i]!r}, expected {w[i]!r} (tolerance rtol={rtol:g}, atol={atol:g})"), \
+                           f"got {float(got[i]):.7g}, expected {float(w[i]):.7g} (tolerance rtol={rtol:g}, atol={atol:g})"), \
                 {"first_mismatch": i, "mismatches": int(bad.sum()), "output": name, "samples": samples}
     return True, f"matches the reference on fresh random inputs ({', '.join(f'{k}[{np.asarray(v).size}]' for k, v in want.items())})", {}
 
