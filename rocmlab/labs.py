@@ -18,7 +18,7 @@ class Lab:
     cpu: str            # ... on a CPU-only machine
 
 
-LABS = (
+_LABS = (
     Lab("00-setup.ipynb", "Setup and environment doctor", "§1, §2.1, §2.3, §4.3",
         "everything", "everything", "everything"),
     Lab("01-hip-programming-model.ipynb", "The HIP programming model", "§2.1, §2.2",
@@ -28,7 +28,12 @@ LABS = (
     Lab("03-pytorch-on-rocm.ipynb", "PyTorch on ROCm: migrate, measure, profile", "§3.1, §4.3 (rocprof)",
         "everything (rocprofv3 where installed)", "everything but rocprofv3",
         "all cells, small sizes; TF32/FP8, the BLAS switch and rocprofv3 say they need a GPU"),
+    Lab("02-porting-cuda-to-hip.ipynb", "Porting CUDA to HIP: hipify, traps, graded exercises", "§4.1, §4.2, §4.3",
+        "everything", "everything (solutions run through the HIP->CUDA path)",
+        "hipify, trap report, static and compile checks; run and perf checks skipped"),
 )
+# Course order is file order, whatever order the entries were added in.
+LABS = tuple(sorted(_LABS, key=lambda lab: lab.file))
 
 
 def table_rows() -> list[list[str]]:
