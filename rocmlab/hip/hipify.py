@@ -1,0 +1,222 @@
+"""Port CUDA to HIP, then show what the port still gets wrong on AMD.
+
+Three tools do the renaming, with one report:
+
+- ``torch``: PyTorch's ``torch.utils.hipify`` (always here: it ships with every torch build);
+- ``hipify-perl`` and ``hipify-clang``: ROCm's own, used when they are on PATH (ROCm images).
+
+:func:`hipify_source` ports a string, :func:`hipify_file` a file, :func:`hipify_folder` a
+folder. Each returns a :class:`Port`: the HIP text, the renames made, and the trap report
+(:mod:`rocmlab.hip.traps`) on the output, with a side-by-side diff for notebooks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import html
+import io
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocmlab.hip.traps import Trap, find_traps, format_traps
+
+TOOLS = ("torch", "hipify-perl", "hipify-clang")
+CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".c")
+
+
+class HipifyError(RuntimeError):
+    pass
+
+
+@dataclass
+class Port:
+    name: str
+    tool: str
+    cuda: str
+    hip: str
+    traps: list[Trap] = field(default_factory=list)
+
+    @property
+    def renames(self) -> list[tuple[str, str]]:
+        """(CUDA name, HIP name) pairs the tool changed, in order of first appearance."""
+        seen, out = set(), []
+        a = re.findall(r"\w+|[^\w\s]", self.cuda)
+        b = re.findall(r"\w+|[^\w\s]", self.hip)
+        sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+        for op, i1, i2, j1, j2 in sm.get_opcodes():
+            if op == "replace":
+                pair = (" ".join(a[i1:i2]), " ".join(b[j1:j2]))
+                if pair not in seen:
+                    seen.add(pair)
+                    out.append(pair)
+        return out
+
+    @property
+    def wrong(self) -> list[Trap]:
+        return [t for t in self.traps if t.severity == "wrong"]
+
+    def diff(self) -> str:
+        return "".join(difflib.unified_diff(self.cuda.splitlines(True), self.hip.splitlines(True),
+                                            f"{self.name} (CUDA)", f"{self.name} (HIP, {self.tool})"))
+
+    def side_by_side_html(self) -> str:
+        """CUDA on the left, HIP on the right; changed lines highlighted, trap lines marked."""
+        trap_lines = {t.line: t for t in self.traps}
+        a, b = self.cuda.splitlines(), self.hip.splitlines()
+        sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
+        rows = []
+
+        def td(num, text, colour, title=""):
+            t = f" title='{html.escape(title)}'" if title else ""
+            n = "" if num is None else str(num)
+            return (f"<td style='color:#6e7781;text-align:right;padding-right:4px'>{n}</td>"
+                    f"<td style='background:{colour};white-space:pre;font-family:monospace'{t}>"
+                    f"{html.escape(text)}</td>")
+
+        for op, i1, i2, j1, j2 in sm.get_opcodes():
+            for k in range(max(i2 - i1, j2 - j1)):
+                ia, jb = i1 + k, j1 + k
+                left = a[ia] if ia < i2 else ""
+                right = b[jb] if jb < j2 else ""
+                trap = trap_lines.get(jb + 1) if jb < j2 else None
+                lc = "#fff" if op == "equal" else "#ffebe9"
+                rc = "#fff" if op == "equal" else "#dafbe1"
+                if trap:
+                    rc = "#fff8c5"
+                rows.append("<tr>" + td(ia + 1 if ia < i2 else None, left, lc)
+                            + td(jb + 1 if jb < j2 else None, right + ("   ⚠ " + trap.rule if trap else ""), rc,
+                                 f"{trap.why} Fix: {trap.fix}" if trap else "") + "</tr>")
+        head = (f"<tr><th colspan=2 style='text-align:left'>{html.escape(self.name)} (CUDA)</th>"
+                f"<th colspan=2 style='text-align:left'>HIP ({html.escape(self.tool)}); yellow: a trap</th></tr>")
+        return f"<table class='rocmlab-diff' style='border-collapse:collapse;font-size:12px'>{head}{''.join(rows)}</table>"
+
+    def trap_table_html(self) -> str:
+        from rocmlab.hip.traps import trap_rows
+        from rocmlab.widgets.html_table import html_table
+
+        if not self.traps:
+            return "<p>No traps found.</p>"
+        return html_table(["line", "severity", "trap", "code", "why", "fix"], trap_rows(self.traps),
+                          css_class="rocmlab-traps")
+
+    def report(self) -> str:
+        lines = [f"{self.name}: {len(self.renames)} renames by {self.tool}, {len(self.traps)} traps "
+                 f"({len(self.wrong)} wrong on AMD)"]
+        lines.append(format_traps(self.traps))
+        return "\n".join(lines)
+
+
+def available_tools() -> list[str]:
+    """The hipify tools usable here: torch always; hipify-perl / hipify-clang when on PATH."""
+    return ["torch"] + [t for t in TOOLS[1:] if shutil.which(t)]
+
+
+def _torch_hipify_folder(src: Path, dst: Path) -> dict[Path, Path]:
+    """Run torch.utils.hipify on a folder copy; returns {source file: HIP file}."""
+    try:
+        from torch.utils.hipify import hipify_python
+    except ImportError as exc:  # pragma: no cover - torch is a dependency
+        raise HipifyError("torch.utils.hipify is not importable: install torch (see README)") from exc
+    src, dst = src.resolve(), dst.resolve()
+    if dst.exists():
+        shutil.rmtree(dst)
+    # hipify copies the project into output_directory itself (only when it does not exist yet)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        results = hipify_python.hipify(project_directory=str(src), output_directory=str(dst), includes=["*"],
+                                       extensions=CUDA_SUFFIXES, hip_clang_launch=True, show_progress=False)
+    out = {}
+    for path, res in results.items():
+        p = Path(path)
+        hip_path = Path(res.hipified_path) if res.hipified_path else p
+        try:
+            rel = p.relative_to(dst)
+        except ValueError:
+            continue
+        out[src / rel] = hip_path
+    return out
+
+
+def _strip_banner(text: str) -> str:
+    return re.sub(r"\A// !!! This is a file automatically generated by hipify!!!\n", "", text)
+
+
+def _rocm_hipify(tool: str, cuda_file: Path) -> str:
+    exe = shutil.which(tool)
+    if not exe:
+        raise HipifyError(f"{tool} is not on PATH: it comes with ROCm (hipify-perl in /opt/rocm/bin); "
+                          "use tool='torch' here")
+    cmd = [exe, str(cuda_file)] if tool == "hipify-perl" else [exe, str(cuda_file), "--"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        raise HipifyError(f"{tool} failed on {cuda_file.name}: {proc.stderr.strip()[-500:]}")
+    return proc.stdout
+
+
+def hipify_source(cuda_source: str, name: str = "kernel.cu", tool: str = "torch") -> Port:
+    """Port one CUDA source string to HIP and report its traps."""
+    if tool not in TOOLS:
+        raise ValueError(f"unknown hipify tool {tool!r}: choose one of {', '.join(TOOLS)}")
+    if not isinstance(cuda_source, str) or not cuda_source.strip():
+        raise ValueError("hipify_source needs CUDA source text (a non-empty string)")
+    suffix = Path(name).suffix or ".cu"
+    if suffix not in CUDA_SUFFIXES:
+        suffix = ".cu"
+    with tempfile.TemporaryDirectory(prefix="rocmlab-hipify-") as tmp:
+        src = Path(tmp) / "src"
+        src.mkdir()
+        f = src / (Path(name).stem + suffix)
+        f.write_text(cuda_source)
+        if tool == "torch":
+            mapping = _torch_hipify_folder(src, Path(tmp) / "out")
+            hip = _strip_banner(Path(mapping[f]).read_text()) if f in mapping else cuda_source
+        else:
+            hip = _rocm_hipify(tool, f)
+    return Port(name, tool, cuda_source, hip, find_traps(hip))
+
+
+def hipify_file(path, output=None, tool: str = "torch") -> Port:
+    """Port a CUDA file; writes the HIP file to ``output`` when given (``.cu`` -> ``.hip``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no such CUDA file: {path}")
+    port = hipify_source(path.read_text(), name=path.name, tool=tool)
+    if output is not None:
+        Path(output).parent.mkdir(parents=True, exist_ok=True)
+        Path(output).write_text(port.hip)
+    return port
+
+
+def hipify_folder(src_dir, out_dir, tool: str = "torch") -> dict[str, Port]:
+    """Port every CUDA file under ``src_dir`` into ``out_dir`` (same layout, ``.cu`` -> ``.hip``)."""
+    src_dir, out_dir = Path(src_dir), Path(out_dir)
+    if not src_dir.is_dir():
+        raise FileNotFoundError(f"no such folder: {src_dir}")
+    files = sorted(p for p in src_dir.rglob("*") if p.is_file() and p.suffix in CUDA_SUFFIXES)
+    ports: dict[str, Port] = {}
+    if tool == "torch":
+        with tempfile.TemporaryDirectory(prefix="rocmlab-hipify-") as tmp:
+            work = Path(tmp) / "src"
+            shutil.copytree(src_dir, work)
+            mapping = _torch_hipify_folder(work, Path(tmp) / "out")
+            for f in files:
+                rel = f.relative_to(src_dir)
+                hip_file = mapping.get(work / rel)
+                hip = _strip_banner(Path(hip_file).read_text()) if hip_file else f.read_text()
+                ports[str(rel)] = Port(str(rel), tool, f.read_text(), hip, find_traps(hip))
+    else:
+        for f in files:
+            rel = f.relative_to(src_dir)
+            ports[str(rel)] = Port(str(rel), tool, f.read_text(), _rocm_hipify(tool, f), [])
+            ports[str(rel)].traps = find_traps(ports[str(rel)].hip)
+    for rel, port in ports.items():
+        target = out_dir / rel
+        if target.suffix == ".cu":
+            target = target.with_suffix(".hip")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(port.hip)
+    return ports
