@@ -7,5 +7,5 @@ void describe_device() {
   cudaDeviceProp prop;
   if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return;
   std::printf("%s: %d SMs, %zu bytes shared per SM, warp %d\n", prop.name, prop.multiProcessorCount,
-              prop.sharedMemPerMultiprocessor, prop.warpSize);
+              prop.sharedMemPerMultiprocessor, prop.warpSize);  // expect-trap: device-prop-field
 }

@@ -11,7 +11,7 @@ int main() {
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
-  bool native_fp64_atomics = prop.major * 10 + prop.minor >= 60;
+  bool native_fp64_atomics = prop.major * 10 + prop.minor >= 60;  // expect-trap: compute-capability
   std::printf("%s, fp64 atomics: %d\n", prop.name, (int)native_fp64_atomics);
 
   const int nstreams = 4, chunk = 1 << 20, n = nstreams * chunk;

@@ -8,7 +8,7 @@ namespace cg = cooperative_groups;
 __global__ void grid_sum(const float* x, float* partial, float* out, int n) {
   cg::grid_group grid = cg::this_grid();
   cg::thread_block block = cg::this_thread_block();
-  cg::thread_block_tile<32> tile = cg::tiled_partition<32>(block);
+  cg::thread_block_tile<32> tile = cg::tiled_partition<32>(block);  // expect-trap: cg-tile-32
   float v = 0.f;
   for (int i = grid.thread_rank(); i < n; i += grid.size()) v += x[i];
   for (int o = tile.size() / 2; o > 0; o /= 2) v += tile.shfl_down(v, o);

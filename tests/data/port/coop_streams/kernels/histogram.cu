@@ -14,10 +14,10 @@ __global__ void histogram256(const unsigned char* data, int n, unsigned int* bin
 __global__ void count_flags(const int* flags, int n, unsigned long long* total, int* max_seen) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   int pred = (i < n) && flags[i] != 0;
-  unsigned int votes = __ballot_sync(0xffffffff, pred);
-  if ((threadIdx.x & 31) == 0) {
-    atomicAdd(total, (unsigned long long)__popc(votes));
-    atomicMax(max_seen, __popc(votes));
+  unsigned int votes = __ballot_sync(0xffffffff, pred);  // expect-trap: ballot-in-32-bits, shfl-sync-32-bit-mask
+  if ((threadIdx.x & 31) == 0) {  // expect-trap: lane-arithmetic-32
+    atomicAdd(total, (unsigned long long)__popc(votes));  // expect-trap: popc-on-mask
+    atomicMax(max_seen, __popc(votes));  // expect-trap: popc-on-mask
   }
 }
 

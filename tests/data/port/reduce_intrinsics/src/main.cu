@@ -6,7 +6,7 @@
 #include "cuda_utils.cuh"
 #include "reduce.h"
 
-static const int warp_size = 32;  // used to size the per-warp scratch below
+static const int warp_size = 32;  // used to size the per-warp scratch below; expect-trap: hard-coded-warp-size
 
 int main() {
   const int n = 1 << 20;

@@ -3,11 +3,11 @@
 #include "cuda_utils.cuh"
 #include "reduce.h"
 
-#define WARP_SIZE 32
+#define WARP_SIZE 32  // expect-trap: hard-coded-warp-size
 
 __inline__ __device__ float warp_reduce_sum(float v) {
-  for (int offset = 16; offset > 0; offset /= 2)
-    v += __shfl_down_sync(0xffffffff, v, offset);
+  for (int offset = 16; offset > 0; offset /= 2)  // expect-trap: lane-offset-16-or-32
+    v += __shfl_down_sync(0xffffffff, v, offset);  // expect-trap: shfl-sync-32-bit-mask
   return v;
 }
 
@@ -25,7 +25,7 @@ __global__ void block_sum(const float* __restrict__ x, float* out, int n) {
     v = (lane < blockDim.x / WARP_SIZE) ? partial[lane] : 0.f;
     v = warp_reduce_sum(v);
     if (lane == 0) {
-#if __CUDA_ARCH__ >= 600
+#if __CUDA_ARCH__ >= 600  // expect-trap: cuda-arch-guard
       atomicAdd(out, v);
 #else
       // pre-Pascal fallback through a CAS loop
@@ -42,7 +42,7 @@ __global__ void block_sum(const float* __restrict__ x, float* out, int n) {
 
 // Scales fp16 values in place. Half arithmetic needs sm_53.
 __global__ void scale_half(__half* x, float s, int n) {
-#if __CUDA_ARCH__ >= 530
+#if __CUDA_ARCH__ >= 530  // expect-trap: cuda-arch-guard
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] = __float2half(__half2float(x[i]) * s);
 #endif
