@@ -180,6 +180,11 @@ def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | b
         raise PortInputError(f"unknown --arch {','.join(bad) or arch!r}: choose from {', '.join(SUPPORTED_ARCHS)} "
                              "(comma-separated for several)")
     src_r, out_r = check_request(src, out)
+    if report:
+        rep = Path(report).expanduser().resolve()
+        if rep == src_r or src_r in rep.parents:
+            raise PortInputError(f"--report {report} is inside SRC ({src_r}): the port never writes into SRC; put "
+                                 "the report elsewhere (the default is OUT/rocmlab-port.html)")
     proj = collect(src_r)
     tc = build.choose_toolchain(toolchain) if compile else None
     if tc is not None:

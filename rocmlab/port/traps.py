@@ -17,9 +17,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
-from rocmlab.hip.traps import find_traps, strip_comments_and_strings
+from rocmlab.hip.traps import RULES, find_traps, strip_comments_and_strings
 
 LEVELS = ("error", "warning", "info")
 _LEVEL_OF = {"wrong": "error", "check": "warning", "slow": "info"}
@@ -192,6 +192,7 @@ def guard_traps(path: str, text: str) -> list[PortTrap]:
     return traps
 
 
+_CUDA_LEFT = next(r.pattern for r in RULES if r.name == "cuda-api-left")
 _DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)|\b(?:struct|class|enum|using|typedef\b[^;]*?)\s+(\w+)\s*[;{=]",
                       re.MULTILINE)
 
@@ -224,7 +225,13 @@ def scan(path: str, text: str, own_names: set[str] | None = None) -> list[PortTr
     out = []
     for t in find_traps(text):
         if t.rule == "cuda-api-left" and own_names and _word_at(lines, t.line, t.column) in own_names:
-            continue
+            # find_traps reports one hit per line and rule: look for a real CUDA name further on
+            clean = strip_comments_and_strings(lines[t.line - 1])
+            rest = [m for m in _CUDA_LEFT.finditer(clean, t.column)
+                    if _word_at([clean], 1, m.start() + 1) not in own_names]
+            if not rest:
+                continue
+            t = replace(t, column=rest[0].start() + 1)
         out.append(PortTrap(path, t.line, t.column, t.rule, t.kind, _LEVEL_OF.get(t.severity, "warning"), t.snippet,
                             t.why, t.fix))
     out += guard_traps(path, text)
