@@ -195,3 +195,45 @@ def test_compat_off_and_gfx90a(tmp_path):
     assert "__shfl_down_sync" in cats["src/reduce.hip"].error
     assert cats["src/ballot_count.hip"].category == "warp-sync"       # __activemask is ROCm 6.2+
     assert any("--offload-arch=gfx90a" in c for c in cats["src/main.hip"].command)
+
+
+def test_report_renders_in_a_real_browser(ported):
+    """The HTML report opened from disk in Chromium (offline): three plotly charts with data, tables readable."""
+    import shutil
+
+    pw = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    res = ported[0]["blas_atomics"]
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page()
+            page.route("http*://**", lambda route: route.abort())        # proves it needs no network
+            page.goto(Path(res.report_html).as_uri())
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 3", timeout=30000)
+            bars = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                                 ".map(d => d.data[0].y.concat(d.data[0].x))")
+            text = page.inner_text("body")
+        finally:
+            browser.close()
+    files_chart = dict(zip(bars[0][len(bars[0]) // 2:], bars[0][: len(bars[0]) // 2]))
+    assert files_chart == {"ok": res.n_compiled, "failed": res.n_units - res.n_compiled}
+    assert "src/gemm_cublas.hip" in text and "hipBLAS" in text and "rocThrust" in text
+
+
+def test_notebook_view(ported, capsys):
+    pytest.importorskip("IPython")
+    from rocmlab.port import notebook
+
+    assert set(BASES) <= set(notebook.samples())
+    res = notebook.show(ported[0]["coop_streams"])
+    out = capsys.readouterr().out
+    assert "translation units compiled after rocmlab port (coop_streams, gfx942): 2/5" in out
+    assert "[cpu:" in out or "[cuda:" in out or "[rocm:" in out       # the figure names its backend
+    assert res is ported[0]["coop_streams"]
+    with pytest.raises(ValueError, match="no sample code base"):
+        notebook.sample_path("nope")

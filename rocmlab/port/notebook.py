@@ -45,7 +45,7 @@ def show(result, charts: bool = True, plat=None):
                  f"with {result.toolchain}, not run", plat=plat)
     if charts:
         for fig in figures(result).values():
-            fig.show()
+            display(fig)          # a live plotly figure in JupyterLab (its mime bundle), never a browser tab
     display(HTML(body_html(result)))
     return result
 
