@@ -220,7 +220,7 @@ def test_report_renders_in_a_real_browser(ported):
             text = page.inner_text("body")
         finally:
             browser.close()
-    files_chart = dict(zip(bars[0][len(bars[0]) // 2:], bars[0][: len(bars[0]) // 2]))
+    files_chart = dict(zip(bars[0][len(bars[0]) // 2:], bars[0][: len(bars[0]) // 2], strict=True))
     assert files_chart == {"ok": res.n_compiled, "failed": res.n_units - res.n_compiled}
     assert "src/gemm_cublas.hip" in text and "hipBLAS" in text and "rocThrust" in text
 
@@ -237,3 +237,11 @@ def test_notebook_view(ported, capsys):
     assert res is ported[0]["coop_streams"]
     with pytest.raises(ValueError, match="no sample code base"):
         notebook.sample_path("nope")
+
+
+def test_traps_point_back_at_the_cuda_source(ported):
+    for b in BASES:
+        for t in ported[0][b].traps:
+            assert t.src_line > 0, t
+            src_line = (SAMPLES / b / t.src_path).read_text().split("\n")[t.src_line - 1]
+            assert "expect-trap" in src_line and t.rule in src_line

@@ -6,7 +6,7 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rocmlab.port import build, translate
@@ -211,7 +211,8 @@ def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | b
         dest.write_text(text, encoding="utf-8")
         ported_text[names[rel]] = text
         result.fixes += fixes
-        traps = scan(names[rel], text, own)
+        lines = translate.line_map(proj.sources[rel], text)
+        traps = [replace(t, src_path=rel, src_line=lines.get(t.line, 0)) for t in scan(names[rel], text, own)]
         result.traps += traps
         result.files.append({"source": rel, "ported": names[rel],
                              "role": "translation unit" if rel.endswith(build_tu_suffixes()) else "header",

@@ -115,9 +115,10 @@ def body_html(result, charts: str = "") -> str:
                               link.category, link.error] for link in result.links]))
     parts.append("<h2>Traps</h2>")
     if result.traps:
-        rows = [[f"{t.path}:{t.line}", _badge(t.level, LEVEL_COLOURS[t.level]), t.rule, _Raw(
+        rows = [[f"{t.path}:{t.line}", f"{t.src_path}:{t.src_line}" if t.src_line else "(new line)",
+                 _badge(t.level, LEVEL_COLOURS[t.level]), t.rule, _Raw(
             f"<td><code>{html.escape(t.snippet[:120])}</code></td>"), t.why, t.fix] for t in result.traps]
-        parts.append(_table(["where", "severity", "trap", "code", "explanation", "fix"], rows))
+        parts.append(_table(["where (port)", "CUDA source", "severity", "trap", "code", "explanation", "fix"], rows))
     else:
         parts.append("<p>No traps found.</p>")
     parts.append("<h2>Mechanical fixes</h2>")

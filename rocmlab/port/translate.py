@@ -197,3 +197,16 @@ def _insert_runtime(text: str) -> tuple[str, int]:
             i += 2
     lines.insert(i, "#include <hip/hip_runtime.h>")
     return "\n".join(lines), i + 1
+
+
+def line_map(original: str, ported: str) -> dict[int, int]:
+    """{ported line: original line} (1-based) for lines that came from the original, edited or not."""
+    import difflib
+
+    a, b = original.split("\n"), ported.split("\n")
+    out = {}
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1):
+            for k in range(j2 - j1):
+                out[j1 + k + 1] = i1 + k + 1
+    return out

@@ -38,6 +38,8 @@ class PortTrap:
     why: str
     fix: str
     source: str = "rocmlab.hip.traps"   # which scanner found it
+    src_path: str = ""                  # the original CUDA file, relative to SRC
+    src_line: int = 0                   # its line there (0: the line is new in the port)
 
     def to_json(self) -> dict:
         return asdict(self)
