@@ -29,13 +29,13 @@ def figures(result) -> dict:
     if status:
         figs["files"] = go.Figure(go.Bar(x=list(status), y=list(status.values()),
                                          marker_color=[STATUS_COLOURS.get(k, "#888") for k in status]),
-                                  layout=dict(title=f"Translation units by status ({', '.join(result.archs)})",
-                                              yaxis_title="files", height=320, margin=dict(t=50, b=40)))
+                                  layout=dict(title=f"Files by status ({', '.join(result.archs)})",
+                                              yaxis_title="files", height=320, width=380, margin=dict(t=50, b=40, l=50, r=10)))
     levels = result.traps_by_level()
     figs["traps"] = go.Figure(go.Bar(x=list(levels), y=list(levels.values()),
                                      marker_color=[LEVEL_COLOURS[k] for k in levels]),
-                              layout=dict(title="Traps by severity", yaxis_title="traps", height=320,
-                                          margin=dict(t=50, b=40)))
+                              layout=dict(title="Traps by severity", yaxis_title="traps", height=320, width=380,
+                                          margin=dict(t=50, b=40, l=50, r=10)))
     cats = {k: v for k, v in result.categories().items() if k != "ok"}
     for link in result.links:
         if link.status != "ok":
@@ -44,8 +44,8 @@ def figures(result) -> dict:
         figs["categories"] = go.Figure(go.Bar(y=list(cats), x=list(cats.values()), orientation="h",
                                               marker_color="#cf222e"),
                                        layout=dict(title="First error of each failed file, by category",
-                                                   xaxis_title="files", height=120 + 30 * len(cats),
-                                                   margin=dict(t=50, b=40, l=160)))
+                                                   xaxis_title="files", height=max(320, 120 + 30 * len(cats)),
+                                                   width=420, margin=dict(t=50, b=40, l=150, r=10)))
     return figs
 
 
@@ -65,13 +65,13 @@ def _badge(text, colour) -> _Raw:
 
 
 CSS = """
-.rocmlab-port{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;font-size:14px;color:#1f2328;max-width:1200px}
+.rocmlab-port{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;font-size:14px;color:#1f2328;max-width:1300px}
 .rocmlab-port h1{font-size:22px}.rocmlab-port h2{font-size:18px;margin-top:28px;border-bottom:1px solid #d0d7de}
 .rocmlab-port table.rp{border-collapse:collapse;margin:8px 0;font-size:13px}
 .rocmlab-port table.rp th,.rocmlab-port table.rp td{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:top}
 .rocmlab-port table.rp th{background:#f6f8fa}.rocmlab-port code{font-size:12px}
 .rocmlab-port .note{background:#fff8c5;padding:6px 10px;border-left:4px solid #9a6700}
-.rocmlab-port .charts{display:flex;flex-wrap:wrap;gap:12px}.rocmlab-port .charts>div{min-width:360px;flex:1}
+.rocmlab-port .charts{display:flex;flex-wrap:wrap;gap:12px}.rocmlab-port .charts>div{flex:0 0 auto}
 """
 
 
