@@ -189,3 +189,19 @@ def test_fix_file_include_and_runtime_insertion_after_guard():
     assert out.split("\n")[2] == "#include <hip/hip_runtime.h>" and fixes[0].line == 3
     plain = "#pragma once\nint add(int a, int b);\n"
     assert translate.fix_file("inc/p.h", "inc/p.h", plain, {"inc/p.h": "inc/p.h"}, ["."]) == (plain, [])
+
+
+def test_compiler_run_is_stopped_at_the_time_limit(tmp_path):
+    import time
+
+    t0 = time.monotonic()
+    r = build._run(["sh", "-c", "sleep 30 & sleep 30"], 0.5, tmp_path)
+    assert r.timed_out and not r.ok and time.monotonic() - t0 < 10
+    assert build._run(["no-such-compiler-xyz"], 5, tmp_path).stderr.startswith("cannot run")
+
+
+def test_crlf_sources_keep_their_line_endings():
+    text = "#if __CUDA_ARCH__ >= 700\r\nint a;\r\n#endif\r\n"
+    out, _ = translate.fix_file("a.cu", "a.hip", text, {"a.cu": "a.hip"}, ["."])
+    guard = next(line for line in out.split("\n") if "__CUDA_ARCH__" in line)
+    assert guard.endswith("\r") and "rocmlab port: TRAP" in guard

@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rocmlab import sandbox
 from rocmlab.hip.traps import strip_comments_and_strings
 
 COMPAT_HEADER = Path(__file__).parent / "compat" / "rocmlab_hip_warp_sync_compat.h"
@@ -268,6 +269,33 @@ def link_command(tc, objs: list[Path], archive: Path | None, out: Path, libs=())
     return [*base, *map(str, objs), *([str(archive)] if archive else []), "-lamdhip64", *libs, "-o", str(out)]
 
 
+@dataclass
+class _Ran:
+    ok: bool
+    timed_out: bool
+    stdout: str
+    stderr: str
+
+
+def _run(cmd, timeout_s: float, cwd: Path, env=None, output_bytes: int = 256 << 10) -> _Ran:
+    """Run a compiler in its own process group (killed whole on timeout). No preexec_fn, so it is
+    safe from the compile thread pool."""
+    try:
+        proc = subprocess.Popen([str(c) for c in cmd], cwd=str(cwd), env=env, stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    except FileNotFoundError as exc:
+        return _Ran(False, False, "", f"cannot run {cmd[0]}: {exc.strerror}")
+    try:
+        out, err = proc.communicate(timeout=timeout_s)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        timed_out = True
+    dec = lambda b: b[-output_bytes:].decode(errors="replace")  # noqa: E731
+    return _Ran(proc.returncode == 0 and not timed_out, timed_out, dec(out), dec(err))
+
+
 def _inside(f: str, root: Path) -> bool:
     p = Path(f) if os.path.isabs(f) else root / f
     try:
@@ -283,8 +311,7 @@ def _compile_one(tc, out_root: Path, build_dir: Path, rel: str, src_rel: str, ar
     obj.parent.mkdir(parents=True, exist_ok=True)
     cmd = compile_command(tc, out_root / rel, obj, archs, include_dirs, shim, extra_flags)
     t0 = time.monotonic()
-    done = sandbox.run_limited(cmd, timeout_s=COMPILE_TIMEOUT_S, memory_bytes=None, output_bytes=256 << 10,
-                               cwd=str(out_root), env=tc.env())
+    done = _run(cmd, COMPILE_TIMEOUT_S, out_root, tc.env())
     dt = time.monotonic() - t0
     log = done.stderr + done.stdout
     (build_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -349,8 +376,7 @@ def link_all(tc, out_root: Path, results: list[UnitResult], libs=(), build_dir: 
     if lib_objs:
         archive = build_dir / "libport.a"
         archive.unlink(missing_ok=True)
-        done = sandbox.run_limited([_archiver(tc), "rcs", str(archive), *map(str, lib_objs)], timeout_s=60,
-                                   memory_bytes=None, cwd=str(out_root))
+        done = _run([_archiver(tc), "rcs", str(archive), *map(str, lib_objs)], 120, out_root)
         if not done.ok:
             archive = None
     links = []
@@ -366,7 +392,7 @@ def link_all(tc, out_root: Path, results: list[UnitResult], libs=(), build_dir: 
             continue
         cmd = link_command(tc, [obj(r)], archive, program, libs)
         t0 = time.monotonic()
-        done = sandbox.run_limited(cmd, timeout_s=COMPILE_TIMEOUT_S, memory_bytes=None, cwd=str(out_root), env=tc.env())
+        done = _run(cmd, COMPILE_TIMEOUT_S, out_root, tc.env())
         dt = time.monotonic() - t0
         log = done.stderr + done.stdout
         if done.ok:

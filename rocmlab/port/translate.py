@@ -169,7 +169,8 @@ def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], inclu
                                  "code behind this line would silently disappear (or appear)"))
                 lines[i] = new_line
             if "__CUDA_ARCH__" in clean and not line.rstrip().endswith("\\") and ARCH_NOTE.strip() not in line:
-                lines[i] = lines[i] + ARCH_NOTE
+                cr = "\r" if lines[i].endswith("\r") else ""
+                lines[i] = lines[i][: len(lines[i]) - len(cr)] + ARCH_NOTE + cr
     text = "\n".join(lines)
     needs_runtime = src_rel.endswith(".cu") or (
         src_rel.endswith((".cuh", ".h", ".hpp")) and _USES_HIP.search(strip_comments_and_strings(text)))
