@@ -68,6 +68,9 @@ def main(argv=None) -> int:
         tot_b = sum(r["plain_compiled"] for _, r in rows)
         out["total"] = {"units": tot_u, "port_compiled": tot_p, "plain_compiled": tot_b}
         print(f"{'all':20s} {tot_u:4d} {tot_p:4d} ({tot_p / tot_u:4.0%}) {tot_b:4d} ({tot_b / tot_u:4.0%})")
+        ratio = tot_p / tot_b if tot_b else float("inf")
+        out["total"]["ratio"] = ratio
+        print(f"ratio, translation units compiling after rocmlab port / after plain torch.utils.hipify: {ratio:.2f}x")
         print("first-error categories after port:", {n: r["port_categories"] for n, r in rows})
         print("first-error categories after plain hipify:", {n: r["plain_categories"] for n, r in rows})
 

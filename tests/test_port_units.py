@@ -205,3 +205,18 @@ def test_crlf_sources_keep_their_line_endings():
     out, _ = translate.fix_file("a.cu", "a.hip", text, {"a.cu": "a.hip"}, ["."])
     guard = next(line for line in out.split("\n") if "__CUDA_ARCH__" in line)
     assert guard.endswith("\r") and "rocmlab port: TRAP" in guard
+
+
+def test_two_targets_in_one_compile():
+    from pathlib import Path
+
+    from rocmlab.hip.toolchain import OfflineToolchain, Toolchain
+
+    off = OfflineToolchain("/usr/bin/clang++-19", 19, "/bc", "/usr", ("gfx942", "gfx90a"))
+    tc = Toolchain("offline", off.clang, "19", off.targets, off)
+    cmd = build.compile_command(tc, Path("a.hip"), Path("a.o"), ("gfx942", "gfx90a"), ["/o/include"], Path("/shim"))
+    assert cmd.count("--offload-arch=gfx942") == 1 and cmd.count("--offload-arch=gfx90a") == 1
+    assert cmd.index("-I/shim") < cmd.index("-I/o/include") and "-c" in cmd
+    rocm = Toolchain("rocm", "/opt/rocm/bin/hipcc", "6.4", ("gfx942", "gfx90a"))
+    cmd = build.compile_command(rocm, Path("a.hip"), Path("a.o"), ("gfx942", "gfx90a"), [], None)
+    assert cmd[0] == "/opt/rocm/bin/hipcc" and "--offload-arch=gfx90a" in cmd and not any("shim" in c for c in cmd)
