@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("doctor", "lab", "preflight", "port")
+COMMANDS = ("doctor", "lab", "preflight", "grade", "port")
 
 
 def build_parser() -> argparse.ArgumentParser:

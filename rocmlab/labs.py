@@ -21,6 +21,9 @@ class Lab:
 LABS = (
     Lab("00-setup.ipynb", "Setup and environment doctor", "§1, §2.1, §2.3, §4.3",
         "everything", "everything", "everything"),
+    Lab("02-porting-cuda-to-hip.ipynb", "Porting CUDA to HIP: hipify, traps, graded exercises", "§4.1, §4.2, §4.3",
+        "everything", "everything (solutions run through the HIP->CUDA path)",
+        "hipify, trap report, static and compile checks; run and perf checks skipped"),
 )
 
 

@@ -66,7 +66,9 @@ class Port:
 
     def side_by_side_html(self) -> str:
         """CUDA on the left, HIP on the right; changed lines highlighted, trap lines marked."""
-        trap_lines = {t.line: t for t in self.traps}
+        trap_lines: dict[int, list[Trap]] = {}
+        for t in self.traps:
+            trap_lines.setdefault(t.line, []).append(t)
         a, b = self.cuda.splitlines(), self.hip.splitlines()
         sm = difflib.SequenceMatcher(a=a, b=b, autojunk=False)
         rows = []
@@ -83,14 +85,15 @@ class Port:
                 ia, jb = i1 + k, j1 + k
                 left = a[ia] if ia < i2 else ""
                 right = b[jb] if jb < j2 else ""
-                trap = trap_lines.get(jb + 1) if jb < j2 else None
+                trap = trap_lines.get(jb + 1, []) if jb < j2 else []
                 lc = "#fff" if op == "equal" else "#ffebe9"
                 rc = "#fff" if op == "equal" else "#dafbe1"
                 if trap:
                     rc = "#fff8c5"
                 rows.append("<tr>" + td(ia + 1 if ia < i2 else None, left, lc)
-                            + td(jb + 1 if jb < j2 else None, right + ("   ⚠ " + trap.rule if trap else ""), rc,
-                                 f"{trap.why} Fix: {trap.fix}" if trap else "") + "</tr>")
+                            + td(jb + 1 if jb < j2 else None,
+                                 right + ("   ⚠ " + ", ".join(t.rule for t in trap) if trap else ""), rc,
+                                 " ".join(f"{t.why} Fix: {t.fix}" for t in trap)) + "</tr>")
         head = (f"<tr><th colspan=2 style='text-align:left'>{html.escape(self.name)} (CUDA)</th>"
                 f"<th colspan=2 style='text-align:left'>HIP ({html.escape(self.tool)}); yellow: a trap</th></tr>")
         return f"<table class='rocmlab-diff' style='border-collapse:collapse;font-size:12px'>{head}{''.join(rows)}</table>"

@@ -105,7 +105,7 @@ RULES: tuple[Rule, ...] = (
        "use warpSize (device code) or hipDeviceProp_t::warpSize (host code); size shared arrays for "
        "the largest case (blockDim.x / 32 slots covers both)."),
     _r("lane-arithmetic-32", "warp", "wrong",
-       r"(?:threadIdx\.x|\btid\b|\bidx\b|\blane\w*|\bi\b)\s*(?:%\s*32|&\s*31|/\s*32|>>\s*5)\b",
+       r"(?:threadIdx\.x|blockDim\.x|\btid\b|\bidx\b|\blane\w*|\bi\b)\s*(?:%\s*32|&\s*31|/\s*32|>>\s*5)\b",
        "lane and warp indices computed with 32 (x % 32, x & 31, x / 32, x >> 5) are wrong on a "
        "64-lane wavefront.",
        "use warpSize: lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize."),
@@ -148,7 +148,7 @@ RULES: tuple[Rule, ...] = (
        "and workspace calls differ.",
        "port each cuDNN call to its MIOpen equivalent by hand (or call the operation from PyTorch)."),
     _r("cuda-api-left", "cuda-left", "wrong",
-       r"\bcuda[A-Z]\w*|\bcu[A-Z][a-z]\w*\s*\(|\bCU(?:DA)?_[A-Z_]+\b|#\s*include\s*[<\"]cuda\w*(?:\.h)?[>\"]",
+       r"\bcuda[A-Z]\w*|\bcu[A-Z][a-z]\w*\s*\(|\bCU(?:BLAS|DNN|FFT|RAND|SPARSE)_[A-Z_]+\b|#\s*include\s*[<\"]cuda\w*(?:\.h)?[>\"]",
        "a CUDA name is left that hipify did not rename (or the code was not hipified).",
        "use the HIP equivalent (cudaX -> hipX), or include <hip/hip_runtime.h>."),
     _r("compute-capability", "device-prop", "wrong",

@@ -1,0 +1,90 @@
+"""`rocmlab grade` over N generated submissions: wall time with 1 and 2 workers (the ratio), then
+kill-and-resume (no lost or duplicated rows). Each run starts with a cold build cache, so every
+submission really compiles (each source differs by a learner comment; a fifth are wrong variants).
+
+    python benchmarks/grade_workers.py [N]      # N = 100 by default
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def make_submissions(root: Path, n: int) -> None:
+    from rocmlab.grader import load
+    from rocmlab.grader.wrong import wrong_submissions
+
+    good = load("vector-add").solution
+    wrong = [w.source for w in wrong_submissions().values()
+             if w.exercise == "vector-add" and w.name not in ("infinite loop",)]
+    root.mkdir(parents=True)
+    for i in range(n):
+        src = wrong[i % len(wrong)] if i % 5 == 4 else good
+        (root / f"learner{i:03d}.hip").write_text(f"// submission of learner {i:03d}\n" + src)
+
+
+def grade(subs: Path, out: Path, workers: int, home: Path, kill_after: float | None = None) -> tuple[float, int]:
+    env = dict(os.environ, ROCMLAB_HOME=str(home))
+    cmd = [sys.executable, "-m", "rocmlab.cli", "grade", str(subs), "--exercise", "vector-add", "--out", str(out),
+           "--workers", str(workers), "--time-limit", "5", "--seed", "12345", "--no-progress"]
+    start = time.monotonic()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        proc.wait(timeout=kill_after)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return time.monotonic() - start, proc.returncode
+
+
+def main() -> int:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    from rocmlab.hip.toolchain import discover_offline
+    from rocmlab.platform import current
+
+    tc = discover_offline()
+    if tc is None:
+        print("no offline HIP toolchain: run ./go setup")
+        return 1
+    os.environ.setdefault("ROCMLAB_DEVICE_LIBS", tc.bitcode_dir)  # a fresh ROCMLAB_HOME must still find it
+    plat = current()
+    tmp = Path(tempfile.mkdtemp(prefix="rocmlab-gradebench-"))
+    subs = tmp / "subs"
+    make_submissions(subs, n)
+    times = {}
+    for workers in (1, 2):
+        t, rc = grade(subs, tmp / f"out{workers}", workers, tmp / f"home{workers}")
+        rows = list(csv.DictReader(open(tmp / f"out{workers}" / "grades.csv")))
+        times[workers] = t
+        print(f"workers={workers}: {n} submissions in {t:.1f} s ({t / n:.2f} s each), rc={rc}, {len(rows)} rows"
+              f"  [{plat.backend}: {plat.device.name if plat.device else '?'}; {os.cpu_count()} cores]")
+    print(f"speed-up with 2 workers: {times[1] / times[2]:.2f}x")
+
+    out = tmp / "out-kill"
+    t1, _ = grade(subs, out, 2, tmp / "home-kill", kill_after=max(5.0, times[2] / 2))
+    done_before = len(list((out / "results").glob("*.json")))
+    t2, rc = grade(subs, out, 2, tmp / "home-kill")
+    rows = list(csv.DictReader(open(out / "grades.csv")))
+    ids = [r["student_id"] for r in rows]
+    results = len(list((out / "results").glob("*.json")))
+    stray = list((out / "results").glob(".*.tmp"))
+    ok = len(rows) == n and len(set(ids)) == n and results == n
+    print(f"kill-and-resume: killed after {t1:.1f} s with {done_before} results written; the rerun graded the other "
+          f"{n - done_before} in {t2:.1f} s; grades.csv has {len(rows)} rows, {len(set(ids))} distinct learners, "
+          f"{results} result files, {len(stray)} leftover temporary files: {'OK' if ok else 'MISMATCH'}")
+    a = {r["student_id"]: r["score"] for r in csv.DictReader(open(tmp / "out2" / "grades.csv"))}
+    b = {r["student_id"]: r["score"] for r in rows}
+    print(f"scores after resume equal the uninterrupted run's: {a == b}")
+    print(f"files in {tmp}")
+    return 0 if ok and a == b else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+"""rocmlab grade: grade a folder of HIP submissions in parallel; resumable; gradebook CSVs."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+
+def add_parser(sub):
+    p = sub.add_parser("grade", help="grade a folder of submissions (grades.csv + per-learner feedback)")
+    p.add_argument("submissions", help="folder with LEARNER.hip or LEARNER/EXERCISE.hip")
+    g = p.add_mutually_exclusive_group(required=True)
+    g.add_argument("--exercise", help="exercise id (rocmlab grade --list shows them)")
+    g.add_argument("--assignment", help="YAML file: name: NAME, exercises: [ID, ...]")
+    g.add_argument("--list", action="store_true", help="list the exercises and exit")
+    p.add_argument("--out", default="grades-out", help="where results/, feedback/ and the CSVs go")
+    p.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)),
+                   help="parallel graders (default: CPU cores, at most 4)")
+    p.add_argument("--seed", type=int, default=None, help="fixed input seed (default: a fresh secret one each)")
+    p.add_argument("--time-limit", type=float, default=20.0, help="seconds per program run")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from rocmlab.grader import batch
+    from rocmlab.grader.spec import ExerciseError, exercises
+
+    if args.list:
+        for e in exercises():
+            print(f"{e.id:<22} {e.possible:>4g} points  {e.title}")
+        return 0
+    try:
+        if args.assignment:
+            name, ids = batch.load_assignment(args.assignment)
+        else:
+            name, ids = args.exercise, [args.exercise]
+        counts = batch.grade_folder(args.submissions, ids, args.out, assignment=name, workers=args.workers,
+                                    seed=args.seed, time_limit_s=args.time_limit, progress=not args.no_progress)
+    except (batch.BatchError, ExerciseError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{counts['submissions']} submissions: {counts['graded']} graded now, {counts['skipped']} already graded")
+    print(f"grades: {args.out}/grades.csv (nbgrader columns), {args.out}/grades_by_check.csv (per check); "
+          f"feedback: {args.out}/feedback/LEARNER/EXERCISE.txt")
+    return 0

@@ -1,0 +1,296 @@
+"""One small unit per check, after nbgrader's preprocessors: static, compile, run, compare, perf.
+
+Each check is a function ``(ctx, spec) -> CheckResult``. ``ctx`` (a :class:`Context`) carries what
+earlier checks produced: the build, the run's outputs. An exercise's ``spec.yaml`` lists the checks
+it uses, in order, with their points.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import tempfile
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from rocmlab.grader import io as gio
+from rocmlab.grader import libs, static
+from rocmlab.grader.report import CheckResult
+from rocmlab.grader.spec import COMMON_DIR, CheckSpec, Exercise, common_header_hash
+
+# What an offline AMD build prints when its host code reaches the first GPU call on a machine without one.
+NO_DEVICE = re.compile(r"hipErrorNoDevice|hipErrorInvalidDevice|no ROCm-capable device|invalid device ordinal",
+                       re.IGNORECASE)
+
+
+@dataclass
+class Context:
+    exercise: Exercise
+    source: str
+    plat: object
+    seed: int
+    target: str | None = None
+    time_limit_s: float = 20.0
+    build: object = None
+    build_skip: str = ""           # why compiling was not possible here (missing library), if so
+    run: dict = field(default_factory=dict)     # results of the correctness run
+    timed: dict = field(default_factory=dict)   # results of the timed run
+    workdir: str = ""
+
+    def child_seed(self, salt: int) -> int:
+        return (self.seed * 1_000_003 + salt) % (1 << 63)
+
+
+def _result(spec: CheckSpec, ctx: Context, status: str, message: str, details=None) -> CheckResult:
+    hint = ""
+    if status == "failed":
+        hints = ctx.exercise.hints_for(spec.id)
+        hint = hints[0].text if hints else ""
+    points = spec.points if status == "passed" else 0.0
+    return CheckResult(spec.id, spec.type, status, points, spec.points, message, hint, details or {})
+
+
+# --- static --------------------------------------------------------------------------------------
+
+def check_static(ctx: Context, spec: CheckSpec) -> CheckResult:
+    rule = spec.options.get("rule")
+    fn = static.RULES.get(rule)
+    if fn is None:
+        raise ValueError(f"{ctx.exercise.id}: static check {spec.id} has unknown rule {rule!r} "
+                         f"(one of {', '.join(static.RULES)})")
+    problems = fn(ctx.source, spec.options)
+    if not problems:
+        return _result(spec, ctx, "passed", {"no-cuda-left": "no CUDA API, PTX or texture reference left",
+                                             "no-warp-size": "no warp-size assumptions found",
+                                             "errors-checked": "every HIP call and launch is checked",
+                                             "requires": "uses " + ", ".join(spec.options.get("patterns", []))}
+                       .get(rule, "ok"))
+    shown = "; ".join((f"line {ln}: " if ln else "") + text for ln, text in problems[:3])
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return _result(spec, ctx, "failed", shown + more, {"problems": problems})
+
+
+# --- compile -------------------------------------------------------------------------------------
+
+def build_flags(ctx: Context, nvidia: bool) -> tuple[tuple[str, ...], str]:
+    extra, missing = libs.flags(ctx.exercise.libraries, nvidia)
+    # the header's hash makes the build cache see changes to exercise_io.h
+    return ("-I", str(COMMON_DIR), f"-DROCMLAB_EXERCISE_IO={common_header_hash()}", *extra), missing
+
+
+def do_build(ctx: Context):
+    from rocmlab.hip import build
+
+    if ctx.build is not None or ctx.build_skip:
+        return ctx.build
+    target = ctx.target or build.default_target("hip", ctx.plat)
+    flags, missing = build_flags(ctx, nvidia=target.startswith("sm_"))
+    if missing:
+        ctx.build_skip = missing
+        return None
+    ctx.build = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
+                              name=f"{ctx.exercise.id}-submission")
+    return ctx.build
+
+
+def check_compile(ctx: Context, spec: CheckSpec) -> CheckResult:
+    res = do_build(ctx)
+    if res is None:
+        return _result(spec, ctx, "skipped", f"cannot compile here: {ctx.build_skip}")
+    if res.ok:
+        w_ = getattr(res, "warnings", [])
+        warn = len(w_() if callable(w_) else w_)
+        w = f", {warn} warning(s) (not a failure)" if warn else ""
+        return _result(spec, ctx, "passed", f"compiled for {res.target} with {res.toolchain}{w}"
+                       + (" (cached)" if res.cached else ""))
+    errs = [d for d in res.diagnostics if d.severity in ("error", "fatal error")] or res.diagnostics
+    shown = "; ".join((f"line {d.line}: " if d.line else "") + d.message for d in errs[:3])
+    return _result(spec, ctx, "failed", f"does not compile for {res.target}: {shown}",
+                   {"log": res.log[-4000:]})
+
+
+# --- run -----------------------------------------------------------------------------------------
+
+def _fresh_inputs(ctx: Context, size_name: str, salt: int) -> dict:
+    ref = ctx.exercise.reference_module()
+    sizes = ctx.exercise.sizes.get(size_name) or ctx.exercise.sizes["run"]
+    rng = np.random.default_rng(ctx.child_seed(salt))
+    inputs = ref.make_inputs(rng, dict(sizes))
+    for name, a in inputs.items():   # never zeros or one repeated value: a wrong kernel passes on those
+        if a.size > 16 and np.unique(a[: 1 << 16]).size < 2:
+            raise AssertionError(f"{ctx.exercise.id}: input {name} is degenerate (all one value)")
+    return inputs
+
+
+def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
+    """Run the program on fresh inputs; returns a dict with the Completed, inputs and output arrays."""
+    from rocmlab.hip import build
+
+    res = ctx.build
+    inputs = _fresh_inputs(ctx, size_name, salt)
+    d = tempfile.mkdtemp(prefix="run-", dir=ctx.workdir or None)
+    inp, outp = os.path.join(d, "input.bin"), os.path.join(d, "output.bin")
+    gio.write_arrays(inp, inputs.values())
+    host_only = not res.can_run
+    done = build.run(res, args=(inp, outp), timeout_s=timeout_s, host_only=host_only)
+    arrays, fmt_error = None, ""
+    try:
+        arrays = gio.read_arrays(outp)
+    except gio.FormatError as exc:
+        fmt_error = str(exc)
+    for f in (inp, outp):
+        try:
+            os.remove(f)
+        except OSError:
+            pass
+    os.rmdir(d) if not os.listdir(d) else None
+    return {"done": done, "inputs": inputs, "arrays": arrays, "format_error": fmt_error, "host_only": host_only,
+            "size": size_name}
+
+
+def _run_verdict(r: dict) -> tuple[str, str]:
+    done = r["done"]
+    if done.timed_out:
+        return "failed", "the program " + done.explain()
+    if "bad_alloc" in done.stderr or "out of memory" in done.stderr.lower():
+        return "failed", ("the program ran out of memory (the sandbox caps its address space): "
+                          "allocate what the inputs need, not more")
+    if done.signal:
+        return "failed", "the program " + done.explain()
+    if done.stdout_truncated or done.stderr_truncated:
+        return "failed", ("the program printed more than the output limit (it was cut off): print a summary "
+                          "line, not the data")
+    missing_lib = re.search(r"error while loading shared libraries: (\S+?):", done.stderr)
+    if r["host_only"] and done.returncode == 127 and missing_lib:
+        return "skipped", (f"cannot start here: {missing_lib.group(1)} is not installed (the offline toolchain "
+                           "links hipBLAS but has no rocBLAS); run checks need a ROCm install or the NVIDIA GPU path")
+    if r["host_only"] and done.returncode not in (0, None) and NO_DEVICE.search(done.stderr + done.stdout):
+        return "skipped", ("no GPU here: the program ran on the host up to its first GPU call, which reported "
+                           "no device; run checks need an AMD GPU, or an NVIDIA GPU through the HIP->CUDA path")
+    if done.returncode != 0:
+        return "failed", "the program " + done.explain()
+    if r["host_only"]:
+        return "failed", ("the program finished without any GPU here: it does not use the GPU, or it ignores "
+                          "the errors of its HIP calls")
+    if r["format_error"]:
+        return "failed", f"the program ran but its output is unusable: {r['format_error']}"
+    warn = " (it wrote to stderr: a warning is not a failure)" if done.stderr.strip() else ""
+    return "passed", f"ran cleanly in {done.duration_s:.2f} s{warn}"
+
+
+def check_run(ctx: Context, spec: CheckSpec) -> CheckResult:
+    res = do_build(ctx)
+    if res is None:
+        return _result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
+    if not res.ok:
+        return _result(spec, ctx, "failed", "not run: the program does not compile")
+    ctx.run = execute(ctx, "run", 1, float(spec.options.get("timeout_s", ctx.time_limit_s)))
+    status, msg = _run_verdict(ctx.run)
+    ctx.run["status"] = status
+    return _result(spec, ctx, status, msg, {"stdout_tail": ctx.run["done"].stdout[-500:]})
+
+
+# --- compare -------------------------------------------------------------------------------------
+
+def compare_outputs(ctx: Context, r: dict) -> tuple[bool, str, dict]:
+    ex = ctx.exercise
+    ref = ex.reference_module()
+    want = ref.reference(r["inputs"])
+    scale = ref.scale(r["inputs"]) if hasattr(ref, "scale") else {}
+    arrays = r["arrays"]
+    if arrays is None:
+        return False, f"no output to compare: {r['format_error']}", {}
+    if len(arrays) < len(want):
+        return False, f"the program wrote {len(arrays)} arrays, the exercise expects {len(ex.outputs)} ({', '.join(ex.outputs)})", {}
+    rtol, atol = float(ex.tolerance.get("rtol", 0.0)), float(ex.tolerance.get("atol", 0.0))
+    for idx, (name, w) in enumerate(want.items()):
+        got = arrays[ex.outputs.index(name) if name in ex.outputs else idx]
+        w = np.asarray(w).ravel()
+        if got.size != w.size:
+            return False, f"output {name} has {got.size} values, expected {w.size}", {}
+        g64, w64 = got.astype(np.float64), w.astype(np.float64)
+        if name in scale:
+            tol = rtol * scale[name] + atol
+        else:
+            tol = rtol * np.abs(w64) + atol
+        bad = ~(np.abs(g64 - w64) <= tol)   # NaN counts as bad
+        if bad.any():
+            i = int(np.argmax(bad))
+            where = np.flatnonzero(bad)[:8]
+            samples = [[int(k), float(got[k]), float(w[k])] for k in where]
+            return False, (f"output {name}: {int(bad.sum())} of {w.size} values differ; first mismatch at index {i}: "
+                           f"got {got[i]!r}, expected {w[i]!r} (tolerance rtol={rtol:g}, atol={atol:g})"), \
+                {"first_mismatch": i, "mismatches": int(bad.sum()), "output": name, "samples": samples}
+    return True, f"matches the reference on fresh random inputs ({', '.join(f'{k}[{np.asarray(v).size}]' for k, v in want.items())})", {}
+
+
+def check_compare(ctx: Context, spec: CheckSpec) -> CheckResult:
+    if ctx.build_skip:
+        return _result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
+    if not ctx.run:
+        return _result(spec, ctx, "failed", "nothing to compare: the program did not run")
+    if ctx.run.get("status") == "skipped":
+        return _result(spec, ctx, "skipped", "needs a GPU run (see the run check)")
+    if ctx.run["arrays"] is None:
+        return _result(spec, ctx, "failed", f"nothing to compare: {ctx.run['format_error'] or 'no output'}")
+    ok, msg, details = compare_outputs(ctx, ctx.run)
+    return _result(spec, ctx, "passed" if ok else "failed", msg, details)
+
+
+# --- perf ----------------------------------------------------------------------------------------
+
+def check_perf(ctx: Context, spec: CheckSpec) -> CheckResult:
+    if ctx.build_skip:
+        return _result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
+    res = ctx.build
+    if res is None or not res.ok:
+        return _result(spec, ctx, "failed", "not timed: the program does not compile")
+    if not res.can_run:
+        return _result(spec, ctx, "skipped", f"needs a GPU: {res.cannot_run_reason}")
+    if ctx.run.get("status") != "passed":
+        return _result(spec, ctx, "failed", "not timed: the correctness run did not pass")
+    dev = ctx.plat.device
+    peak_name = spec.options.get("peak", "bandwidth_tbs" if spec.options.get("metric") == "bandwidth" else "fp32_vector_tflops")
+    peak = dev.spec[peak_name] if dev is not None and dev.spec is not None else None
+    if not peak:
+        return _result(spec, ctx, "skipped", f"no {peak_name} peak for {dev.name if dev else 'this device'} in datasets/hardware.csv")
+    r = ctx.timed = execute(ctx, "perf", 2, float(spec.options.get("timeout_s", 60.0)))
+    status, msg = _run_verdict(r)
+    if status != "passed":
+        return _result(spec, ctx, "failed", "timed run: " + msg)
+    ok, cmsg, _ = compare_outputs(ctx, r)
+    if not ok:
+        return _result(spec, ctx, "failed", "wrong in the timed run (correctness is re-checked there): " + cmsg)
+    ex = ctx.exercise
+    try:
+        ms = float(r["arrays"][ex.outputs.index("time_ms")][0])
+    except (ValueError, IndexError):
+        return _result(spec, ctx, "failed", "the program reports no kernel time (time_ms) in its output")
+    if not (ms > 0) or ms / 1e3 > r["done"].duration_s:
+        return _result(spec, ctx, "failed", f"reported kernel time {ms!r} ms is impossible (the whole run took "
+                       f"{r['done'].duration_s:.3f} s): time with events around the kernel")
+    work = ex.reference_module().work(r["inputs"])
+    if spec.options.get("metric") == "bandwidth":
+        value, unit = work["bytes"] / (ms * 1e-3) / 1e12, "TB/s"
+    else:
+        value, unit = work["flops"] / (ms * 1e-3) / 1e12, "TFLOP/s"
+    frac = value / peak
+    need = float(spec.options.get("min_fraction", 0.5))
+    details = {"value": value, "unit": unit, "peak": peak, "fraction": frac, "time_ms": ms}
+    label = f"{value:.3g} {unit} = {frac:.0%} of {dev.name}'s peak {peak:g} {unit} (datasets/hardware.csv)"
+    if frac > 1.5:
+        return _result(spec, ctx, "failed", f"{label}: faster than the hardware can go, so the timing is wrong", details)
+    if frac >= need:
+        return _result(spec, ctx, "passed", f"{label}; needed {need:.0%}", details)
+    return _result(spec, ctx, "failed", f"{label}; needs {need:.0%}", details)
+
+
+CHECKS = {"static": check_static, "compile": check_compile, "run": check_run, "compare": check_compare,
+          "perf": check_perf}
+
+
+def new_seed() -> int:
+    """A seed the learner does not control: fresh from the OS for every grading."""
+    return secrets.randbits(62)

@@ -1,0 +1,100 @@
+"""What the grader returns: one :class:`CheckResult` per check, gathered in a :class:`Report`."""
+
+from __future__ import annotations
+
+import html
+import json
+from dataclasses import asdict, dataclass, field
+
+STATUSES = ("passed", "failed", "skipped")
+_MARK = {"passed": "PASS", "failed": "FAIL", "skipped": "skip"}
+
+
+@dataclass
+class CheckResult:
+    id: str
+    type: str
+    status: str          # passed / failed / skipped
+    points: float        # earned
+    max_points: float
+    message: str
+    hint: str = ""
+    details: dict = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+@dataclass
+class Report:
+    exercise: str
+    title: str
+    backend: str
+    device: str
+    seed: int | None
+    checks: list[CheckResult]
+    duration_s: float = 0.0
+
+    @property
+    def earned(self) -> float:
+        return sum(c.points for c in self.checks)
+
+    @property
+    def available(self) -> float:
+        """Points of the checks this machine could run."""
+        return sum(c.max_points for c in self.checks if c.status != "skipped")
+
+    @property
+    def possible(self) -> float:
+        return sum(c.max_points for c in self.checks)
+
+    @property
+    def full_marks(self) -> bool:
+        """Every check this backend can run passed."""
+        return all(c.status != "failed" for c in self.checks)
+
+    def check(self, check_id: str) -> CheckResult:
+        for c in self.checks:
+            if c.id == check_id:
+                return c
+        raise KeyError(f"no check {check_id!r} in this report (have {', '.join(c.id for c in self.checks)})")
+
+    def score_line(self) -> str:
+        skipped = self.possible - self.available
+        more = f"; {skipped:g} more need a GPU backend" if skipped else ""
+        return (f"{self.exercise}: {self.earned:g}/{self.available:g} points on the checks this machine runs"
+                f" ({self.possible:g} in all{more})  [{self.backend}: {self.device}]")
+
+    def to_text(self) -> str:
+        lines = [f"{self.title}", self.score_line()]
+        for c in self.checks:
+            lines.append(f"  {_MARK[c.status]} {c.id:<22} {c.points:g}/{c.max_points:g}  {c.message}")
+            if c.status == "failed" and c.hint:
+                lines.append(f"       hint: {c.hint}")
+        return "\n".join(lines)
+
+    def to_html(self) -> str:
+        from rocmlab.widgets.html_table import html_table
+
+        rows = [[c.status, c.id, f"{c.points:g}/{c.max_points:g}", c.message,
+                 c.hint if c.status == "failed" else ""] for c in self.checks]
+        return (f"<p><b>{html.escape(self.title)}</b><br>{html.escape(self.score_line())}</p>"
+                + html_table(["status", "check", "points", "message", "hint"], rows, css_class="rocmlab-grader",
+                             status_col=0))
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        d.update(earned=self.earned, available=self.available, possible=self.possible)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict) -> Report:
+        checks = [CheckResult(**c) for c in d["checks"]]
+        return cls(d["exercise"], d["title"], d["backend"], d["device"], d.get("seed"), checks, d.get("duration_s", 0.0))
+
+    def __str__(self) -> str:
+        return self.to_text()
+
+    def dumps(self) -> str:
+        return json.dumps(self.to_json(), indent=1)
