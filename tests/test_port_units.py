@@ -152,13 +152,16 @@ def test_each_trap_found_in_random_context(idx):
     assert next(t for t in traps if t.rule == rule).line == 2 + len(body)
 
 
-def test_project_macro_named_cuda_is_not_cuda_left_over():
-    text = '#define CUDA_CHECK(x) (x)\nvoid f() { CUDA_CHECK(hipFree(0)); cudaFree(0); }\n'
-    rules = [(t.line, t.rule) for t in scan("a.hip", text, project_names([text]))]
-    assert (2, "cuda-api-left") in rules          # cudaFree is still a CUDA name left over
-    lone = [t for t in scan("a.hip", "void f() { CUDA_CHECK(hipFree(0)); }\n", project_names([text]))]
-    assert lone == []
-    assert [t.rule for t in scan("a.hip", "void f() { CUDA_CHECK(hipFree(0)); }\n")] == ["cuda-api-left"]
+def test_project_function_named_cuda_is_not_cuda_left_over():
+    text = ("inline void cudaCheck(hipError_t e, const char* what) {\n  if (e) abort();\n}\n"
+            "void f() { cudaCheck(hipFree(0), \"free\"); cudaFree(0); }\n")
+    own = project_names([text])
+    assert "cudaCheck" in own
+    rules = [(t.line, t.rule) for t in scan("a.hip", text, own)]
+    assert rules == [(4, "cuda-api-left")]          # cudaFree is still a CUDA name left over
+    lone = "void g() { cudaCheck(hipFree(0), \"x\"); }\n"
+    assert scan("a.hip", lone, own) == []
+    assert [t.rule for t in scan("a.hip", lone)] == ["cuda-api-left"]   # without the project's names it fires
 
 
 def test_plan_names_and_collisions():

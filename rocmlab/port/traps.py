@@ -199,12 +199,19 @@ _DEFINED = re.compile(r"^\s*#\s*define\s+(\w+)|\b(?:struct|class|enum|using|type
                       re.MULTILINE)
 
 
+# a function the project defines whose name looks like CUDA's (inline void cudaCheck(...) {)
+_DEFINED_FN = re.compile(r"\b((?:cuda|cu)[A-Z]\w*)\s*\([^;{}()]*(?:\([^;{}()]*\)[^;{}()]*)*\)\s*(?:const\s*)?\{")
+
+
 def project_names(texts) -> set[str]:
-    """Macro and type names the project defines itself (CUDA_CHECK, ...): never 'CUDA API left over'."""
+    """Macros, types and cuda-looking functions the project defines itself (CUDA_CHECK, cudaCheck, ...):
+    never 'CUDA API left over'."""
     names: set[str] = set()
     for t in texts:
-        for m in _DEFINED.finditer(strip_comments_and_strings(t)):
+        clean = strip_comments_and_strings(t)
+        for m in _DEFINED.finditer(clean):
             names.add(m.group(1) or m.group(2))
+        names |= {m.group(1) for m in _DEFINED_FN.finditer(clean)}
     return names
 
 
