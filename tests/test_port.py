@@ -245,3 +245,17 @@ def test_traps_point_back_at_the_cuda_source(ported):
             assert t.src_line > 0, t
             src_line = (SAMPLES / b / t.src_path).read_text().split("\n")[t.src_line - 1]
             assert "expect-trap" in src_line and t.rule in src_line
+
+
+def test_notebook_view_without_a_compiler(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("IPython")
+    from rocmlab.port import build, notebook
+
+    def none(kind="auto"):
+        raise RuntimeError("no HIP compiler found (rocm, offline): install ...")
+
+    monkeypatch.setattr(build, "choose_toolchain", none)
+    res = notebook.port_view("reduce_intrinsics", out=tmp_path / "o")
+    assert not res.compiled and res.units == []
+    assert "cannot compile on this machine" in capsys.readouterr().out
+    assert any(t.rule == "cuda-arch-guard" for t in res.traps)

@@ -59,5 +59,12 @@ def port_view(src, out=None, arch: str = "gfx942", workers: int | None = None, c
         p = sample_path(str(src))
     if out is None:
         out = Path(tempfile.mkdtemp(prefix=f"rocmlab-port-{p.name}-")) / "hip"
-    result = port(p, out, arch, workers=workers, **kwargs)
+    try:
+        result = port(p, out, arch, workers=workers, **kwargs)
+    except RuntimeError as exc:            # no HIP compiler here: translate and scan only, and say so
+        if kwargs.get("compile") is False:
+            raise
+        print(f"cannot compile on this machine ({exc}); translating and scanning only")
+        result = port(p, out, arch, workers=workers, compile=False, force=True,
+                      **{k: v for k, v in kwargs.items() if k not in ("compile", "force")})
     return show(result, charts=charts)
