@@ -168,3 +168,18 @@ def test_cli_no_compile_writes_report(project, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "report:" in text and (tmp_path / "r" / "port.json").is_file()
     assert (tmp_path / "o" / "k" / "axpy.hip").read_text().count("hip/hip_runtime.h") == 1
+
+
+def test_cli_compiles_and_exit_status(project, tmp_path, capsys):
+    from rocmlab.port.build import choose_toolchain
+
+    try:
+        choose_toolchain()
+    except RuntimeError as exc:
+        pytest.skip(f"no HIP toolchain: {exc}")
+    assert main(["port", str(project), "--out", str(tmp_path / "ok"), "-j", "1"]) == 0
+    assert "compiled 1/1 translation units (100%)" in capsys.readouterr().out
+    (project / "k" / "broken.cu").write_text("__global__ void k(float* x) { x[0] = undefined_thing; }\n")
+    assert main(["port", str(project), "--out", str(tmp_path / "bad"), "-j", "2"]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED k/broken.hip [compile-error]" in out and "undefined_thing" in out
