@@ -1,0 +1,58 @@
+"""rocmlab port: hipify a whole CUDA project, fix what hipify leaves broken, compile it, report.
+
+Exit status: 0 when every translation unit compiled, 1 when some did not (the report says
+why), 2 for bad input (the message names the fix).
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def add_parser(sub):
+    p = sub.add_parser("port", help="port a CUDA project folder to HIP, compile it for AMD targets, write a report")
+    p.add_argument("src", metavar="SRC_DIR", help="the CUDA project's folder (only read, never written)")
+    p.add_argument("--out", required=True, metavar="OUT_DIR", help="where the HIP port goes (a folder outside SRC)")
+    p.add_argument("--arch", default="gfx942", help="AMD target(s): gfx942 (MI300X, default), gfx90a (MI200), "
+                                                    "or gfx942,gfx90a")
+    p.add_argument("--report", default=None, metavar="report.html",
+                   help="HTML report path (JSON beside it); default OUT_DIR/rocmlab-port.html")
+    p.add_argument("-j", "--workers", type=int, default=None, help="parallel compiles (default: all cores)")
+    p.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
+                   help="an include folder inside SRC (repeatable); include/ folders are found by themselves")
+    p.add_argument("--no-compat", action="store_true",
+                   help="offline only: compile without the warp-sync compatibility header (HIP 5.2 as it is)")
+    p.add_argument("--no-compile", action="store_true", help="translate, fix and scan only")
+    p.add_argument("--toolchain", choices=("auto", "rocm", "offline"), default="auto")
+    p.add_argument("--force", action="store_true", help="replace the contents of a non-empty OUT_DIR")
+    p.add_argument("--json", action="store_true", help="print the JSON report instead of the summary")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    import json
+
+    from rocmlab.port import PortInputError, port
+
+    if args.workers is not None and args.workers < 1:
+        print("error: --workers must be 1 or more", file=sys.stderr)
+        return 2
+
+    def progress(u):
+        if not args.json:
+            print(f"  {u.status:7s} {u.path}" + (f"  [{u.category}]" if u.status != "ok" else ""), flush=True)
+
+    try:
+        result = port(args.src, args.out, args.arch, workers=args.workers, compat=not args.no_compat,
+                      compile=not args.no_compile, include=args.include, report=args.report,
+                      toolchain=args.toolchain, force=args.force, progress=progress)
+    except PortInputError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except RuntimeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(result.to_json(), indent=1) if args.json else result.text())
+    if result.compiled and result.n_compiled < result.n_units:
+        return 1
+    return 0

@@ -1,0 +1,18 @@
+"""``rocmlab port``: port a whole CUDA project to HIP, with a report a developer can act on.
+
+>>> from rocmlab.port import port
+>>> result = port("my-cuda-project", "my-hip-project", arch="gfx942")   # doctest: +SKIP
+>>> print(result.text())                                                  # doctest: +SKIP
+
+Steps (each its own module): read SRC safely (:mod:`.inputs`), hipify with torch.utils.hipify
+keeping the tree and fix what it leaves mechanically broken (:mod:`.translate`), scan every
+file for warp-32 / wave64 and preprocessor traps (:mod:`.traps`), compile every translation
+unit in parallel and link each main (:mod:`.build`), and write an HTML + JSON report
+(:mod:`.report`). :mod:`.baseline` runs plain torch.utils.hipify on the same files for
+comparison; :mod:`.notebook` shows a port in JupyterLab.
+"""
+
+from rocmlab.port.inputs import PortInputError
+from rocmlab.port.project import PortResult, load, port
+
+__all__ = ["PortInputError", "PortResult", "load", "port"]

@@ -1,0 +1,169 @@
+"""Read a CUDA project safely: what to port, what to copy, and what could not be read.
+
+Nothing under SRC is ever written. Problems with single files (invalid UTF-8, a file that
+cannot be read, a symlink loop, a FIFO) do not stop the port: the file is left out, and the
+problem is listed with its fix. Problems with the whole request (SRC missing or empty, an
+OUT that overlaps SRC) raise :class:`PortInputError` with the fix in the message.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocmlab.hip.hipify import CUDA_SUFFIXES
+
+# Files hipify translates (the same set as rocmlab.hip.hipify); everything else is copied byte for byte.
+SOURCE_SUFFIXES = CUDA_SUFFIXES
+TU_SUFFIXES = (".cu", ".cpp", ".cc", ".c")
+SKIP_DIRS = (".git", ".hg", ".svn", "__pycache__")
+MAX_SOURCE_BYTES = 8 << 20   # larger "sources" are generated or data: copied, not hipified
+
+
+class PortInputError(ValueError):
+    """The request cannot be carried out; the message names the problem and the fix."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str            # relative to SRC
+    kind: str            # invalid-utf8 | unreadable | symlink-loop | broken-symlink | not-a-file | too-large
+    message: str
+    fix: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message} Fix: {self.fix}"
+
+
+@dataclass
+class Project:
+    root: Path                                              # SRC, resolved
+    sources: dict[str, str] = field(default_factory=dict)   # rel path -> text (UTF-8)
+    others: list[str] = field(default_factory=list)         # rel paths copied unchanged
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def translation_units(self) -> list[str]:
+        return sorted(r for r in self.sources if r.endswith(TU_SUFFIXES))
+
+
+def _overlap(src: Path, out: Path) -> bool:
+    return src == out or src in out.parents or out in src.parents
+
+
+def check_request(src, out) -> tuple[Path, Path]:
+    """SRC and OUT resolved, or PortInputError."""
+    if src is None or str(src).strip() == "":
+        raise PortInputError("no source folder given: pass the CUDA project's folder as SRC_DIR")
+    src_p = Path(src).expanduser()
+    if not src_p.exists():
+        raise PortInputError(f"source folder '{src}' does not exist: check the path")
+    if not src_p.is_dir():
+        raise PortInputError(f"'{src}' is a file, not a folder: pass the project's folder "
+                             "(to port one file, put it in a folder of its own)")
+    if out is None or str(out).strip() == "":
+        raise PortInputError("no output folder given: pass --out OUT_DIR (a new folder outside SRC)")
+    src_r = src_p.resolve()
+    out_r = Path(out).expanduser().resolve()
+    if _overlap(src_r, out_r):
+        raise PortInputError(f"--out '{out}' overlaps the source folder '{src}' ({out_r} vs {src_r}): the port "
+                             "never writes into SRC; choose an output folder outside it, e.g. "
+                             f"--out {src_r.parent / (src_r.name + '-hip')}")
+    if out_r.exists() and not out_r.is_dir():
+        raise PortInputError(f"--out '{out}' is a file: choose a folder")
+    return src_r, out_r
+
+
+def _read_source(path: Path, rel: str, problems: list[Problem]) -> str | None:
+    try:
+        data = path.read_bytes()
+    except PermissionError:
+        problems.append(Problem(rel, "unreadable", "cannot be read (permission denied), so it was not ported.",
+                                f"make it readable (chmod a+r '{rel}') and port again"))
+        return None
+    except OSError as exc:
+        problems.append(Problem(rel, "unreadable", f"cannot be read ({exc.strerror or exc}), so it was not ported.",
+                                "check the file (a broken disk, a network mount, a file that vanished) and port again"))
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        problems.append(Problem(rel, "invalid-utf8",
+                                f"is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}, "
+                                f"line {line}), so it was not ported.",
+                                f"convert it, e.g. iconv -f latin1 -t utf-8 '{rel}' > fixed && mv fixed '{rel}'"))
+        return None
+
+
+def collect(src_root: Path) -> Project:
+    """Walk SRC (following directory symlinks, stopping at loops) and read its CUDA sources."""
+    proj = Project(root=src_root)
+    seen_dirs: set[tuple[int, int]] = set()
+    st = os.stat(src_root)
+    seen_dirs.add((st.st_dev, st.st_ino))
+
+    def walk(d: Path, rel_d: str, ancestors: tuple[tuple[int, int], ...]):
+        try:
+            entries = sorted(os.scandir(d), key=lambda e: e.name)
+        except OSError as exc:
+            proj.problems.append(Problem(rel_d or ".", "unreadable", f"folder cannot be listed ({exc.strerror}).",
+                                         "make it readable (chmod a+rx) and port again"))
+            return
+        for e in entries:
+            rel = f"{rel_d}/{e.name}" if rel_d else e.name
+            p = Path(e.path)
+            try:
+                s = os.stat(p)   # follows symlinks
+            except OSError as exc:
+                if exc.errno == errno.ELOOP:
+                    proj.problems.append(Problem(rel, "symlink-loop",
+                                                 f"is a symlink loop (-> {os.readlink(p)}), so it was skipped.",
+                                                 "remove the link or point it at a real file"))
+                elif e.is_symlink():
+                    proj.problems.append(Problem(rel, "broken-symlink",
+                                                 f"is a broken symlink (-> {os.readlink(p)}), so it was skipped.",
+                                                 "remove the link or restore its target"))
+                else:
+                    proj.problems.append(Problem(rel, "unreadable", f"cannot be examined ({exc.strerror}).",
+                                                 "check its permissions"))
+                continue
+            if stat.S_ISDIR(s.st_mode):
+                if e.name in SKIP_DIRS:
+                    continue
+                key = (s.st_dev, s.st_ino)
+                if key in ancestors or (e.is_symlink() and key in seen_dirs):
+                    proj.problems.append(Problem(rel, "symlink-loop",
+                                                 f"is a symlink to a folder already in the tree (-> {os.readlink(p)}), "
+                                                 "a loop, so it was skipped.",
+                                                 "remove the link; the folder it points at is ported once already"))
+                    continue
+                seen_dirs.add(key)
+                walk(p, rel, ancestors + (key,))
+            elif stat.S_ISREG(s.st_mode):
+                if e.name.endswith(SOURCE_SUFFIXES):
+                    if s.st_size > MAX_SOURCE_BYTES:
+                        proj.problems.append(Problem(rel, "too-large",
+                                                     f"is {s.st_size >> 20} MiB, too large to be hand-written "
+                                                     "source: copied unchanged, not hipified.",
+                                                     "port generated sources from their generator"))
+                        proj.others.append(rel)
+                        continue
+                    text = _read_source(p, rel, proj.problems)
+                    if text is not None:
+                        proj.sources[rel] = text
+                else:
+                    proj.others.append(rel)
+            else:
+                proj.problems.append(Problem(rel, "not-a-file", "is not a regular file (a FIFO, socket or device), "
+                                                                "so it was skipped.", "remove it from the project folder"))
+
+    walk(src_root, "", ((st.st_dev, st.st_ino),))
+    if not proj.sources:
+        found = f" ({len(proj.problems)} file(s) could not be read: {proj.problems[0]})" if proj.problems else ""
+        raise PortInputError(f"no CUDA sources found in '{src_root}'{found}: a project to port needs files ending "
+                             f"in {' '.join(SOURCE_SUFFIXES[:5])} ...; check the folder")
+    return proj

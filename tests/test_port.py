@@ -1,0 +1,270 @@
+"""rocmlab port on the three sample code bases, compiled offline for gfx942 (the CI machine's
+toolchain). The expected traps are marked in the samples with ``expect-trap:`` comments."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from rocmlab.port import port
+from rocmlab.port.build import choose_toolchain
+
+SAMPLES = Path(__file__).parent / "data" / "port"
+BASES = ("reduce_intrinsics", "coop_streams", "blas_atomics")
+
+
+def _toolchain_or_skip():
+    try:
+        return choose_toolchain()
+    except RuntimeError as exc:
+        pytest.skip(f"no HIP toolchain here: {exc}")
+
+
+def _offline_only(res):
+    if res.toolchain_kind != "offline":
+        pytest.skip(f"expected results are for the offline HIP 5.2 toolchain (this is {res.toolchain})")
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def ported(tmp_path_factory):
+    _toolchain_or_skip()
+    before = {b: tree_digest(SAMPLES / b) for b in BASES}
+    out = {}
+    for b in BASES:
+        out[b] = port(SAMPLES / b, tmp_path_factory.mktemp(b) / "hip", "gfx942", workers=2)
+    after = {b: tree_digest(SAMPLES / b) for b in BASES}
+    return out, before, after
+
+
+def test_sources_never_modified(ported):
+    _, before, after = ported
+    assert before == after
+    assert all(before[b] for b in BASES)
+
+
+def test_tree_kept_and_files_renamed(ported):
+    res = ported[0]["coop_streams"]
+    out = Path(res.out)
+    assert (out / "kernels" / "grid_sum.hip").is_file()          # .cu -> .hip, folder kept
+    assert (out / "common" / "hip_check.h").is_file()            # cuda_check.h -> hip_check.h
+    assert not (out / "kernels" / "hip").exists()                 # no hip/ sub-folders (plain hipify makes them)
+    assert {f["source"] for f in res.files} == {str(p.relative_to(SAMPLES / "coop_streams"))
+                                                 for p in (SAMPLES / "coop_streams").rglob("*") if p.is_file()}
+
+
+def _expected_traps(text: str) -> set[tuple[int, str]]:
+    exp = set()
+    for i, line in enumerate(text.split("\n"), start=1):
+        m = re.search(r"expect-trap:\s*([\w\-, ]+)", line)
+        if m:
+            exp |= {(i, r.strip()) for r in m.group(1).split(",") if r.strip()}
+    return exp
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_every_marked_trap_found_and_nothing_else(ported, base):
+    res = ported[0][base]
+    out = Path(res.out)
+    found_all = {(t.path, t.line, t.rule) for t in res.traps}
+    for f in res.files:
+        text = (out / f["ported"]).read_text()
+        expected = _expected_traps(text)
+        found = {(line, rule) for path, line, rule in found_all if path == f["ported"]}
+        assert found == expected, f"{f['ported']}: missing {expected - found}, unexpected {found - expected}"
+
+
+def test_clean_wave_agnostic_file_has_no_traps(ported):
+    res = ported[0]["reduce_intrinsics"]
+    assert [t for t in res.traps if t.path == "src/ballot_count.hip"] == []
+    row = next(f for f in res.files if f["ported"] == "src/ballot_count.hip")
+    assert row["traps"] == 0 and row["compile"] == "ok"
+
+
+def test_every_cuda_arch_guard_is_an_error_and_code_is_kept(ported):
+    for b in BASES:
+        res = ported[0][b]
+        src_guards = sum(len(re.findall(r"^\s*#\s*(?:if|ifdef|ifndef|elif)\b.*__CUDA_ARCH__", p.read_text(), re.M))
+                         for p in (SAMPLES / b).rglob("*") if p.is_file())
+        traps = [t for t in res.traps if t.rule == "cuda-arch-guard"]
+        assert len(traps) == src_guards
+        assert all(t.level == "error" for t in traps)
+        for t in traps:
+            line = (Path(res.out) / t.path).read_text().split("\n")[t.line - 1]
+            assert "__CUDA_ARCH__" in line and "rocmlab port: TRAP" in line   # annotated, not rewritten
+    reduce = (Path(ported[0]["reduce_intrinsics"].out) / "src" / "reduce.hip").read_text()
+    assert "atomicAdd(out, v);" in reduce and "atomicCAS(p, assumed" in reduce   # both branches still there
+    why = {t.line: t.why for t in ported[0]["reduce_intrinsics"].traps if t.rule == "cuda-arch-guard"}
+    assert any("whole body of kernel scale_half()" in w for w in why.values())
+    assert any("is used instead" in w for w in why.values())
+
+
+def test_mechanical_fixes_with_file_and_line(ported):
+    res = ported[0]["coop_streams"]
+    kinds = {(f.path, f.kind) for f in res.fixes}
+    assert ("app/pipeline.hip", "include-renamed") in kinds
+    assert ("common/hip_check.h", "cuda-only-macro") in kinds
+    assert ("app/pipeline.hip", "explicit-hip-runtime") in kinds
+    for f in res.fixes:
+        line = (Path(res.out) / f.path).read_text().split("\n")[f.line - 1]
+        assert line.strip() == f.after.strip(), f
+    guard = (Path(res.out) / "common" / "hip_check.h").read_text()
+    assert "__DRIVER_TYPES_H__" not in guard and "HIP_INCLUDE_HIP_DRIVER_TYPES_H" in guard
+    r1 = ported[0]["reduce_intrinsics"]
+    assert any(f.kind == "explicit-hip-runtime" and f.path == "src/main.hip" for f in r1.fixes)
+    assert any(f.kind == "include-renamed" and "hip_utils.cuh" in f.after for f in r1.fixes)
+
+
+EXPECTED_STATUS = {
+    "reduce_intrinsics": {"src/reduce.hip": "warp-sync", "src/ballot_count.hip": "ok", "src/main.hip": "ok",
+                          "src/count_main.hip": "ok"},
+    "coop_streams": {"kernels/grid_sum.hip": "ok", "kernels/tile_reduce.hip": "cooperative-groups",
+                     "kernels/histogram.hip": "warp-sync", "app/pipeline.hip": "ok",
+                     "app/graph_capture.hip": "missing-hip-api"},
+    "blas_atomics": {"src/gemm_cublas.hip": "library", "src/sort_thrust.hip": "thrust-cub",
+                     "src/lane_ptx.hip": "inline-ptx", "src/texture_lookup.hip": "texture-surface",
+                     "src/atomics_scan.hip": "ok", "src/driver_api.cpp": "ok", "src/device_query.cpp": "device-prop",
+                     "src/main.hip": "ok"},
+}
+
+
+@pytest.mark.parametrize("base", BASES)
+def test_compile_status_and_first_error_category(ported, base):
+    res = ported[0][base]
+    _offline_only(res)
+    got = {u.path: u.category for u in res.units}
+    assert got == EXPECTED_STATUS[base]
+    for u in res.units:
+        assert (u.status == "ok") == (u.category == "ok")
+        if u.status != "ok":
+            assert u.error and u.error_file and u.error_line > 0
+    assert res.compat_used and "rocmlab_hip_warp_sync_compat.h" in res.compat_note
+
+
+def test_links_where_there_is_a_main(ported):
+    _offline_only(ported[0]["reduce_intrinsics"])
+    links = {(b, link.main): link for b in BASES for link in ported[0][b].links}
+    assert links[("reduce_intrinsics", "src/count_main.hip")].status == "ok"      # needs only ballot_count
+    assert links[("reduce_intrinsics", "src/main.hip")].category == "link-undefined"   # reduce.hip failed
+    assert "launch_block_sum" in links[("reduce_intrinsics", "src/main.hip")].error
+    assert links[("blas_atomics", "src/main.hip")].status == "ok"
+    prog = Path(ported[0]["blas_atomics"].out) / links[("blas_atomics", "src/main.hip")].program
+    assert prog.is_file() and prog.read_bytes()[:4] == b"\x7fELF"
+
+
+def test_libraries_needed(ported):
+    assert ported[0]["blas_atomics"].libraries == ["cublas", "thrust"]
+    assert ported[0]["reduce_intrinsics"].libraries == []
+
+
+def test_reports_json_and_html(ported):
+    res = ported[0]["coop_streams"]
+    _offline_only(res)
+    data = json.loads(Path(res.report_json).read_text())
+    assert data["summary"]["compiled"] == res.n_compiled == 2
+    assert data["compat_header"]["used"] is True
+    assert {t["level"] for t in data["traps"]} <= {"error", "warning", "info"}
+    assert all(t["why"] and t["fix"] for t in data["traps"])
+    page = Path(res.report_html).read_text()
+    assert page.startswith("<!DOCTYPE html>")
+    assert page.count("Plotly.newPlot") == 3                    # files, traps, categories
+    assert "rocmlab_hip_warp_sync_compat.h" in page
+    assert "cooperative-groups" in page and "kernels/grid_sum.hip:12" in page
+
+
+def test_baseline_plain_hipify_compiles_fewer(ported, tmp_path):
+    from rocmlab.port.baseline import plain_hipify
+
+    res = ported[0]["reduce_intrinsics"]
+    base = plain_hipify(SAMPLES / "reduce_intrinsics", tmp_path / "plain", ("gfx942",), compat=True, workers=2)
+    assert len(base.units) == res.n_units == 4
+    assert all("/hip/" in u.path for u in base.units)           # torch's own layout
+    assert base.n_compiled < res.n_compiled
+    assert base.categories().get("missing-hip-api", 0) >= 1      # hipMalloc undeclared: no implicit include
+
+
+def test_compat_off_and_gfx90a(tmp_path):
+    """Without the compatibility header HIP 5.2 lacks the warp-sync builtins; the clean file fails too."""
+    tc = _toolchain_or_skip()
+    if "gfx90a" not in tc.targets:
+        pytest.skip("no gfx90a offline here")
+    res = port(SAMPLES / "reduce_intrinsics", tmp_path / "hip", "gfx90a", workers=2, compat=False)
+    _offline_only(res)
+    cats = {u.path: u for u in res.units}
+    assert not res.compat_used and "turned off" in res.compat_note
+    assert cats["src/reduce.hip"].category == "warp-sync"
+    assert "__shfl_down_sync" in cats["src/reduce.hip"].error
+    assert cats["src/ballot_count.hip"].category == "warp-sync"       # __activemask is ROCm 6.2+
+    assert any("--offload-arch=gfx90a" in c for c in cats["src/main.hip"].command)
+
+
+def test_report_renders_in_a_real_browser(ported):
+    """The HTML report opened from disk in Chromium (offline): three plotly charts with data, tables readable."""
+    import shutil
+
+    pw = pytest.importorskip("playwright.sync_api")
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("chromium is not installed (apt-get install chromium)")
+    res = ported[0]["blas_atomics"]
+    with pw.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=[
+            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+            "--disable-sync", "--no-first-run"])
+        try:
+            page = browser.new_page()
+            page.route("http*://**", lambda route: route.abort())        # proves it needs no network
+            page.goto(Path(res.report_html).as_uri())
+            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 3", timeout=30000)
+            bars = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot'))"
+                                 ".map(d => d.data[0].y.concat(d.data[0].x))")
+            text = page.inner_text("body")
+        finally:
+            browser.close()
+    files_chart = dict(zip(bars[0][len(bars[0]) // 2:], bars[0][: len(bars[0]) // 2], strict=True))
+    assert files_chart == {"ok": res.n_compiled, "failed": res.n_units - res.n_compiled}
+    assert "src/gemm_cublas.hip" in text and "hipBLAS" in text and "rocThrust" in text
+
+
+def test_notebook_view(ported, capsys):
+    pytest.importorskip("IPython")
+    from rocmlab.port import notebook
+
+    assert set(BASES) <= set(notebook.samples())
+    res = notebook.show(ported[0]["coop_streams"])
+    out = capsys.readouterr().out
+    assert "translation units compiled after rocmlab port (coop_streams, gfx942): 2/5" in out
+    assert "[cpu:" in out or "[cuda:" in out or "[rocm:" in out       # the figure names its backend
+    assert res is ported[0]["coop_streams"]
+    with pytest.raises(ValueError, match="no sample code base"):
+        notebook.sample_path("nope")
+
+
+def test_traps_point_back_at_the_cuda_source(ported):
+    for b in BASES:
+        for t in ported[0][b].traps:
+            assert t.src_line > 0, t
+            src_line = (SAMPLES / b / t.src_path).read_text().split("\n")[t.src_line - 1]
+            assert "expect-trap" in src_line and t.rule in src_line
+
+
+def test_notebook_view_without_a_compiler(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("IPython")
+    from rocmlab.port import build, notebook
+
+    def none(kind="auto"):
+        raise RuntimeError("no HIP compiler found (rocm, offline): install ...")
+
+    monkeypatch.setattr(build, "choose_toolchain", none)
+    res = notebook.port_view("reduce_intrinsics", out=tmp_path / "o")
+    assert not res.compiled and res.units == []
+    assert "cannot compile on this machine" in capsys.readouterr().out
+    assert any(t.rule == "cuda-arch-guard" for t in res.traps)
