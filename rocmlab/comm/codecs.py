@@ -195,7 +195,9 @@ def block_scales(x: torch.Tensor, codec: Codec) -> tuple[torch.Tensor, torch.Ten
     xf = x.reshape(-1, codec.block_size).float()
     a = xf.abs().amax(dim=1)
     if codec.name == "fp8":
-        d32 = a / FP8_MAX
+        # a tensor divisor: torch on CUDA multiplies by the reciprocal when dividing by a scalar,
+        # which is not the correctly rounded a / 448 (seen on an H200 with float32 scales)
+        d32 = a / torch.full_like(a, FP8_MAX)
     else:
         d32 = a * (-1.0 / codec.levels)
     fmax = torch.finfo(codec.scale_dtype).max
@@ -237,7 +239,8 @@ def e4m3_values(q: torch.Tensor) -> torch.Tensor:
     m = q & 7
     normal = (((e + 120) << 23) | (m << 20)).view(torch.float32)
     mag = torch.where(e == 0, m.float() * 2.0 ** -9, normal)
-    return torch.where((q & 0x80) != 0, -mag, mag)
+    # 0 - mag, not -mag: code 0x80 (minus zero) decodes to +0, as Triton's negation (0 - x) gives
+    return torch.where((q & 0x80) != 0, 0.0 - mag, mag)
 
 
 def _pack(q: torch.Tensor, bits: int) -> torch.Tensor:
@@ -320,16 +323,20 @@ def error_bound(x: torch.Tensor, codec) -> torch.Tensor:
         return torch.zeros(x.numel(), dtype=torch.float32, device=x.device)
     xf = x.reshape(-1, codec.block_size).float()
     a = xf.abs().amax(dim=1, keepdim=True)
-    eps_s = torch.finfo(codec.scale_dtype).eps / 2   # half an ulp, relative
+    fi = torch.finfo(codec.scale_dtype)
+    eps_s = fi.eps / 2   # half an ulp, relative
+    # a scale in the subnormal range (or flushed to 0) is rounded by an absolute half-subnormal,
+    # which every code up to the largest magnitude multiplies
+    sub = fi.smallest_normal * fi.eps / 2
     if codec.name == "fp8":
         d = a / FP8_MAX
-        b = torch.maximum(xf.abs() / 16.0, d * 2.0 ** -10) + a * eps_s * 2
+        b = torch.maximum(xf.abs() / 16.0, d * 2.0 ** -10) + a * eps_s * 2 + FP8_MAX * sub
     else:
         L = codec.levels
         d = a / L * (1 + 2 * eps_s)
         # half a step, except where x * r rounds past L - 1 (the block maximum when it is
         # negative: the scale is negative, so -a maps to +L and is clamped): one full step
-        b = torch.where(xf.abs() > (L - 1) * a / L, d, d / 2) + a * eps_s * 2
+        b = torch.where(xf.abs() > (L - 1) * a / L, d, d / 2) + a * eps_s * 2 + L * sub
     return b.expand_as(xf).reshape(-1)
 
 

@@ -43,7 +43,8 @@ CODEC_ID = {"fp8": 0, "q8": 1, "q6": 2, "q4": 3}
 ENC_CONFIGS = ((2048, 4, 1, 0), (4096, 4, 1, 0), (8192, 4, 1, 0), (4096, 8, 1, 0), (8192, 8, 1, 0),
                (16384, 16, 1, 0), (4096, 4, 2, 8), (8192, 8, 2, 4))
 DEC_CONFIGS = ((1024, 4, 1, 0), (2048, 4, 1, 0), (4096, 4, 1, 0), (2048, 4, 3, 8), (4096, 4, 3, 8),
-               (2048, 8, 3, 8), (4096, 8, 3, 4), (2048, 4, 4, 16))
+               (2048, 8, 3, 8), (4096, 8, 3, 4), (2048, 4, 4, 16),
+               (1024, 2, 1, 0), (512, 1, 1, 0))   # the last two added after the measured runs (unmeasured)
 CONFIGS = ENC_CONFIGS
 INTERPRETER_TILE = 4096
 
@@ -187,7 +188,7 @@ def _decode_kernel(codes_ptr, hi_ptr, scale_ptr, y_ptr, n_blocks,
             m = q & 7
             normal = (((e + 120) << 23) | (m << 20)).to(tl.float32, bitcast=True)
             mag = tl.where(e == 0, m.to(tl.float32) * 0.001953125, normal)
-            v = tl.where((q & 0x80) != 0, -mag, mag)
+            v = tl.where((q & 0x80) != 0, 0.0 - mag, mag)
         else:
             v = (q - L).to(tl.float32)
         y = v * ds[:, None, None, None]
@@ -400,3 +401,50 @@ def _kernels_cache_items():
 
 
 __all__ = ["encode", "decode", "available", "resolve_impl", "best_configs", "FP8_MAX"]
+
+
+def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942", tile: int = 4096,
+                   num_warps: int = 4) -> dict:
+    """Compile a codec kernel ahead of time for ``target`` (``gfx942`` = MI300X, ``sm_90`` = H100/H200)
+    without a GPU, and read what the hardware would run: wavefront size, registers, LDS, and how
+    many 16-byte global loads and stores the kernel issues per thread."""
+    import re
+
+    if not HAVE_TRITON:
+        raise CodecError("compile_report needs Triton: pip install triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    codec = get_codec(codec)
+    meta, _ = _launch_args(codec, codec.block_size * 64)
+    rows = max(1, tile // codec.block_size)
+    consts = dict(meta, ROWS=rows, LOAD_EV="", STORE_CM="", STAGES=1, OCC=0)
+    if direction == "encode":
+        fn, sig = _encode_kernel, {"x_ptr": "*fp16", "codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16"}
+        consts.update(FMAX=65504.0, SCALE_BF16=False)
+    else:
+        fn, sig = _decode_kernel, {"codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16", "y_ptr": "*fp16"}
+        consts.update(OUT_BF16=False)
+    sig["n_blocks"] = "i32"
+    sig.update({k: "constexpr" for k in consts})
+    gpu = GPUTarget("hip", "gfx942", 64) if target.startswith("gfx") else GPUTarget("cuda", 90, 32)
+    if target.startswith("gfx") and target != "gfx942":
+        gpu = GPUTarget("hip", target, 64)
+    src = ASTSource(fn=triton.jit(fn), signature=sig, constexprs=consts,
+                    attrs={(i,): [["tt.divisibility", 16]] for i in range(5)})
+    ck = triton.compile(src, target=gpu, options={"num_warps": num_warps})
+    rep = dict(target=target, codec=codec.name, direction=direction, tile=tile, num_warps=num_warps,
+               shared_bytes=ck.metadata.shared)
+    if gpu.backend == "hip":
+        a = ck.asm["amdgcn"]
+        for key in ("wavefront_size", "vgpr_count", "sgpr_count", "group_segment_fixed_size"):
+            m = re.search(rf"\.{key}:\s+(\d+)", a)
+            rep[key] = int(m.group(1)) if m else None
+        rep["loads_16B"] = len(re.findall(r"(global|buffer)_load_dwordx4", a))
+        rep["stores_16B"] = len(re.findall(r"(global|buffer)_store_dwordx4", a))
+    else:
+        p = ck.asm["ptx"]
+        rep["wavefront_size"] = 32
+        rep["loads_16B"] = len(re.findall(r"ld\.global(\.[a-zA-Z0-9:_]+)*\.v4\.b32", p))
+        rep["stores_16B"] = len(re.findall(r"st\.global(\.[a-zA-Z0-9:_]+)*\.v4\.b32", p))
+    return rep
