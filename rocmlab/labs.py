@@ -21,6 +21,10 @@ class Lab:
 LABS = (
     Lab("00-setup.ipynb", "Setup and environment doctor", "§1, §2.1, §2.3, §4.3",
         "everything", "everything", "everything"),
+    Lab("05-quickreduce-tuning.ipynb", "QuickReduce: quantized all-reduce and its tuning", "§5.2",
+        "everything; the vLLM QuickReduce sweep needs 2+ GPUs and vLLM",
+        "codecs, fused Triton codec, two-shot on NCCL ranks, model; no QuickReduce (ROCm only)",
+        "codecs, two-shot on gloo ranks, model, recommendations; no GPU timing"),
 )
 
 
