@@ -37,6 +37,18 @@ CHECK = textwrap.dedent("""
                         and torch.equal(C.decode_reference(ref).view(torch.int16), y.view(torch.int16))
                         and torch.equal(C.decode_reference(ref, torch.float32).view(torch.int32), y32.view(torch.int32))):
                     bad.append([name, str(dt), bs, str(sd), str(cfg)])
+    # payloads at 16-byte-aligned offsets inside a larger buffer, as the two-shot receives them
+    seg = 32 * 9
+    xs = C.activations("normal", seg, seed=seed)
+    for name in C.QUANTIZED:
+        p = C.encode_reference(xs, name)
+        slot = -(-p.nbytes // 16) * 16
+        buf = torch.zeros(3 * slot, dtype=torch.uint8)
+        buf[slot:slot + p.nbytes] = p.payload
+        sub = C.Encoded(buf[slot:slot + p.nbytes], p.codec, seg, xs.dtype)
+        n_checks += 1
+        if not torch.equal(T.decode(sub, impl="triton").view(torch.int16), C.decode_reference(p).view(torch.int16)):
+            bad.append([name, "offset payload"])
     # a corrupted payload must not pass: the comparison can fail
     enc = T.encode(x, "q6", impl="triton"); enc.payload[3] ^= 0x10
     caught = not torch.equal(enc.payload, C.encode_reference(x, "q6").payload)
@@ -52,7 +64,7 @@ def test_triton_interpreter_is_bit_exact_with_the_reference():
                          timeout=400)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    assert out["checks"] == 24 and out["bad"] == [], f"seed {seed}: {out['bad']}"
+    assert out["checks"] == 28 and out["bad"] == [], f"seed {seed}: {out['bad']}"
     assert out["caught"]
 
 

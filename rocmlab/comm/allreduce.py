@@ -79,7 +79,10 @@ def two_shot_all_reduce(x: torch.Tensor, codec="q4", group=None, impl: str = "au
     # 1. quantise every segment and scatter: segment j goes to rank j
     encs = [T.encode(flat[j * seg:(j + 1) * seg], codec, impl=impl) for j in range(world)]
     pb = encs[0].nbytes
-    send = torch.cat([e.payload for e in encs])
+    slot = -(-pb // 16) * 16          # each payload starts 16-byte aligned (word views, vector loads)
+    send = torch.zeros(world * slot, dtype=torch.uint8, device=flat.device)
+    for j, e in enumerate(encs):
+        send[j * slot:j * slot + pb] = e.payload
     recv = torch.empty_like(send)
     dist.all_to_all_single(recv, send, group=group)
     if _die_after_scatter:                           # for the tests: a rank that dies mid-collective
@@ -89,18 +92,19 @@ def two_shot_all_reduce(x: torch.Tensor, codec="q4", group=None, impl: str = "au
     # 2. reduce the segment this rank owns (float32 sum, rank order)
     acc = torch.zeros(seg, dtype=torch.float32, device=flat.device)
     for s in range(world):
-        acc += T.decode(C.Encoded(recv[s * pb:(s + 1) * pb], codec, seg, flat.dtype), torch.float32, impl=impl)
+        acc += T.decode(C.Encoded(recv[s * slot:s * slot + pb], codec, seg, flat.dtype), torch.float32, impl=impl)
     reduced = acc.to(flat.dtype)
 
     # 3. re-quantise once and gather every rank's reduced segment
-    mine = T.encode(reduced, codec, impl=impl)
-    gathered = torch.empty(world * pb, dtype=torch.uint8, device=flat.device)
-    _gather(gathered, mine.payload, group)
+    mine = torch.zeros(slot, dtype=torch.uint8, device=flat.device)
+    mine[:pb] = T.encode(reduced, codec, impl=impl).payload
+    gathered = torch.empty(world * slot, dtype=torch.uint8, device=flat.device)
+    _gather(gathered, mine, group)
 
     # 4. decode all segments
     out = torch.empty_like(flat)
     for s in range(world):
-        T.decode(C.Encoded(gathered[s * pb:(s + 1) * pb], codec, seg, flat.dtype), impl=impl,
+        T.decode(C.Encoded(gathered[s * slot:s * slot + pb], codec, seg, flat.dtype), impl=impl,
                  out=out[s * seg:(s + 1) * seg])
     return out.view(x.shape).to(orig_dtype)
 
@@ -120,9 +124,9 @@ def native_all_reduce(x: torch.Tensor, group=None) -> torch.Tensor:
 
 
 def wire_bytes_per_rank(codec, numel: int, world_size: int, block_size: int = 32) -> int:
-    """Bytes each rank sends in the two-shot: (W-1)/W of its encoding, twice."""
+    """Bytes each rank sends in the two-shot: (W-1)/W of its encoding, twice (each piece padded to 16 bytes)."""
     c = C.get_codec(codec, block_size)
-    return 2 * (world_size - 1) * c.wire_bytes(numel // world_size)
+    return 2 * (world_size - 1) * (-(-c.wire_bytes(numel // world_size) // 16) * 16)
 
 
 def two_shot_error_bound(inputs: list[torch.Tensor], codec, block_size: int = 32,
