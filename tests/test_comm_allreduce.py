@@ -34,6 +34,16 @@ def test_two_shot_equals_exact_within_the_codec_bound(world):
     assert res["fp"]["rel_l2"] < 1e-3
 
 
+@pytest.mark.parametrize("cast", [False, True])
+def test_two_shot_bfloat16_with_and_without_the_cast(cast):
+    seed = int.from_bytes(os.urandom(4), "little")
+    res = launch(W.accuracy, 2, seed, 4096, codecs=("q6", "q4"), dtype="bfloat16", kind="heavy-tailed",
+                 cast_bf16_to_fp16=cast, timeout_s=120).result()[0]
+    for name in ("q6", "q4"):
+        assert res[name]["within_bound"] and res[name]["ranks_identical"], (name, cast, seed, res[name])
+        assert res[name]["output"].dtype == torch.bfloat16
+
+
 def test_the_error_bound_rejects_a_coarser_codec():
     xs = [C.activations("normal", 4096, seed=s) for s in range(2)]
     exact = torch.stack([x.double() for x in xs]).sum(0)

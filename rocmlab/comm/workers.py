@@ -24,7 +24,7 @@ def _device(backend_is_nccl: bool):
 
 
 def accuracy(rank: int, world: int, seed: int, numel: int, codecs=("fp", "fp8", "q8", "q6", "q4"),
-             dtype: str = "float16", kind: str = "normal", impl: str = "auto") -> dict:
+             dtype: str = "float16", kind: str = "normal", impl: str = "auto", cast_bf16_to_fp16: bool = False) -> dict:
     """Two-shot per codec against the exact sum: rank 0 returns errors, bounds and whether every
     rank ended with the same bits."""
     dt = getattr(torch, dtype)
@@ -34,7 +34,7 @@ def accuracy(rank: int, world: int, seed: int, numel: int, codecs=("fp", "fp8", 
     exact = AR.exact_all_reduce(x).cpu()
     out = {"exact_matches_local_sum": bool(torch.equal(exact, torch.stack([t.double() for t in xs]).sum(0)))}
     for name in codecs:
-        y = AR.two_shot_all_reduce(x, name, impl=impl).cpu()
+        y = AR.two_shot_all_reduce(x, name, impl=impl, cast_bf16_to_fp16=cast_bf16_to_fp16).cpu()
         digest = torch.tensor([int(y.view(torch.int16).to(torch.int64).mul(
             torch.arange(1, y.numel() + 1) % 65521).sum() % (2 ** 61))], dtype=torch.int64)
         dl = [torch.zeros_like(digest) for _ in range(world)]
