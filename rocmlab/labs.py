@@ -31,6 +31,10 @@ _LABS = (
     Lab("02-porting-cuda-to-hip.ipynb", "Porting CUDA to HIP: hipify, traps, graded exercises", "§4.1, §4.2, §4.3",
         "everything", "everything (solutions run through the HIP->CUDA path)",
         "hipify, trap report, static and compile checks; run and perf checks skipped"),
+    Lab("05-quickreduce-tuning.ipynb", "QuickReduce: quantized all-reduce and its tuning", "§5.2",
+        "everything; the vLLM QuickReduce sweep needs 2+ GPUs and vLLM",
+        "codecs, fused Triton codec, two-shot on NCCL ranks, model; no QuickReduce (ROCm only)",
+        "codecs, two-shot on gloo ranks, model, recommendations; no GPU timing"),
 )
 # Course order is file order, whatever order the entries were added in.
 LABS = tuple(sorted(_LABS, key=lambda lab: lab.file))

@@ -1,0 +1,450 @@
+"""Fused one-pass Triton encode and decode for the codecs of :mod:`rocmlab.comm.codecs`.
+
+One kernel reads each input value once and writes its codes and the block's scale (encode);
+one kernel reads codes and scales once and writes the values (decode). Both are bit-exact with
+the torch reference: the same float32 operations in the same order, IEEE division
+(``div_rn``), and round-half-even done with the 1.5 * 2**23 trick (exact for |v| < 2**22, and
+free of the libdevice call that Triton's CPU interpreter lacks). FP8 e4m3 is built from bits,
+so no backend's own fp8 conversion (or its saturation rule) is involved.
+
+Tiles are ``[ROWS, BLOCK/16, NW, VPW]``: ROWS blocks, each cut in groups of 16 values, each
+group held as NW words of VPW codes (Q4/Q6: 2 words of 8 nibbles; Q8/FP8: 4 words of 4 bytes).
+A word is built by a reduction over the last axis, which stays inside one thread, and is
+stored as one aligned 32-bit store; Q6's high 2-bit plane is one 32-bit word per 16 values.
+Nothing here depends on the warp or wavefront size (32 on NVIDIA, 64 on MI300X).
+
+Where it runs: ``impl="triton"`` on a CUDA or ROCm tensor compiles the kernel (autotuned per
+size); on a CPU tensor it runs the same kernel source in Triton's interpreter (slow: for tests).
+``impl="torch"`` is the reference; ``impl="auto"`` takes Triton on a GPU when Triton is installed,
+the reference otherwise.
+"""
+
+import functools
+import os
+
+import torch
+
+from rocmlab.comm.codecs import (
+    FP8_MAX,
+    Codec,
+    CodecError,
+    Encoded,
+    check_input,
+    decode_reference,
+    encode_reference,
+    get_codec,
+)
+
+CODEC_ID = {"fp8": 0, "q8": 1, "q6": 2, "q4": 3}
+#: Launch configurations the autotuner tries, per size: (TILE values per tile, num_warps,
+#: STAGES of software pipelining in the tile loop, OCC). OCC 0 launches one program per tile;
+#: OCC k launches k programs per multiprocessor that loop over the tiles (persistent), with
+#: the next tile's loads in flight while the current one is written (STAGES > 1).
+ENC_CONFIGS = ((2048, 4, 1, 0), (4096, 4, 1, 0), (8192, 4, 1, 0), (4096, 8, 1, 0), (8192, 8, 1, 0),
+               (16384, 16, 1, 0), (4096, 4, 2, 8), (8192, 8, 2, 4))
+DEC_CONFIGS = ((1024, 4, 1, 0), (2048, 4, 1, 0), (4096, 4, 1, 0), (2048, 4, 3, 8), (4096, 4, 3, 8),
+               (2048, 8, 3, 8), (4096, 8, 3, 4), (2048, 4, 4, 16),
+               (1024, 2, 1, 0), (512, 1, 1, 0))   # the last two added after the measured runs (unmeasured)
+CONFIGS = ENC_CONFIGS
+INTERPRETER_TILE = 4096
+
+try:  # Triton is optional: the reference runs without it
+    import triton
+    import triton.language as tl
+    HAVE_TRITON = True
+    TRITON_VERSION = triton.__version__
+    # Triton's interpreter must be chosen before triton is imported (its own tl.max, tl.sum are
+    # kernels too): TRITON_INTERPRET=1 in the environment of the whole process.
+    INTERPRET = os.environ.get("TRITON_INTERPRET", "") == "1"
+except Exception:  # pragma: no cover - exercised where Triton is missing
+    import types
+
+    triton = None
+    tl = types.SimpleNamespace(constexpr="constexpr")   # lets the kernel sources below be defined
+    HAVE_TRITON = False
+    TRITON_VERSION = None
+    INTERPRET = False
+
+
+def available() -> bool:
+    return HAVE_TRITON
+
+
+VARIANTS = ("default", "quad", "hints", "quad+hints")
+
+
+def _layout(codec: Codec, variant: str = "default") -> tuple[int, int]:
+    """(NW rows per 16 values, VPW values per row). Q4/Q6: 2 rows of 8 nibbles (one word each).
+    Byte codecs: 2 rows of 8 bytes (a pair of words each, 16-byte loads of the input), or with
+    the 'quad' variant 4 rows of 4 bytes (one word each, 8-byte loads)."""
+    if codec.name in ("q4", "q6") or "quad" not in variant:
+        return 2, 8
+    return 4, 4
+
+
+# --- kernels (plain functions, made into JIT or interpreted kernels below) ------------------
+
+def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
+                   BLOCK: tl.constexpr, ROWS: tl.constexpr, G: tl.constexpr, CODEC: tl.constexpr,
+                   NW: tl.constexpr, VPW: tl.constexpr, L: tl.constexpr, FMAX: tl.constexpr,
+                   SCALE_BF16: tl.constexpr, LOAD_EV: tl.constexpr = "", STORE_CM: tl.constexpr = "",
+                   STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0):
+    g = tl.arange(0, G)
+    w = tl.arange(0, NW)
+    k = tl.arange(0, VPW)
+    n_tiles = tl.cdiv(n_blocks, ROWS)
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=STAGES):
+        blk = t * ROWS + tl.arange(0, ROWS)
+        bmask = blk < n_blocks
+        offs = (blk[:, None, None, None] * BLOCK + g[None, :, None, None] * 16
+                + w[None, None, :, None] * VPW + k[None, None, None, :])
+        x = tl.load(x_ptr + offs, mask=bmask[:, None, None, None], other=0.0, eviction_policy=LOAD_EV).to(tl.float32)
+        a = tl.max(tl.max(tl.max(tl.abs(x), axis=3), axis=2), axis=1)
+        if CODEC == 0:
+            d32 = tl.math.div_rn(a, tl.full(a.shape, 448.0, tl.float32))
+        else:
+            d32 = a * (-1.0 / L)
+        d32 = tl.minimum(tl.maximum(d32, -FMAX), FMAX)
+        if SCALE_BF16:  # round to bfloat16 by hand: Triton's interpreter does not round half to even
+            b = d32.to(tl.int32, bitcast=True)
+            b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+            d = b.to(tl.int16).to(tl.bfloat16, bitcast=True)
+        else:
+            d = d32.to(scale_ptr.dtype.element_ty)
+        tl.store(scale_ptr + blk, d, mask=bmask)
+        ds = d.to(tl.float32)
+        ok = tl.abs(ds) >= 1.1754943508222875e-38
+        r = tl.where(ok, tl.math.div_rn(tl.full(ds.shape, 1.0, tl.float32), tl.where(ok, ds, 1.0)), 0.0)
+        v = x * r[:, None, None, None]
+        if CODEC == 0:
+            v = tl.minimum(tl.maximum(v, -448.0), 448.0)
+            bits = v.to(tl.int32, bitcast=True)
+            sign = (bits >> 24) & 0x80
+            ab = bits & 0x7FFFFFFF
+            normal = ((ab + 0x7FFFF + ((ab >> 20) & 1)) >> 20) - 960
+            av = tl.abs(v)
+            sub = (av * 512.0 + 12582912.0).to(tl.int32, bitcast=True) - 0x4B400000
+            q = sign | tl.where(av < 0.015625, sub, normal)
+        else:
+            v = tl.minimum(tl.maximum(v, -L * 1.0), L - 1.0) + 12582912.0
+            q = v.to(tl.int32, bitcast=True) - (0x4B400000 - L)
+        wmask = bmask[:, None, None]
+        woffs = blk[:, None, None] * (G * NW) + g[None, :, None] * NW + w[None, None, :]
+        if CODEC == 3:
+            word = tl.sum(q << (4 * k)[None, None, None, :], axis=3)
+            tl.store(codes_ptr + woffs, word, mask=wmask, cache_modifier=STORE_CM)
+        elif CODEC == 2:
+            lo = tl.sum((q & 15) << (4 * k)[None, None, None, :], axis=3)
+            tl.store(codes_ptr + woffs, lo, mask=wmask, cache_modifier=STORE_CM)
+            sh = 2 * (8 * w[:, None] + k[None, :])
+            hi = tl.sum(tl.sum((q >> 4) << sh[None, None, :, :], axis=3), axis=2)
+            tl.store(hi_ptr + blk[:, None] * G + g[None, :], hi, mask=bmask[:, None], cache_modifier=STORE_CM)
+        elif VPW == 8:  # byte codecs on 8-value rows: two words per row, stored as one pair
+            k4 = (8 * (k % 4))[None, None, None, :]
+            lo = tl.sum(tl.where((k < 4)[None, None, None, :], q << k4, 0), axis=3)
+            hi = tl.sum(tl.where((k >= 4)[None, None, None, :], q << k4, 0), axis=3)
+            pair = tl.join(lo, hi)
+            poffs = woffs[:, :, :, None] * 2 + tl.arange(0, 2)[None, None, None, :]
+            tl.store(codes_ptr + poffs, pair, mask=wmask[:, :, :, None], cache_modifier=STORE_CM)
+        else:
+            word = tl.sum(q << (8 * k)[None, None, None, :], axis=3)
+            tl.store(codes_ptr + woffs, word, mask=wmask, cache_modifier=STORE_CM)
+
+
+def _decode_kernel(codes_ptr, hi_ptr, scale_ptr, y_ptr, n_blocks,
+                   BLOCK: tl.constexpr, ROWS: tl.constexpr, G: tl.constexpr, CODEC: tl.constexpr,
+                   NW: tl.constexpr, VPW: tl.constexpr, L: tl.constexpr,
+                   OUT_BF16: tl.constexpr, LOAD_EV: tl.constexpr = "", STORE_CM: tl.constexpr = "",
+                   STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0):
+    g = tl.arange(0, G)
+    w = tl.arange(0, NW)
+    k = tl.arange(0, VPW)
+    n_tiles = tl.cdiv(n_blocks, ROWS)
+    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=STAGES):
+        blk = t * ROWS + tl.arange(0, ROWS)
+        bmask = blk < n_blocks
+        ds = tl.load(scale_ptr + blk, mask=bmask, other=0.0).to(tl.float32)
+        woffs = blk[:, None, None] * (G * NW) + g[None, :, None] * NW + w[None, None, :]
+        wmask = bmask[:, None, None]
+        if CODEC >= 2:
+            word = tl.load(codes_ptr + woffs, mask=wmask, other=0, eviction_policy=LOAD_EV)
+            q = (word[:, :, :, None] >> (4 * k)[None, None, None, :]) & 15
+            if CODEC == 2:
+                hi = tl.load(hi_ptr + blk[:, None] * G + g[None, :], mask=bmask[:, None], other=0,
+                             eviction_policy=LOAD_EV)
+                sh = 2 * (8 * w[:, None] + k[None, :])
+                q = q | (((hi[:, :, None, None] >> sh[None, None, :, :]) & 3) << 4)
+        elif VPW == 8:  # byte codecs on 8-value rows: a pair of words per row
+            poffs = woffs[:, :, :, None] * 2 + tl.arange(0, 2)[None, None, None, :]
+            pair = tl.load(codes_ptr + poffs, mask=wmask[:, :, :, None], other=0, eviction_policy=LOAD_EV)
+            lo, hi = tl.split(pair)
+            k4 = (8 * (k % 4))[None, None, None, :]
+            q = tl.where((k < 4)[None, None, None, :], lo[:, :, :, None] >> k4, hi[:, :, :, None] >> k4) & 255
+        else:
+            word = tl.load(codes_ptr + woffs, mask=wmask, other=0, eviction_policy=LOAD_EV)
+            q = (word[:, :, :, None] >> (8 * k)[None, None, None, :]) & 255
+        if CODEC == 0:
+            e = (q >> 3) & 15
+            m = q & 7
+            normal = (((e + 120) << 23) | (m << 20)).to(tl.float32, bitcast=True)
+            mag = tl.where(e == 0, m.to(tl.float32) * 0.001953125, normal)
+            v = tl.where((q & 0x80) != 0, 0.0 - mag, mag)
+        else:
+            v = (q - L).to(tl.float32)
+        y = v * ds[:, None, None, None]
+        offs = (blk[:, None, None, None] * BLOCK + g[None, :, None, None] * 16
+                + w[None, None, :, None] * VPW + k[None, None, None, :])
+        if OUT_BF16:
+            b = y.to(tl.int32, bitcast=True)
+            b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+            yo = b.to(tl.int16).to(tl.bfloat16, bitcast=True)
+        else:
+            yo = y.to(y_ptr.dtype.element_ty)
+        tl.store(y_ptr + offs, yo, mask=bmask[:, None, None, None], cache_modifier=STORE_CM)
+
+
+def graph_bench(fn, quantiles=None, warmup: int = 10, rep: int = 40):
+    """Median (or quantiles) in ms of ``fn``'s GPU time: one launch captured in a CUDA/HIP graph and
+    replayed, with the L2 cache flushed between runs (triton.testing.do_bench). The graph keeps the
+    host's launch overhead (tens of microseconds through Python) out of a kernel's time, as in a
+    graph-captured all-reduce. Falls back to plain do_bench where capture fails."""
+    from triton.testing import do_bench
+
+    fn()
+    torch.cuda.synchronize()
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            fn()
+        torch.cuda.synchronize()
+        run = graph.replay
+    except Exception:   # noqa: BLE001 - any capture failure: time it eagerly
+        torch.cuda.synchronize()
+        run = fn
+    kw = dict(quantiles=quantiles) if quantiles else dict(return_mode="median")
+    return do_bench(run, warmup=warmup, rep=rep, **kw)
+
+
+@functools.cache
+def _kernels(kind: str, block_size: int = 32):
+    """('jit' | 'interp') -> (encode, decode) kernels; 'jit' ones are autotuned per size."""
+    if not HAVE_TRITON:
+        raise CodecError("Triton is not installed: pip install triton (or use impl='torch', the reference)")
+    if kind == "interp":
+        if not INTERPRET:
+            raise CodecError("on a CPU tensor, Triton kernels run only in Triton's interpreter: start Python "
+                             "with TRITON_INTERPRET=1 in the environment (the tests do), or use impl='torch'")
+        return triton.jit(_encode_kernel), triton.jit(_decode_kernel)
+    def cfgs(table):
+        return [triton.Config({"ROWS": max(1, t // block_size), "STAGES": st, "OCC": occ}, num_warps=nw)
+                for t, nw, st, occ in table]
+    key = ["n_blocks", "BLOCK", "CODEC"]
+    try:
+        tune = functools.partial(triton.autotune, key=key, do_bench=graph_bench)
+        enc = tune(configs=cfgs(ENC_CONFIGS))(triton.jit(_encode_kernel))
+    except TypeError:   # an older Triton without autotune(do_bench=...)
+        tune = functools.partial(triton.autotune, key=key)
+        enc = tune(configs=cfgs(ENC_CONFIGS))(triton.jit(_encode_kernel))
+    dec = tune(configs=cfgs(DEC_CONFIGS))(triton.jit(_decode_kernel))
+    _made[(kind, block_size)] = (enc, dec)
+    return enc, dec
+
+
+@functools.cache
+def _jit_plain():
+    return triton.jit(_encode_kernel), triton.jit(_decode_kernel)
+
+
+@functools.cache
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _grid(nb: int, rows: int, occ: int, device: torch.device) -> tuple[int]:
+    tiles = -(-nb // rows)
+    if occ <= 0:
+        return (tiles,)
+    per = _sm_count(device.index or 0) if device.type == "cuda" else 1   # on the CPU: occ programs in all
+    return (max(1, min(tiles, occ * per)),)
+
+
+def _fixed(config) -> tuple[int, int, int, int]:
+    """(TILE, num_warps[, STAGES, OCC]) -> all four."""
+    c = tuple(config)
+    return c + (1, 0)[len(c) - 2:] if len(c) in (2, 3) else c
+
+
+def resolve_impl(impl: str, device: torch.device) -> str:
+    if impl not in ("auto", "torch", "triton"):
+        raise CodecError(f"impl must be 'auto', 'torch' or 'triton', not {impl!r}")
+    if impl == "auto":
+        return "triton" if (HAVE_TRITON and device.type == "cuda" and not INTERPRET) else "torch"
+    if impl == "triton" and not HAVE_TRITON:
+        raise CodecError("impl='triton' needs Triton: pip install triton (on ROCm torch's image ships it)")
+    return impl
+
+
+def _views(payload: torch.Tensor, codec: Codec, n: int):
+    nc = codec.codes_bytes(n)
+    codes = payload[: (n // 2 if codec.name == "q6" else nc)].view(torch.int32)
+    hi = payload[n // 2: nc].view(torch.int32) if codec.name == "q6" else codes
+    scales = payload[nc:].view(codec.scale_dtype)
+    return codes, hi, scales
+
+
+def _launch_args(codec: Codec, n: int, variant: str = "default"):
+    if variant not in VARIANTS:
+        raise CodecError(f"variant must be one of {VARIANTS}, not {variant!r}")
+    nw, vpw = _layout(codec, variant)
+    meta = dict(BLOCK=codec.block_size, G=codec.block_size // 16, CODEC=CODEC_ID[codec.name], NW=nw, VPW=vpw,
+                L=codec.levels)
+    if "hints" in variant:   # stream through the caches: the data is touched once
+        meta.update(LOAD_EV="evict_first", STORE_CM=".cs")
+    return meta, n // codec.block_size
+
+
+def encode(x: torch.Tensor, codec, impl: str = "auto", config: tuple[int, int] | None = None,
+           variant: str = "default") -> Encoded:
+    """Encode ``x`` (float16/bfloat16) with one fused pass. ``config=(TILE, num_warps)`` skips the autotuner."""
+    codec = get_codec(codec)
+    check_input(x, codec)
+    impl = resolve_impl(impl, x.device)
+    if impl == "torch" or not codec.quantized:
+        return encode_reference(x, codec)
+    x = x.contiguous().view(-1)
+    n = x.numel()
+    payload = torch.empty(codec.wire_bytes(n), dtype=torch.uint8, device=x.device)
+    codes, hi, scales = _views(payload, codec, n)
+    meta, nb = _launch_args(codec, n, variant)
+    fmax = float(torch.finfo(codec.scale_dtype).max)
+    meta["SCALE_BF16"] = codec.scale_dtype == torch.bfloat16
+    if x.device.type == "cpu":
+        enc, _ = _kernels("interp")
+        tile, _w, stages, occ = _fixed(config or (INTERPRETER_TILE, 4))
+        rows = max(1, tile // codec.block_size)
+        enc[_grid(nb, rows, occ, x.device)](x, codes, hi, scales, nb, ROWS=rows, FMAX=fmax, STAGES=stages,
+                                            OCC=occ, **meta)
+    elif config is not None:
+        tile, warps, stages, occ = _fixed(config)
+        rows = max(1, tile // codec.block_size)
+        enc, _ = _jit_plain()
+        enc[_grid(nb, rows, occ, x.device)](x, codes, hi, scales, nb, ROWS=rows, FMAX=fmax, num_warps=warps,
+                                            STAGES=stages, OCC=occ, **meta)
+    else:
+        enc, _ = _kernels("jit", codec.block_size)
+        dev = x.device
+        enc[lambda m: _grid(nb, m["ROWS"], m["OCC"], dev)](x, codes, hi, scales, nb, FMAX=fmax, **meta)
+    return Encoded(payload, codec, n, x.dtype)
+
+
+def decode(enc: Encoded, out_dtype: torch.dtype | None = None, impl: str = "auto",
+           config: tuple[int, int] | None = None, out: torch.Tensor | None = None,
+           variant: str = "default") -> torch.Tensor:
+    """Decode a payload with one fused pass (flat tensor, default dtype: the input's)."""
+    codec, n = enc.codec, enc.numel
+    out_dtype = out_dtype or enc.dtype
+    impl = resolve_impl(impl, enc.payload.device)
+    if impl == "torch" or not codec.quantized:
+        y = decode_reference(enc, out_dtype)
+        if out is not None:
+            out.copy_(y)
+            return out
+        return y
+    if enc.payload.numel() != codec.wire_bytes(n):
+        raise CodecError(f"payload has {enc.payload.numel()} bytes, {codec.label()} of {n} values needs "
+                         f"{codec.wire_bytes(n)}: it was cut or made by another codec")
+    y = out if out is not None else torch.empty(n, dtype=out_dtype, device=enc.payload.device)
+    codes, hi, scales = _views(enc.payload, codec, n)
+    meta, nb = _launch_args(codec, n, variant)
+    meta["OUT_BF16"] = y.dtype == torch.bfloat16
+    if enc.payload.device.type == "cpu":
+        _, dec = _kernels("interp")
+        tile, _w, stages, occ = _fixed(config or (INTERPRETER_TILE, 4))
+        rows = max(1, tile // codec.block_size)
+        dec[_grid(nb, rows, occ, y.device)](codes, hi, scales, y, nb, ROWS=rows, STAGES=stages, OCC=occ, **meta)
+    elif config is not None:
+        tile, warps, stages, occ = _fixed(config)
+        rows = max(1, tile // codec.block_size)
+        _, dec = _jit_plain()
+        dec[_grid(nb, rows, occ, y.device)](codes, hi, scales, y, nb, ROWS=rows, num_warps=warps,
+                                            STAGES=stages, OCC=occ, **meta)
+    else:
+        _, dec = _kernels("jit", codec.block_size)
+        dev = y.device
+        dec[lambda m: _grid(nb, m["ROWS"], m["OCC"], dev)](codes, hi, scales, y, nb, **meta)
+    return y
+
+
+def best_configs() -> dict:
+    """What the autotuner chose so far: {('encode'|'decode', key...): 'TILE=..., num_warps=...'}."""
+    if not HAVE_TRITON:
+        return {}
+    out = {}
+    for (kind, bs), (enc, dec) in list(_kernels_cache_items()):
+        if kind != "jit":
+            continue
+        for name, k in (("encode", enc), ("decode", dec)):
+            for key, cfg in getattr(k, "cache", {}).items():
+                kw = cfg.kwargs
+                out[(name,) + tuple(key)] = (f"TILE={kw.get('ROWS') * bs} warps={cfg.num_warps} "
+                                             f"stages={kw.get('STAGES')} occ={kw.get('OCC')}")
+    return out
+
+
+_made: dict = {}
+
+
+def _kernels_cache_items():
+    return _made.items()
+
+
+__all__ = ["encode", "decode", "available", "resolve_impl", "best_configs", "FP8_MAX"]
+
+
+def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942", tile: int = 4096,
+                   num_warps: int = 4) -> dict:
+    """Compile a codec kernel ahead of time for ``target`` (``gfx942`` = MI300X, ``sm_90`` = H100/H200)
+    without a GPU, and read what the hardware would run: wavefront size, registers, LDS, and how
+    many 16-byte global loads and stores the kernel issues per thread."""
+    import re
+
+    if not HAVE_TRITON:
+        raise CodecError("compile_report needs Triton: pip install triton")
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    codec = get_codec(codec)
+    meta, _ = _launch_args(codec, codec.block_size * 64)
+    rows = max(1, tile // codec.block_size)
+    consts = dict(meta, ROWS=rows, LOAD_EV="", STORE_CM="", STAGES=1, OCC=0)
+    if direction == "encode":
+        fn, sig = _encode_kernel, {"x_ptr": "*fp16", "codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16"}
+        consts.update(FMAX=65504.0, SCALE_BF16=False)
+    else:
+        fn, sig = _decode_kernel, {"codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16", "y_ptr": "*fp16"}
+        consts.update(OUT_BF16=False)
+    sig["n_blocks"] = "i32"
+    sig.update({k: "constexpr" for k in consts})
+    gpu = GPUTarget("hip", "gfx942", 64) if target.startswith("gfx") else GPUTarget("cuda", 90, 32)
+    if target.startswith("gfx") and target != "gfx942":
+        gpu = GPUTarget("hip", target, 64)
+    src = ASTSource(fn=triton.jit(fn), signature=sig, constexprs=consts,
+                    attrs={(i,): [["tt.divisibility", 16]] for i in range(5)})
+    ck = triton.compile(src, target=gpu, options={"num_warps": num_warps})
+    rep = dict(target=target, codec=codec.name, direction=direction, tile=tile, num_warps=num_warps,
+               shared_bytes=ck.metadata.shared)
+    if gpu.backend == "hip":
+        a = ck.asm["amdgcn"]
+        for key in ("wavefront_size", "vgpr_count", "sgpr_count", "group_segment_fixed_size"):
+            m = re.search(rf"\.{key}:\s+(\d+)", a)
+            rep[key] = int(m.group(1)) if m else None
+        rep["loads_16B"] = len(re.findall(r"(global|buffer)_load_dwordx4", a))
+        rep["stores_16B"] = len(re.findall(r"(global|buffer)_store_dwordx4", a))
+    else:
+        p = ck.asm["ptx"]
+        rep["wavefront_size"] = 32
+        rep["loads_16B"] = len(re.findall(r"ld\.global(\.[a-zA-Z0-9:_]+)*\.v4\.b32", p))
+        rep["stores_16B"] = len(re.findall(r"st\.global(\.[a-zA-Z0-9:_]+)*\.v4\.b32", p))
+    return rep

@@ -1,0 +1,157 @@
+"""Tuning QuickReduce in vLLM and SGLang: a sweep where it can run, recommendations everywhere.
+
+vLLM reads (``vllm/envs.py``, ``quick_all_reduce.py``):
+
+- ``VLLM_ROCM_QUICK_REDUCE_QUANTIZATION``: FP, INT8, INT6, INT4 or NONE (the default: off);
+- ``VLLM_ROCM_QUICK_REDUCE_CAST_BF16_TO_FP16`` (default 1): bfloat16 goes through the float16 kernels;
+- ``VLLM_ROCM_QUICK_REDUCE_MAX_SIZE_BYTES_MB``: the largest message QuickReduce takes.
+
+SGLang uses the same names without the ``VLLM_`` prefix. QuickReduce runs only on ROCm MI300-series
+GPUs (gfx94x/gfx95x), TP 2, 4 or 8, and messages from the min-size table up (``vllm_qr_min_size.csv``).
+
+:func:`sweep_vllm` times vLLM's own ``QuickAllReduce`` per codec and size on a ROCm machine with
+vLLM and at least two GPUs; :func:`can_sweep` says why it cannot run elsewhere. :func:`recommend`
+gives the environment for a TP size and dtype from our codec error measurements and vLLM's table.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+
+import torch
+
+from rocmlab.comm import codecs as C
+from rocmlab.comm import costmodel as M
+
+REGIMES = ("FP", "INT8", "INT6", "INT4")
+ENV_QUANT = "VLLM_ROCM_QUICK_REDUCE_QUANTIZATION"
+ENV_CAST = "VLLM_ROCM_QUICK_REDUCE_CAST_BF16_TO_FP16"
+ENV_MAX = "VLLM_ROCM_QUICK_REDUCE_MAX_SIZE_BYTES_MB"
+
+
+def can_sweep(plat=None) -> tuple[bool, str]:
+    """(True, '') on a ROCm machine with >= 2 GPUs and vLLM installed; else (False, why)."""
+    from rocmlab.platform import current
+
+    plat = plat or current()
+    if plat.backend != "rocm":
+        return False, (f"this is [{plat.label}]: QuickReduce is a ROCm kernel (MI300-series, gfx94x/gfx95x); "
+                       "vLLM disables it on CUDA and CPUs, so nothing here can time it")
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if n < 2:
+        return False, f"this ROCm machine has {n} GPU(s): an all-reduce needs at least 2 (TP 2, 4 or 8)"
+    if importlib.util.find_spec("vllm") is None:
+        return False, "vLLM is not installed here: use the ROCm vLLM image (rocm/vllm) or pip install vllm"
+    return True, ""
+
+
+def codec_errors(numel: int = 1 << 16, seed: int | None = None) -> dict:
+    """Relative L2 error of one encode/decode per codec on outlier-heavy activations (the worst of
+    our realistic kinds), float16."""
+    x = C.activations("outliers", numel, seed=seed)
+    return {c: C.error_metrics(x, C.decode_reference(C.encode_reference(x, c))).rel_l2 for c in C.QUANTIZED}
+
+
+def recommend(tp: int, dtype: str = "bfloat16", max_rel_error: float = 0.06, errors: dict | None = None) -> dict:
+    """The QuickReduce environment for a TP size and model dtype, with the reasons.
+
+    The codec is the most compressed of INT4, INT6, INT8 whose single-pass relative error on our
+    outlier activations stays within ``max_rel_error`` (the two-shot applies the codec twice, so
+    the all-reduce error is about 1.4x this; judge it on your model's accuracy, e.g. with lm-eval)."""
+    reasons = []
+    if tp not in (2, 4, 8):
+        return dict(env={ENV_QUANT: "NONE"}, sglang_env={"ROCM_QUICK_REDUCE_QUANTIZATION": "NONE"},
+                    reasons=[f"TP {tp}: QuickReduce supports TP 2, 4 and 8 only; leave it off"], codec=None)
+    errors = errors or codec_errors(seed=0)
+    choice = "INT8"
+    for regime, codec in (("INT4", "q4"), ("INT6", "q6"), ("INT8", "q8")):
+        if errors[codec] <= max_rel_error:
+            choice = regime
+            break
+    ours = {"INT4": "q4", "INT6": "q6", "INT8": "q8"}[choice]
+    reasons.append(f"{choice}: the most compressed codec within your error budget {max_rel_error:.3f} "
+                   f"(one pass on outlier activations: " + ", ".join(f"{k} {v:.4f}" for k, v in errors.items()) + ")")
+    env = {ENV_QUANT: choice}
+    table_dtype = "float16"
+    if dtype == "bfloat16":
+        env[ENV_CAST] = "1"
+        reasons.append("bfloat16 model: keep the cast to float16 on (the default); vLLM's bf16 kernels are slower on "
+                       "ROCm, and its bf16 min sizes are far larger (TP 8: 2048 MB, effectively off)")
+    elif dtype != "float16":
+        return dict(env={ENV_QUANT: "NONE"}, sglang_env={"ROCM_QUICK_REDUCE_QUANTIZATION": "NONE"},
+                    reasons=[f"dtype {dtype}: QuickReduce takes float16 or bfloat16 only"], codec=None)
+    mins = M.vllm_min_sizes(tp, table_dtype)
+    reasons.append(f"vLLM uses QuickReduce for messages from {mins[choice]} MB (TP {tp}, {table_dtype} table); "
+                   "smaller ones go to its custom all-reduce or RCCL")
+    reasons.append(f"{ENV_MAX} left unset: vLLM's own maximum applies; lower it only to keep huge prefill "
+                   "messages on RCCL")
+    sglang = {k.replace("VLLM_", "", 1): v for k, v in env.items()}
+    return dict(env=env, sglang_env=sglang, reasons=reasons, codec=ours, min_size_mb=mins[choice])
+
+
+def format_env(env: dict) -> str:
+    return "\n".join(f"export {k}={v}" for k, v in env.items())
+
+
+# --- the sweep through vLLM's own communicator (ROCm, >= 2 GPUs, vLLM) ---------------------
+
+def _vllm_worker(rank: int, world: int, regimes, sizes_bytes, reps: int = 20) -> dict:   # pragma: no cover
+    """Runs in each rank (RCCL backend): times vLLM's QuickAllReduce per regime and size."""
+    import torch.distributed as dist
+
+    cpu_group = dist.new_group(backend="gloo")
+    rows = []
+    for regime in regimes:
+        os.environ[ENV_QUANT] = regime
+        from vllm.distributed.device_communicators.quick_all_reduce import QuickAllReduce
+
+        qr = QuickAllReduce(group=cpu_group, device=torch.cuda.current_device())
+        if qr.disabled:
+            rows.append(dict(regime=regime, disabled=True))
+            continue
+        for size in sizes_bytes:
+            x = torch.randn(size // 2, device="cuda").half()
+            if not qr.should_quick_allreduce(x):
+                rows.append(dict(regime=regime, size_bytes=size, skipped="below vLLM's min size or above max"))
+                continue
+            ref = x.clone()
+            dist.all_reduce(ref)
+            y = qr.quick_all_reduce(x)
+            err = float((y.float() - ref.float()).abs().max())
+            times = []
+            for _ in range(reps):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize()
+                a.record()
+                qr.quick_all_reduce(x)
+                b.record()
+                torch.cuda.synchronize()
+                times.append(a.elapsed_time(b) * 1e-3)
+            t0 = sorted(times)[len(times) // 2]
+            rccl = []
+            for _ in range(reps):
+                z = x.clone()
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                torch.cuda.synchronize()
+                a.record()
+                dist.all_reduce(z)
+                b.record()
+                torch.cuda.synchronize()
+                rccl.append(a.elapsed_time(b) * 1e-3)
+            rows.append(dict(regime=regime, size_bytes=size, quickreduce_s=t0, rccl_s=sorted(rccl)[reps // 2],
+                             max_err_vs_rccl=err))
+        qr.close()
+    return {"rows": rows} if rank == 0 else {}
+
+
+def sweep_vllm(world: int = 2, regimes=REGIMES, sizes_bytes=None, timeout_s: float = 600):   # pragma: no cover
+    """vLLM's QuickAllReduce per regime and size against RCCL, on this ROCm machine. Non-blocking:
+    returns the launcher's job; ``job.result()[0]['rows']`` has the figures."""
+    ok, why = can_sweep()
+    if not ok:
+        raise RuntimeError(why)
+    from rocmlab.comm.launch import launch
+
+    sizes_bytes = sizes_bytes or [s << 20 for s in (1, 2, 4, 8, 16, 32, 64, 128)]
+    return launch(_vllm_worker, world, list(regimes), list(sizes_bytes), backend="nccl", timeout_s=timeout_s)
