@@ -106,3 +106,12 @@ def test_malformed_launch_is_left_with_a_note(bad):
     t = translate(bad + "\n")
     assert "hipLaunchKernelGGL" in t.cuda_source and any("hipLaunchKernelGGL needs" in n for n in t.notes)
 
+
+
+def test_hipblas_header_maps_to_the_v2_api():
+    """hipBLAS mirrors cuBLAS's handle API (cublas_v2.h), not the legacy cublas.h."""
+    from rocmlab.hip.hipcuda import translate
+
+    out = translate("#include <hipblas/hipblas.h>\n#include \"hipblas.h\"\n").cuda_source
+    assert "#include <cublas_v2.h>" in out and '#include "cublas_v2.h"' in out
+    assert "cublas.h>" not in out

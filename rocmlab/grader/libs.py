@@ -49,24 +49,6 @@ def cublas_dirs() -> tuple[Path, Path] | None:
     return None
 
 
-def cublas_v2_shim() -> Path:
-    """A folder whose ``cublas.h`` includes ``cublas_v2.h``.
-
-    rocmlab.hip.hipcuda (issue 3) translates ``hipblas/hipblas.h`` to the legacy ``cublas.h``, whose
-    handle-less API does not match hipBLAS; searched first with ``-I``, this shim gives the v2 API that
-    hipBLAS mirrors. Remove it once the translation maps to ``cublas_v2.h``.
-    """
-    d = cache_dir() / "cublas-v2-shim"
-    f = d / "cublas.h"
-    text = "#pragma once\n// rocmlab: hipBLAS mirrors cuBLAS's v2 API\n#include <cublas_v2.h>\n"
-    if not f.is_file() or f.read_text() != text:
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".cublas.h.{os.getpid()}"
-        tmp.write_text(text)
-        os.replace(tmp, f)
-    return d
-
-
 def flags(libraries, nvidia: bool) -> tuple[tuple[str, ...], str]:
     """(extra compiler flags, '' or the fix when a library is missing)."""
     out: list[str] = []
@@ -85,7 +67,7 @@ def flags(libraries, nvidia: bool) -> tuple[tuple[str, ...], str]:
                 if not versioned:
                     return (), f"no libcublas.so in {lib}: " + CUBLAS_FIX
                 link = ["-L", str(lib), "-Xlinker", f"-l:{versioned[0].name}"]
-            out += ["-I", str(cublas_v2_shim()), "-I", str(dirs[0]), *link, "-Xlinker", f"-rpath,{lib}",
+            out += ["-I", str(dirs[0]), *link, "-Xlinker", f"-rpath,{lib}",
                     "-Xlinker", f"-rpath-link,{lib}"]
         else:
             root = hipblas_root()

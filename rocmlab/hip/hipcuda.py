@@ -47,6 +47,9 @@ HIP_HEADERS = {
     "hip/hip_cooperative_groups.h": "cooperative_groups.h",
     "hip/device_functions.h": "device_functions.h",
     "hip/math_functions.h": "math_functions.h",
+    # hipBLAS mirrors cuBLAS's v2 (handle) API, not the legacy cublas.h the inverted tables give.
+    "hipblas/hipblas.h": "cublas_v2.h",
+    "hipblas.h": "cublas_v2.h",
 }
 
 # HIP-only names with a direct CUDA spelling (not in torch's tables, which go CUDA -> HIP).
