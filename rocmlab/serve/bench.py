@@ -20,7 +20,8 @@ from :func:`run` load into one DataFrame (:func:`to_frame`, :func:`load_results`
 Requests arrive all at once (``request_rate=inf``) or as a Poisson process at
 ``request_rate`` req/s (gamma intervals when ``burstiness != 1``, as vLLM), optionally capped
 at ``max_concurrency`` in flight. A request that fails (server died, timeout, malformed
-stream) is marked failed with a clear ``error``; the others are kept. When the server stops
+stream, a stream cut before its ``[DONE]``) is marked failed with a clear ``error``; the others
+are kept (vLLM's client would count a cut stream as a success). When the server stops
 answering, requests not yet sent are marked failed without waiting for their arrival times.
 """
 
@@ -169,7 +170,7 @@ async def request_one(client, base_url: str, model: str, req: SampleRequest, end
     st = time.perf_counter()
     out.start_time = st
     last = st
-    first = False
+    first = done = False
     try:
         async with client.stream("POST", url, json=payload) as resp:
             if resp.status_code != 200:
@@ -180,7 +181,10 @@ async def request_one(client, base_url: str, model: str, req: SampleRequest, end
                 async for data in resp.aiter_bytes():
                     for msg in buf.feed(data):
                         obj = parse_message(msg)
-                        if obj is None or obj == "[DONE]":
+                        if obj == "[DONE]":
+                            done = True
+                            continue
+                        if obj is None:
                             continue
                         if choices := obj.get("choices"):
                             ts = time.perf_counter()
@@ -202,10 +206,14 @@ async def request_one(client, base_url: str, model: str, req: SampleRequest, end
                             raise MalformedChunk(f"the server sent an error mid-stream: {str(obj['error'])[:200]}")
                 if buf.rest():
                     obj = parse_message(buf.rest())   # a last message without its blank line
+                    done = done or obj == "[DONE]"
                     if isinstance(obj, dict) and obj.get("usage"):
                         out.output_tokens = obj["usage"].get("completion_tokens") or 0
-                if first:
+                if first and done:
                     out.success = True
+                elif first:
+                    out.error = (f"the stream ended after {out.chunks} chunks without [DONE]: the server died or "
+                                 "closed the connection; the request is marked failed")
                 else:
                     out.error = "never received a valid chunk to measure TTFT: the request is marked failed"
     except MalformedChunk as exc:

@@ -277,7 +277,7 @@ def table(models=("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b"), gpus=("MI3
                     "weights/GPU (GiB)": round(p.weights_gib, 1), "usable (GiB)": round(p.usable_gib, 1),
                     "KV/token (KiB)": round(p.kv_per_token_kib, 1), "KV budget (GiB)": round(p.kv_budget_gib, 1),
                     f"max seqs @ {context_len}": p.max_concurrent_seqs, "fits": p.fits,
-                    "min TP": min_tp(m, g, w, kv, context_len, **kw),
+                    "min TP": min_tp(m, g, w, kv, context_len, **kw) or "none of 1-8",
                 })
     return pd.DataFrame(rows)
 

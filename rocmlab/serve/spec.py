@@ -13,6 +13,7 @@ releases (``RENAMED`` lists ones that old recipes still use).
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from dataclasses import dataclass, field, replace
@@ -212,7 +213,7 @@ class ServerSpec:
         return [self.python or sys.executable, *self.module(), *self.engine_args()]
 
     def docker_command(self, image: str | None = None, models_dir: str | None = None,
-                       hf_cache: str = "~/.cache/huggingface", name: str | None = None, detach: bool = False) -> list[str]:
+                       hf_cache: str = os.path.expanduser("~/.cache/huggingface"), name: str | None = None, detach: bool = False) -> list[str]:
         """``docker run`` for the ROCm image. A local model folder is mounted read-only at
         ``/models/<name>``; a hub id uses the mounted Hugging Face cache."""
         image = image or self.image or IMAGES[self.engine]
