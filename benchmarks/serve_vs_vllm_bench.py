@@ -156,7 +156,7 @@ def main(argv=None) -> int:
     if len(v_runs) > 1:
         print("noise floor, vLLM against itself (consecutive vLLM runs, same load):")
         for k in ("mean_ttft_ms", "mean_tpot_ms", "output_throughput"):
-            selfr = sorted(b[k] / a_[k] for a_, b in zip(v_runs, v_runs[1:]) if a_[k])
+            selfr = sorted(b[k] / a_[k] for a_, b in zip(v_runs, v_runs[1:], strict=False) if a_[k])
             print(f"  {k:20s} median |ratio - 1| = {statistics.median(abs(x - 1) for x in selfr) * 100:5.1f}%, "
                   f"range {selfr[0]:.2f}-{selfr[-1]:.2f}")
     print(f"\nlargest paired gap on TTFT mean, TPOT mean, output throughput: {worst * 100:.1f}%")
