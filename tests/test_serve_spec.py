@@ -131,12 +131,11 @@ def _pid_alive(pid: int) -> bool:
 def test_health_wait_then_stop_ends_the_group_and_frees_the_port(tmp_path):
     port = free_port()
     s = Server([sys.executable, "-c", HEALTH_SERVER, "0.5", str(port)], port, log_path=tmp_path / "s.log")
-    s.start()
-    took = s.wait_healthy(timeout=30)
-    assert 0.4 < took < 30 and s.alive()
-    child = int(next(line.split()[1] for line in s.log_tail().splitlines() if line.startswith("CHILDPID")))
-    assert _pid_alive(child)
-    s.stop()
+    with s:                  # stops the server even when an assertion fails
+        took = s.wait_healthy(timeout=30)
+        assert 0.4 < took < 30 and s.alive()
+        child = int(next(line.split()[1] for line in s.log_tail().splitlines() if line.startswith("CHILDPID")))
+        assert _pid_alive(child)
     assert not s.alive() and port_is_free(port)
     for _ in range(50):
         if not _pid_alive(child):
@@ -156,10 +155,10 @@ def test_crash_before_healthy_shows_the_log_tail(tmp_path):
 
 def test_timeout_stops_the_server_and_shows_the_log(tmp_path):
     port = free_port()
-    s = Server([sys.executable, "-c", HEALTH_SERVER, "60", str(port)], port, log_path=tmp_path / "t.log").start()
-    with pytest.raises(ServerError, match=r"(?s)not healthy within 2 s.*loading the model"):
-        s.wait_healthy(timeout=2)
-    assert not s.alive()
+    with Server([sys.executable, "-c", HEALTH_SERVER, "60", str(port)], port, log_path=tmp_path / "t.log") as s:
+        with pytest.raises(ServerError, match=r"(?s)not healthy within 2 s.*loading the model"):
+            s.wait_healthy(timeout=2)
+        assert not s.alive()
 
 
 def test_port_in_use_is_refused_naming_the_holder():
