@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 from conftest import write_widget_notebook
 from labharness import Notebook, plot_data
 
