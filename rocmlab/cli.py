@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("doctor", "lab", "preflight")
+COMMANDS = ("doctor", "lab", "preflight", "hip")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -21,6 +21,10 @@ class Lab:
 LABS = (
     Lab("00-setup.ipynb", "Setup and environment doctor", "§1, §2.1, §2.3, §4.3",
         "everything", "everything", "everything"),
+    Lab("01-hip-programming-model.ipynb", "The HIP programming model", "§2.1, §2.2",
+        "everything: HIP cells build with hipcc and run on the GPU",
+        "HIP cells run through the HIP->CUDA path with nvcc (warps of 32); gfx942 facts from offline builds",
+        "HIP compiles and links offline for gfx942; registers, LDS, occupancy and ISA shown; GPU programs not run"),
 )
 
 

@@ -86,3 +86,89 @@ def clang_version(clang: str) -> str | None:
     out = _run_command([clang, "--version"])
     m = re.search(r"version (\S+)", out or "")
     return m.group(1) if m else None
+
+
+# --- every toolchain, as one descriptor -------------------------------------------------
+
+OFFLINE_APT = "apt-get install -y clang-19 lld-19 hipcc libamdhip64-dev rocm-device-libs"
+NO_TOOLCHAIN_FIX = {
+    "rocm": "install ROCm (hipcc lives in /opt/rocm/bin: add it to PATH), or use a rocm/pytorch image",
+    "offline": f"run ./go setup, or by hand: {OFFLINE_APT} && bash scripts/setup/20-gfx942-bitcode.sh",
+    "nvcc": "install the CUDA toolkit (nvcc) or add /usr/local/cuda/bin to PATH",
+}
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A compiler rocmlab can drive: ``kind`` is ``rocm`` (hipcc), ``offline`` (clang, AMD targets,
+    no GPU) or ``nvcc`` (NVIDIA targets)."""
+
+    kind: str
+    compiler: str
+    version: str
+    targets: tuple[str, ...]          # AMD targets it can build; ("sm_*",) for nvcc
+    offline: OfflineToolchain | None = None
+    extra_path: str | None = None     # a folder prepended to PATH (offline: clang-offload-bundler)
+
+    @property
+    def label(self) -> str:
+        name = Path(self.compiler).name
+        where = {"rocm": "ROCm", "offline": "offline, Debian", "nvcc": "CUDA"}[self.kind]
+        return f"{name} {self.version} ({where})"
+
+    def env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        if self.extra_path:
+            env["PATH"] = self.extra_path + os.pathsep + env.get("PATH", "")
+        return env
+
+    def supports(self, target: str) -> bool:
+        if self.kind == "nvcc":
+            return target.startswith(("sm_", "compute_"))
+        return target in self.targets
+
+
+def _bundler_dir(clang: str, probe: Probe) -> str | None:
+    """clang needs ``clang-offload-bundler`` (package clang-tools-N) to embed device code.
+    Debian's clang-19 comes without it; clang-tools-15 (pulled by hipcc) has one that works."""
+    here = Path(clang).resolve().parent
+    if (here / "clang-offload-bundler").exists() or probe.find("clang-offload-bundler"):
+        return None
+    for d in ("/usr/lib/llvm-19/bin", "/usr/lib/llvm-18/bin", "/usr/lib/llvm-17/bin", "/usr/lib/llvm-15/bin"):
+        if probe.path(d + "/clang-offload-bundler").exists():
+            return str(probe.path(d))
+    return None
+
+
+def discover(kind: str, probe: Probe | None = None) -> Toolchain | None:
+    """The toolchain of one kind on this machine, or None."""
+    probe = probe or Probe()
+    if kind == "rocm":
+        rocm = probe.env.get("ROCM_PATH") or "/opt/rocm"
+        for cand in (probe.find("hipcc") if probe.path(rocm).is_dir() else None,
+                     str(probe.path(rocm) / "bin" / "hipcc"), str(probe.path(rocm) / "bin" / "amdclang++")):
+            if cand and Path(cand).exists() and str(Path(cand).resolve()).startswith(str(probe.path(rocm))):
+                ver = _tool_version([cand, "--version"], r"(?:HIP version|clang version)[: ]+(\S+)") or "unknown"
+                return Toolchain("rocm", cand, ver, INSTINCT_TARGETS + ("gfx950", "gfx908", "gfx1100"))
+        return None
+    if kind == "offline":
+        tc = discover_offline(probe)
+        if tc is None:
+            return None
+        return Toolchain("offline", tc.clang, clang_version(tc.clang) or str(tc.clang_major), tc.targets, tc,
+                         _bundler_dir(tc.clang, probe))
+    if kind == "nvcc":
+        nvcc = probe.find("nvcc") or (str(probe.path("/usr/local/cuda/bin/nvcc"))
+                                      if probe.path("/usr/local/cuda/bin/nvcc").exists() else None)
+        if not nvcc:
+            return None
+        ver = _tool_version([nvcc, "--version"], r"release [\d.]+, V(\S+)") or "unknown"
+        return Toolchain("nvcc", nvcc, ver, ("sm_*",))
+    raise ValueError(f"unknown toolchain kind {kind!r}: use 'rocm', 'offline' or 'nvcc'")
+
+
+def _tool_version(cmd: list[str], pattern: str) -> str | None:
+    from rocmlab.platform import _run_command
+
+    m = re.search(pattern, _run_command(cmd) or "")
+    return m.group(1) if m else None

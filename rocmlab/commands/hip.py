@@ -1,0 +1,99 @@
+"""rocmlab hip build|inspect|translate FILE: the %%hip magic's work from a terminal.
+
+Exit status: 0 ok, 1 the build or the run failed, 2 bad input (a missing file, a bad option).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+
+def add_parser(sub):
+    p = sub.add_parser("hip", help="build, run, inspect or translate a HIP/CUDA source file")
+    verbs = p.add_subparsers(dest="verb", metavar="VERB")
+    for name, text in (("build", "build (cached), and run where a GPU can"),
+                       ("inspect", "registers, LDS, occupancy per kernel (and --isa: the listing)"),
+                       ("translate", "print the CUDA source the HIP->CUDA path compiles")):
+        v = verbs.add_parser(name, help=text)
+        v.add_argument("file")
+        if name != "translate":
+            v.add_argument("-t", "--target", default=None, help="gfx942, gfx90a, sm_90, ... (default: the GPU here)")
+            v.add_argument("--lang", choices=("hip", "cuda"), default=None, help="default: from the file suffix")
+            v.add_argument("-f", "--flags", default="", help="extra compiler flags, quoted")
+        if name == "build":
+            v.add_argument("--no-run", action="store_true")
+            v.add_argument("--host-only", action="store_true", help="run an offline build's host code anyway")
+            v.add_argument("--timeout", type=float, default=10.0)
+            v.add_argument("args", nargs="*", help="program arguments (after --)")
+        if name == "inspect":
+            v.add_argument("--isa", action="store_true", help="print the highlighted ISA listing")
+            v.add_argument("--json", action="store_true")
+        v.set_defaults(func=run)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def run(args) -> int:
+    from rocmlab.hip import build, hipcuda
+    from rocmlab.hip import inspect as insp
+    from rocmlab.hip import occupancy
+    from rocmlab.platform import current
+
+    path = Path(args.file)
+    if not path.is_file():
+        print(f"error: {path} is not a file: give the path of a .hip or .cu source", file=sys.stderr)
+        return 2
+    src = path.read_text()
+    if args.verb == "translate":
+        t = hipcuda.translate(src)
+        print(t.cuda_source, end="")
+        for n in t.notes:
+            print(f"note: {n}", file=sys.stderr)
+        if t.unknown_names:
+            print(f"warning: {t.explain()}", file=sys.stderr)
+        return 0
+    lang = args.lang or ("cuda" if path.suffix in (".cu", ".cuh") else "hip")
+    try:
+        if args.verb == "inspect":
+            ins = insp.inspect(src, args.target, lang=lang, flags=args.flags)
+        else:
+            res = build.compile(src, lang=lang, target=args.target, flags=args.flags)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    plat = current()
+    if args.verb == "inspect":
+        if not ins.ok:
+            for d in ins.diagnostics:
+                print(d, file=sys.stderr)
+            return 1
+        if args.json:
+            print(json.dumps([asdict(k) for k in ins.kernels], indent=1))
+            return 0
+        print(f"{ins.target} with {ins.toolchain}; listing: {ins.listing}  [compiled on {plat.label}]")
+        for k in ins.kernels:
+            print(f"\n{k.name}")
+            for name, value in k.rows():
+                print(f"  {name:24s} {value}")
+            if k.is_amd and k.target.split(':')[0] in occupancy.ARCHS:
+                print(f"  {'calculator':24s} {occupancy.from_kernel(k).explain()}")
+        if args.isa:
+            for k in ins.isa:
+                print(f"\n== {k.name}  highlighted: {k.counts}")
+                for ln in k.lines:
+                    print(f"{'[' + ln.category + ']' if ln.category else '':10s}{ln.text}")
+        return 0
+    from rocmlab.hip.magics import report_build, report_run
+
+    print(report_build(res))
+    if not res.ok:
+        return 1
+    if args.no_run:
+        return 0
+    if not (res.can_run or args.host_only):
+        print(f"not run: {res.cannot_run_reason}")
+        return 0
+    done = report_run(res, args.args, args.timeout, args.host_only)
+    return 0 if done is not None and done.ok else 1

@@ -1,0 +1,162 @@
+"""Lab 01's inline exercises: each gets fresh random numbers and a check that can fail.
+
+The grader (``rocmlab.grader``) takes over graded work; these are the lab's quick checks.
+Each ``check`` returns a :class:`Feedback` (``ok`` is None while unanswered) and never raises
+for a wrong answer, so a learner's notebook keeps running.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+
+from rocmlab.hip import occupancy as occ
+
+
+@dataclass(frozen=True)
+class Feedback:
+    ok: bool | None
+    message: str
+
+    def __str__(self) -> str:
+        mark = {True: "correct", False: "not yet", None: "not answered yet"}[self.ok]
+        return f"[{mark}] {self.message}"
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        colour = {True: "#1a7f37", False: "#cf222e", None: "#6e7781"}[self.ok]
+        import html
+
+        return f"<div style='color:{colour}'><b>{html.escape(str(self))}</b></div>"
+
+
+def _rng(seed):
+    return random.Random(seed)
+
+
+# --- exercise 1: launch shape -------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LaunchExercise:
+    n: int
+    block: int
+
+    @classmethod
+    def new(cls, seed=None) -> LaunchExercise:
+        r = _rng(seed)
+        return cls(r.randrange(1000, 200_000), r.choice([64, 128, 256, 512, 1024]))
+
+    def question(self) -> str:
+        return (f"A 1-D kernel processes n = {self.n} elements with blockDim.x = {self.block}. How many blocks "
+                "(gridDim.x) cover every element, how many wavefronts is one block on an MI300X, and how many "
+                "warps on an H200?")
+
+    def answer(self) -> dict:
+        return {"blocks": -(-self.n // self.block), "mi300x_waves_per_block": -(-self.block // 64),
+                "h200_warps_per_block": -(-self.block // 32)}
+
+    def check(self, blocks=None, mi300x_waves_per_block=None, h200_warps_per_block=None) -> Feedback:
+        got = {"blocks": blocks, "mi300x_waves_per_block": mi300x_waves_per_block,
+               "h200_warps_per_block": h200_warps_per_block}
+        if all(v is None for v in got.values()):
+            return Feedback(None, "fill in the three numbers")
+        want = self.answer()
+        wrong = [k for k in want if got[k] != want[k]]
+        if not wrong:
+            return Feedback(True, f"{want['blocks']} blocks; {want['mi300x_waves_per_block']} wavefronts of 64 "
+                                  f"vs {want['h200_warps_per_block']} warps of 32 per block")
+        hints = {"blocks": "round up: (n + blockDim.x - 1) / blockDim.x, or the tail elements get no thread",
+                 "mi300x_waves_per_block": "an MI300X wavefront is 64 threads",
+                 "h200_warps_per_block": "an NVIDIA warp is 32 threads"}
+        return Feedback(False, "; ".join(f"{k}: {hints[k]}" for k in wrong))
+
+
+# --- exercise 2: a wavefront-size-agnostic reduction ----------------------------------------------
+
+WAVE_SUM_STARTER = r"""
+#include <hip/hip_runtime.h>
+// Sum v over the lanes of each wavefront; lane 0 writes the result.
+__global__ void wave_sum(const float* x, float* out) {
+  float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int off = 16; off > 0; off /= 2)      // ported from CUDA: assumes 32 lanes
+    v += __shfl_down(v, off);
+  if (threadIdx.x % warpSize == 0) out[(blockIdx.x * blockDim.x + threadIdx.x) / warpSize] = v;
+}
+""".lstrip()
+
+
+def shuffle_steps(source: str, target: str = "gfx942") -> tuple[int | None, str]:
+    """(cross-lane steps in ``wave_sum``'s ISA, message). Each __shfl_down step is one
+    ``ds_bpermute_b32`` (or a DPP move) in the gfx942 ISA."""
+    from rocmlab.hip.inspect import inspect
+
+    ins = inspect(source, target)
+    if not ins.ok:
+        return None, "does not compile: " + "; ".join(str(d) for d in ins.diagnostics[:3])
+    try:
+        k = ins.isa_of("wave_sum")
+    except KeyError:
+        return None, "no kernel named wave_sum: keep the kernel's name"
+    return k.counts.get("shuffle", 0), ""
+
+
+def check_wave_sum(source: str, target: str = "gfx942") -> Feedback:
+    if not source or source.strip() == WAVE_SUM_STARTER.strip():
+        return Feedback(None, "edit the starter so the loop works for any wavefront size")
+    lanes = occ.ARCHS.get(target, {"wave": 64})["wave"]
+    steps, msg = shuffle_steps(source, target)
+    if steps is None:
+        return Feedback(False, msg)
+    need = lanes.bit_length() - 1
+    loop = re.search(r"for\s*\(\s*int\s+\w+\s*=\s*([^;]+);", source)
+    if steps == need:
+        start = loop.group(1).strip() if loop else "?"
+        if re.fullmatch(r"\d+", start):
+            return Feedback(False, f"{steps} steps is right for {target}, but the start {start} is a literal: it "
+                                   "breaks on the other vendor; use warpSize / 2")
+        return Feedback(True, f"{steps} shuffle steps in the {target} ISA: log2({lanes}) = {need}, all lanes combined")
+    return Feedback(False, f"the {target} ISA has {steps} shuffle steps; a {lanes}-lane wavefront needs {need} "
+                           f"(offsets {lanes // 2}, {lanes // 4}, ..., 1): start the loop at warpSize / 2")
+
+
+# --- exercise 3: occupancy ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class OccupancyExercise:
+    vgprs: int
+    lds_bytes: int
+    block: int
+
+    @classmethod
+    def new(cls, seed=None) -> OccupancyExercise:
+        r = _rng(seed)
+        while True:
+            ex = cls(r.randrange(40, 200), r.choice([0, 8192, 16384, 24576, 32768]), r.choice([256, 512]))
+            o = ex.solution()
+            if o.waves_per_simd < 8:   # a case where something really limits it
+                return ex
+
+    def question(self) -> str:
+        return (f"A gfx942 kernel uses {self.vgprs} VGPRs, no AGPRs, 32 SGPRs and {self.lds_bytes} bytes of LDS "
+                f"per workgroup, launched with {self.block} threads per workgroup. How many waves per SIMD "
+                "can be resident, and which resource limits it ('VGPRs', 'SGPRs', 'LDS' or 'workgroup size')?")
+
+    def solution(self) -> occ.Occupancy:
+        return occ.occupancy(self.vgprs, 0, 32, self.lds_bytes, self.block, "gfx942")
+
+    def check(self, waves=None, limited_by=None) -> Feedback:
+        if waves is None and limited_by is None:
+            return Feedback(None, "give waves (an integer) and limited_by (a resource name)")
+        o = self.solution()
+        ties = [k for k, v in o.limits.items() if v == o.waves_per_simd]
+        if waves == o.waves_per_simd and limited_by in ties:
+            return Feedback(True, o.explain())
+        hint = []
+        if waves != o.waves_per_simd:
+            hint.append("VGPRs: 512 per lane per SIMD, allocated in granules of 8; LDS: 64 KiB per CU shared by "
+                        "the resident workgroups, whose waves spread over 4 SIMDs")
+        if limited_by not in ties:
+            hint.append("compute the limit of each resource alone; the smallest wins")
+        return Feedback(False, "; ".join(hint))

@@ -1,0 +1,174 @@
+"""``%%hip`` and ``%%cuda`` cell magics: write GPU code in a cell, build it, run it, inspect it.
+
+``%load_ext rocmlab``, then::
+
+    %%hip --name vadd --inspect -- 1000000
+    #include <hip/hip_runtime.h>
+    ...
+
+Options (``%%hip --help``): ``-t/--target`` (gfx942, gfx90a, sm_90; default: the GPU here,
+else gfx942), ``--inspect`` (resource table and occupancy), ``--isa`` (the highlighted ISA
+listing too), ``--no-run``, ``-n/--name`` (later cells reuse the build: ``%hip_run NAME args``
+or ``rocmlab.hip.build.named(NAME)``), ``-f/--flags "..."``, ``--timeout S``, ``--host-only``
+(run an offline build's host code anyway), and program arguments after ``--``.
+
+Nothing here can take the notebook kernel down: compiles and runs are child processes with
+limits, and every problem is printed as a message that names the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from rocmlab.hip import build as _build
+
+_LAST: dict[str, _build.BuildResult] = {}
+
+
+def _parser(lang: str) -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog=f"%%{lang}", add_help=False,
+                                description=f"Build (and run) the cell as {lang.upper()} source.")
+    p.add_argument("-t", "--target", default=None, help="gfx942 (MI300X), gfx90a (MI200), sm_90 (H100/H200)...")
+    p.add_argument("--inspect", action="store_true", help="show registers, LDS, occupancy per kernel")
+    p.add_argument("--isa", action="store_true", help="with --inspect: show the highlighted ISA listing")
+    p.add_argument("--no-run", action="store_true", help="build only")
+    p.add_argument("-n", "--name", default=None, help="name the build so later cells can reuse it")
+    p.add_argument("-f", "--flags", default="", help='extra compiler flags, quoted: -f "-O2 -DN=4"')
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds before the program is stopped")
+    p.add_argument("--host-only", action="store_true",
+                   help="run an offline build's host code anyway (GPU calls fail without a GPU)")
+    p.add_argument("-h", "--help", action="store_true")
+    p.add_argument("args", nargs="*", help="program arguments (after --)")
+    return p
+
+
+def _excerpt(source: str, d: _build.Diagnostic) -> str:
+    lines = source.splitlines()
+    if d.line and 1 <= d.line <= len(lines):
+        caret = " " * (max((d.column or 1) - 1, 0)) + "^"
+        return f"    {d.line:4d} | {lines[d.line - 1]}\n         | {caret}"
+    return ""
+
+
+def report_build(res: _build.BuildResult) -> str:
+    out = []
+    if res.ok:
+        out.append(res.summary(include_run=False).splitlines()[0])
+    else:
+        out.append(f"error: build failed for {res.target}" + (f" with {res.toolchain}" if res.toolchain else ""))
+    for n in res.notes:
+        out.append(f"note: {n}")
+    for d in res.diagnostics[:12]:
+        out.append(f"{d}")
+        ex = _excerpt(res.source, d)
+        if ex:
+            out.append(ex)
+    if len(res.diagnostics) > 12:
+        out.append(f"... {len(res.diagnostics) - 12} more (see the build's .log)")
+    return "\n".join(out)
+
+
+def run_cell(lang: str, line: str, cell: str, user_ns: dict | None = None, display=print) -> _build.BuildResult | None:
+    """What ``%%hip``/``%%cuda`` do; returns the build (None for --help or bad options)."""
+    p = _parser(lang)
+    try:
+        opts = p.parse_args(shlex.split(line))
+    except SystemExit:
+        display(f"error: bad %%{lang} options {line!r}\n{p.format_usage()}")
+        return None
+    except ValueError as exc:
+        display(f"error: bad %%{lang} options: {exc}")
+        return None
+    if opts.help:
+        display(p.format_help())
+        return None
+    try:
+        res = _build.compile(cell, lang=lang, target=opts.target, flags=opts.flags, name=opts.name)
+    except ValueError as exc:
+        display(f"error: {exc}")
+        return None
+    display(report_build(res))
+    if user_ns is not None:
+        user_ns["_hip_build"] = res
+    _LAST[lang] = res
+    if res.ok and opts.inspect:
+        _show_inspection(res, opts.isa)
+    if res.ok and not opts.no_run:
+        if res.can_run or opts.host_only:
+            report_run(res, opts.args, opts.timeout, opts.host_only, display)
+        else:
+            display(f"not run: {res.cannot_run_reason}")
+    return res
+
+
+def report_run(res: _build.BuildResult, args, timeout: float, host_only: bool = False, display=print):
+    try:
+        done = _build.run(res, args, timeout_s=timeout, host_only=host_only)
+    except _build.CannotRun as exc:
+        display(f"not run: {exc}")
+        return None
+    if done.stdout:
+        display(done.stdout.rstrip("\n"))
+    if done.stderr:
+        display("[stderr]\n" + done.stderr.rstrip("\n"))
+    status = "ok" if done.ok else "error"
+    display(f"[{status}] program {done.explain()}")
+    return done
+
+
+def _show_inspection(res: _build.BuildResult, with_isa: bool):
+    from rocmlab.hip.inspect import inspect
+    from rocmlab.widgets import inspector
+
+    ins = inspect(res)
+    try:
+        from IPython.display import HTML, display
+
+        from rocmlab.platform import current
+
+        html = inspector.inspection_html(ins, plat_label=f"compiled on {current().label}") if with_isa else (
+            inspector.resources_table(ins) if ins.ok else inspector.inspection_html(ins))
+        display(HTML(html))
+    except ImportError:  # pragma: no cover
+        for k in ins.kernels:
+            print(k)
+
+
+def load_ipython_extension(ipython):
+    from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+
+    @magics_class
+    class RocmlabMagics(Magics):
+        @cell_magic
+        def hip(self, line, cell):
+            run_cell("hip", line, cell, self.shell.user_ns)
+
+        @cell_magic
+        def cuda(self, line, cell):
+            run_cell("cuda", line, cell, self.shell.user_ns)
+
+        @line_magic
+        def hip_run(self, line):
+            """%hip_run NAME [--timeout S] [--host-only] [args...]: run a named build again."""
+            parts = shlex.split(line)
+            if not parts:
+                print("usage: %hip_run NAME [--timeout S] [--host-only] [args...]")
+                return
+            timeout, host_only, args = 10.0, False, []
+            it = iter(parts[1:])
+            for a in it:
+                if a == "--timeout":
+                    timeout = float(next(it, "10"))
+                elif a == "--host-only":
+                    host_only = True
+                else:
+                    args.append(a)
+            try:
+                res = _build.named(parts[0])
+            except KeyError as exc:
+                print(f"error: {exc.args[0]}")
+                return
+            report_run(res, args, timeout, host_only)
+
+    ipython.register_magics(RocmlabMagics)

@@ -1,0 +1,180 @@
+"""Occupancy calculator for AMD CDNA2 (MI200, gfx90a) and CDNA3 (MI300X, gfx942).
+
+Occupancy is how many wavefronts each SIMD keeps resident; more waves hide more memory
+latency. A CU has 4 SIMDs. A wave's limit is the smallest of:
+
+- **VGPRs.** The register file is unified: each SIMD has 512 VGPRs per lane, shared by
+  architectural VGPRs and AGPRs (accumulation registers for MFMA). A wave uses
+  ``align(arch VGPRs, 4) + AGPRs`` (or ``max(arch, AGPRs)`` when it has no AGPRs), rounded
+  up to the allocation granule of 8. Waves per SIMD = ``512 // that``, at most 8.
+  (Sources: AMD, "AMD Instinct MI300 Instruction Set Architecture" (CDNA3) and "AMD Instinct
+  MI200 ISA" (CDNA2) reference guides, on VGPRs and the accumulation VGPRs; LLVM's AMDGPUUsage
+  documentation (unified VGPR file on GFX90A/GFX942); LLVM ``AMDGPUBaseInfo.cpp``:
+  ``getVGPRAllocGranule`` = 8 and
+  ``getTotalNumVGPRs`` = 512 for GFX90A-class targets, ``getMaxWavesPerEU`` = 8 for
+  GFX90A-class targets; ``SIProgramInfo`` ``getTotalNumVGPRs(GFX90A, AGPRs, ArchVGPRs)``.)
+- **SGPRs.** 800 SGPRs per SIMD on GFX9: up to 80 SGPRs allow 10 waves, 88 allow 9,
+  100 allow 8, more allow 7 (LLVM ``GCNSubtarget::getOccupancyWithNumSGPRs``, GFX9 branch);
+  then clamped to 8, so SGPRs rarely limit CDNA.
+- **LDS.** 64 KiB per CU on CDNA2/CDNA3 (the CDNA3 ISA guide and white paper;
+  ``datasets/hardware.csv``).
+  Workgroups per CU = ``65536 // LDS per workgroup``, also capped by the workgroup-slot
+  limit; waves per SIMD = ``ceil(workgroups * waves per workgroup / 4)`` (LLVM
+  ``AMDGPUSubtarget::getOccupancyWithLocalMemSize``).
+- **Workgroup size.** A workgroup's waves live on one CU. Workgroups per CU are limited to 16
+  for multi-wave workgroups (barrier resources) or 32 (8 waves x 4 SIMDs) for single-wave
+  ones (LLVM ``getMaxWorkGroupsPerCU``).
+
+``compiler_view=True`` (the default) reproduces what clang reports as ``Occupancy
+[waves/SIMD]``: it uses the kernel's *maximum* workgroup size (1024 unless
+``__launch_bounds__`` says otherwise) for the LDS limit, as the compiler must. Pass the real
+launch's workgroup size to see the occupancy of that launch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Per-architecture facts (see the module docstring for sources).
+ARCHS = {
+    "gfx942": dict(family="CDNA3", product="MI300X / MI300A / MI325X", wave=64, simds_per_cu=4, max_waves_per_simd=8,
+                   vgprs_per_simd=512, vgpr_granule=8, max_arch_vgprs=512, max_agprs=256,
+                   lds_per_cu=65536, max_workgroup=1024),
+    "gfx90a": dict(family="CDNA2", product="MI210 / MI250 / MI250X", wave=64, simds_per_cu=4, max_waves_per_simd=8,
+                   vgprs_per_simd=512, vgpr_granule=8, max_arch_vgprs=512, max_agprs=256,
+                   lds_per_cu=65536, max_workgroup=1024),
+}
+ARCHS["gfx940"] = dict(ARCHS["gfx942"], product="pre-production CDNA3 ID (not MI300X)")
+ARCHS["gfx941"] = dict(ARCHS["gfx942"], product="pre-production CDNA3 ID")
+ADDRESSABLE_ARCH_VGPRS = 256   # per wave: v0..v255 (and a0..a255 besides)
+MAX_SGPRS = 102                # addressable SGPRs per wave on GFX9 (+ VCC etc. in the compiler's count)
+
+
+def _align(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    arch: str
+    waves_per_simd: int
+    limits: dict[str, int]         # resource -> waves per SIMD it alone allows
+    limiting: str                  # the resource that sets the occupancy (ties: the first in LIMIT_ORDER)
+    vgprs_allocated: int           # per lane, after the AGPR split and the granule
+    workgroups_per_cu: int         # resident workgroups of this size per CU
+    waves_per_cu: int
+    notes: tuple[str, ...] = ()
+
+    @property
+    def max_waves(self) -> int:
+        return ARCHS[self.arch]["max_waves_per_simd"]
+
+    @property
+    def fraction(self) -> float:
+        return self.waves_per_simd / self.max_waves
+
+    def explain(self) -> str:
+        lim = ", ".join(f"{k} {v}" for k, v in self.limits.items())
+        return (f"{self.waves_per_simd} of {self.max_waves} waves per SIMD on {self.arch}, limited by "
+                f"{self.limiting} (limits: {lim})")
+
+
+LIMIT_ORDER = ("VGPRs", "SGPRs", "LDS", "workgroup size")
+
+
+def waves_from_vgprs(arch_vgprs: int, agprs: int = 0, arch: str = "gfx942") -> tuple[int, int]:
+    """(waves per SIMD, VGPRs allocated per lane) for a kernel's register use."""
+    a = ARCHS[arch]
+    arch_vgprs, agprs = max(0, arch_vgprs), max(0, agprs)
+    total = _align(arch_vgprs, 4) + agprs if agprs else arch_vgprs
+    if total < a["vgpr_granule"]:
+        return a["max_waves_per_simd"], a["vgpr_granule"] if total else 0
+    alloc = _align(total, a["vgpr_granule"])
+    return min(a["max_waves_per_simd"], max(1, a["vgprs_per_simd"] // alloc)), alloc
+
+
+def waves_from_sgprs(sgprs: int, arch: str = "gfx942") -> int:
+    a = ARCHS[arch]
+    if sgprs <= 80:
+        w = 10
+    elif sgprs <= 88:
+        w = 9
+    elif sgprs <= 100:
+        w = 8
+    else:
+        w = 7
+    return min(w, a["max_waves_per_simd"])
+
+
+def max_workgroups_per_cu(workgroup_size: int, arch: str = "gfx942") -> int:
+    a = ARCHS[arch]
+    waves = -(-workgroup_size // a["wave"])
+    slots = a["max_waves_per_simd"] * a["simds_per_cu"]
+    if waves == 1:
+        return slots
+    return min(slots // waves, 16)
+
+
+def waves_from_lds(lds_bytes: int, workgroup_size: int, arch: str = "gfx942") -> int:
+    a = ARCHS[arch]
+    groups = a["lds_per_cu"] // (lds_bytes or 1)
+    if groups == 0:
+        return 0
+    groups = min(groups, max_workgroups_per_cu(workgroup_size, arch))
+    waves = groups * -(-workgroup_size // a["wave"])
+    return min(-(-waves // a["simds_per_cu"]), a["max_waves_per_simd"])
+
+
+def occupancy(vgprs: int, agprs: int = 0, sgprs: int = 16, lds_bytes: int = 0, workgroup_size: int = 1024,
+              arch: str = "gfx942") -> Occupancy:
+    """Waves per SIMD for one kernel, and the resource that limits it.
+
+    ``vgprs``: architectural VGPRs per lane; ``agprs``: AGPRs per lane; ``sgprs``: SGPRs per wave
+    as the compiler counts them; ``lds_bytes``: LDS per workgroup; ``workgroup_size``: threads per
+    workgroup (the compiler assumes the maximum, 1024, without ``__launch_bounds__``).
+    """
+    if arch not in ARCHS:
+        raise ValueError(f"arch {arch!r} is not a CDNA2/CDNA3 target: use one of {', '.join(sorted(ARCHS))}")
+    a = ARCHS[arch]
+    for label, v, hi in (("vgprs", vgprs, a["max_arch_vgprs"]), ("agprs", agprs, a["max_agprs"]),
+                         ("sgprs", sgprs, 112), ("lds_bytes", lds_bytes, 1 << 30)):
+        if not isinstance(v, int) or v < 0 or v > hi:
+            raise ValueError(f"{label}={v!r} is out of range: it must be an integer from 0 to {hi}")
+    if not isinstance(workgroup_size, int) or not 1 <= workgroup_size <= a["max_workgroup"]:
+        raise ValueError(f"workgroup_size={workgroup_size!r} must be 1..{a['max_workgroup']} threads")
+    notes = []
+    if vgprs > ADDRESSABLE_ARCH_VGPRS:
+        notes.append(f"a wave addresses at most {ADDRESSABLE_ARCH_VGPRS} arch VGPRs; beyond that the compiler "
+                     "uses AGPRs or spills to scratch")
+    if lds_bytes > a["lds_per_cu"]:
+        notes.append(f"{lds_bytes} B of LDS is more than the {a['lds_per_cu']} B a CU has: the launch fails")
+    w_v, alloc = waves_from_vgprs(vgprs, agprs, arch)
+    limits = {"VGPRs": w_v, "SGPRs": waves_from_sgprs(sgprs, arch),
+              "LDS": waves_from_lds(lds_bytes, workgroup_size, arch) if lds_bytes else a["max_waves_per_simd"]}
+    wg_waves = -(-workgroup_size // a["wave"])
+    slots = a["max_waves_per_simd"] * a["simds_per_cu"]
+    limits["workgroup size"] = min(a["max_waves_per_simd"],
+                                   -(-max_workgroups_per_cu(workgroup_size, arch) * wg_waves // a["simds_per_cu"]))
+    waves = min(limits.values())
+    limiting = next(k for k in LIMIT_ORDER if limits[k] == waves)
+    if waves == a["max_waves_per_simd"]:
+        limiting = "the hardware maximum (nothing else limits it)"
+    # whole workgroups per CU at this occupancy
+    wgs = (waves * a["simds_per_cu"]) // wg_waves if wg_waves <= slots else 0
+    if lds_bytes:
+        wgs = min(wgs, a["lds_per_cu"] // lds_bytes)
+    return Occupancy(arch, waves, limits, limiting, alloc, wgs, wgs * wg_waves, tuple(notes))
+
+
+def from_kernel(k, workgroup_size: int | None = None, arch: str | None = None) -> Occupancy:
+    """The calculator applied to a :class:`rocmlab.hip.inspect.KernelResources` (compiler's view:
+    its maximum workgroup size, unless ``workgroup_size`` is given)."""
+    arch = arch or k.target.split(":")[0]
+    return occupancy(k.vgprs or 0, k.agprs or 0, k.sgprs or 0, k.lds_bytes or 0,
+                     workgroup_size or k.max_workgroup_size or 1024, arch)
+
+
+def vgpr_curve(agprs: int = 0, arch: str = "gfx942", max_vgprs: int = 256) -> tuple[list[int], list[int]]:
+    """(VGPR counts, waves per SIMD) for a plot of the register cliff."""
+    xs = list(range(1, max_vgprs + 1))
+    return xs, [waves_from_vgprs(x, agprs, arch)[0] for x in xs]

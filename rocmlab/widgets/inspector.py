@@ -1,0 +1,72 @@
+"""Kernel inspector view: a resource table per kernel and an ISA listing with the teaching highlights."""
+
+from __future__ import annotations
+
+import html
+
+from rocmlab.hip import occupancy as occ
+from rocmlab.hip.inspect import CATEGORY_HELP, Inspection
+from rocmlab.widgets.html_table import html_table
+
+COLOURS = {"shuffle": "#8250df", "global": "#0969da", "lds": "#1a7f37", "wait": "#9a6700",
+           "barrier": "#cf222e", "matrix": "#bf3989"}
+
+
+def resources_table(ins: Inspection) -> str:
+    if not ins.kernels:
+        return "<p>no kernels found</p>"
+    amd = ins.kernels[0].is_amd
+    header = ["kernel", *[r[0] for r in ins.kernels[0].rows()]]
+    if amd:
+        header.append("occupancy (calculator)")
+    rows = []
+    for k in ins.kernels:
+        row = [k.name, *[r[1] for r in k.rows()]]
+        if amd and k.target.split(":")[0] in occ.ARCHS:
+            o = occ.from_kernel(k)
+            row.append(f"{o.waves_per_simd} ({o.limiting})")
+        elif amd:
+            row.append("n/a")
+        rows.append(row)
+    return html_table(header, rows)
+
+
+def legend() -> str:
+    items = "".join(f"<li><span style='color:{COLOURS[c]};font-weight:bold'>{c}</span>: {html.escape(t)}</li>"
+                    for c, t in CATEGORY_HELP.items())
+    return f"<ul style='margin:4px 0'>{items}</ul>"
+
+
+def isa_html(ins: Inspection, kernel: str | None = None, max_lines: int = 120, only_highlighted: bool = False) -> str:
+    parts = []
+    for k in ins.isa:
+        if kernel and kernel not in (k.name, k.symbol, k.name.split("(")[0]):
+            continue
+        lines = [ln for ln in k.lines if ln.category] if only_highlighted else k.lines
+        shown = lines[:max_lines]
+        body = "\n".join(
+            (f"<span style='color:{COLOURS[ln.category]};font-weight:bold'>{html.escape(ln.text)}</span>"
+             if ln.category else html.escape(ln.text)) for ln in shown)
+        more = f"\n… {len(lines) - len(shown)} more lines" if len(lines) > len(shown) else ""
+        counts = ", ".join(f"{c}: {n}" for c, n in sorted(k.counts.items())) or "none"
+        parts.append(f"<h4 style='margin:8px 0 2px'>{html.escape(k.name)}</h4><div>highlighted: {counts}</div>"
+                     f"<pre style='max-height:360px;overflow:auto;font-size:12px;line-height:1.25'>{body}{more}</pre>")
+    return "".join(parts) or "<p>no listing</p>"
+
+
+def inspection_html(ins: Inspection, kernel: str | None = None, max_lines: int = 120, plat_label: str = "") -> str:
+    if not ins.ok:
+        errs = "<br>".join(html.escape(str(d)) for d in ins.diagnostics[:10])
+        return f"<div style='color:#cf222e'><b>does not compile for {html.escape(ins.target)}</b><br>{errs}</div>"
+    where = f" [{html.escape(plat_label)}]" if plat_label else ""
+    return (f"<div><b>{html.escape(ins.target)}</b> with {html.escape(ins.toolchain)}; listing: "
+            f"{html.escape(ins.listing)}{where}</div>{resources_table(ins)}{legend()}"
+            f"{isa_html(ins, kernel, max_lines)}")
+
+
+def show(ins: Inspection, kernel: str | None = None, max_lines: int = 120):
+    from IPython.display import HTML, display
+
+    from rocmlab.platform import current
+
+    display(HTML(inspection_html(ins, kernel, max_lines, f"compiled on {current().label}")))
