@@ -49,7 +49,7 @@ def binder_env(tmp_path_factory):
     env.pop("VIRTUAL_ENV", None)
     env["ROCMLAB_HOME"] = os.environ.get("ROCMLAB_HOME") or str(Path.home() / ".cache" / "rocmlab")
     # repo2docker runs this in ${REPO_DIR}: relative paths in the file are relative to the repository root
-    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-cache-dir", "-r",
+    _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-cache-dir", "--no-compile", "-r",
           "binder/requirements.txt"], cwd=repo, env=env, timeout=900)
     yield {"repo": repo, "py": str(venv / "bin" / "python"), "bin": venv / "bin", "env": env}
     shutil.rmtree(base, ignore_errors=True)     # about 1.5 GB: do not leave it in /tmp

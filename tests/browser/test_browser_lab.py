@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 from conftest import write_widget_notebook
 from labharness import Notebook, plot_data
 
@@ -103,3 +104,52 @@ def test_slider_drives_a_plotly_figure_widget(server, browser):
     finally:
         nb.close()
 
+
+
+LAB01 = ROOT / "labs" / "01-hip-programming-model.ipynb"
+
+
+@pytest.mark.skipif(not LAB01.exists(), reason="labs/01-hip-programming-model.ipynb (the occupancy explorer) "
+                    "is not on this branch; test_slider_drives_a_plotly_figure_widget covers the harness")
+def test_lab01_occupancy_explorer_follows_the_vgpr_slider(server, browser):
+    """The real lab: Run All as a learner, then move the explorer's VGPR slider and watch the VGPR bar."""
+    from rocmlab.hip import occupancy as occ
+
+    shutil.copy(LAB01, server.root / LAB01.name)
+    nb = Notebook.open(browser, server, LAB01.name)
+    try:
+        nb.run_all(timeout_s=420)
+        page = nb.page
+        # the explorer's output: the one widget box with the "VGPRs per lane" slider and a plotly figure
+        box = page.locator(".jp-OutputArea-output .widget-vbox", has=page.locator(
+            ".widget-slider .widget-label", has_text="VGPRs per lane")).filter(
+            has=page.locator(".js-plotly-plot")).first
+        box.wait_for(timeout=30_000)
+        box.scroll_into_view_if_needed()
+        slider = box.locator(".widget-slider", has=page.locator(".widget-label", has_text="VGPRs per lane"))
+        plot = box.locator(".js-plotly-plot")
+        read = "gd => ({x: Array.from(gd.data[0].x), y: Array.from(gd.data[0].y)," \
+               " title: gd.layout.title && (gd.layout.title.text ?? gd.layout.title)})"
+        before = plot.evaluate(read)
+        v0 = int(slider.locator(".widget-readout").text_content().strip())
+        expect0 = occ.occupancy(v0, 0, 24, 0, 256, "gfx942")
+        assert before["x"][0] == "VGPRs" and before["y"][0] == expect0.limits["VGPRs"], (before, expect0)
+        nb.screenshot("lab01-explorer-before", locator=box)
+
+        presses = random.randint(1, 5)
+        handle = slider.locator(".noUi-handle")
+        handle.focus()
+        for _ in range(presses):
+            handle.press("ArrowRight")
+        v1 = v0 + 8 * presses                                   # the slider's step is the VGPR granule, 8
+        want = occ.occupancy(v1, 0, 24, 0, 256, "gfx942")
+        page.wait_for_function(
+            """([el, y0]) => Array.from(el.data[0].y)[0] === y0""",
+            arg=[plot.element_handle(), want.limits["VGPRs"]], timeout=30_000)
+        after = plot.evaluate(read)
+        assert slider.locator(".widget-readout").text_content().strip() == str(v1)
+        assert after["y"] != before["y"], "the explorer's bars did not change"
+        assert f"{want.waves_per_simd} of {want.max_waves} waves per SIMD" in str(after["title"]), after
+        nb.screenshot("lab01-explorer-after", locator=box)
+    finally:
+        nb.close()
