@@ -1,7 +1,8 @@
 """binder/ builds the CPU environment: the repo2docker files are installed the way repo2docker does it
 (from the repository root, `pip install -r binder/requirements.txt` into a fresh venv; there is no Docker
 engine here), then the environment is checked: CPU torch, rocmlab from the checkout, the JupyterLab widget
-extensions, the doctor, and Lab 00 run headless in it.
+extensions, and the doctor (backend cpu, the offline gfx942 toolchain found). Lab 00 itself runs in the
+suite's own env (nbval and tests/browser).
 
 Also checks the files themselves: runtime.txt, apt.txt against the Debian set-up step, postBuild.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
+import tempfile
 import subprocess
 import sys
 from pathlib import Path
@@ -36,9 +37,9 @@ def _run(cmd, cwd, env=None, timeout=600):
 
 
 @pytest.fixture(scope="module")
-def binder_env(tmp_path_factory):
+def binder_env():
     """A repo2docker-style build: the repository copied to REPO_DIR, a fresh venv, requirements from binder/."""
-    base = tmp_path_factory.mktemp("binder")
+    base = Path(tempfile.mkdtemp(prefix="rocmlab-binder-"))
     repo = base / "repo"
     for f in _repo_files():
         (repo / f).parent.mkdir(parents=True, exist_ok=True)
@@ -52,7 +53,10 @@ def binder_env(tmp_path_factory):
     _run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-cache-dir", "--no-compile", "-r",
           "binder/requirements.txt"], cwd=repo, env=env, timeout=900)
     yield {"repo": repo, "py": str(venv / "bin" / "python"), "bin": venv / "bin", "env": env}
-    shutil.rmtree(base, ignore_errors=True)     # about 1.5 GB: do not leave it in /tmp
+    # about 1.5 GB in 20k files, which takes up to a minute to delete on a busy disk: delete it in the
+    # background instead of holding up the suite
+    subprocess.Popen(["rm", "-rf", str(base)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
 
 
 def test_binder_installs_cpu_torch_and_rocmlab_from_the_checkout(binder_env):
@@ -79,16 +83,15 @@ def test_binder_env_has_jupyterlab_and_the_widget_extensions(binder_env):
         assert json.loads(pkg.read_text())["jupyterlab"].get("_build"), f"{ext} is not built"
 
 
-def test_binder_env_runs_the_doctor_and_lab_00(binder_env, tmp_path):
+def test_binder_env_runs_the_doctor_on_cpu_with_the_offline_toolchain(binder_env):
     out = _run([binder_env["py"], "-m", "rocmlab.cli", "doctor", "--json"], cwd=binder_env["repo"],
                env=binder_env["env"])
     report = json.loads(out)
     assert report["backend"] == "cpu"
+    checks = {c["name"]: c for c in report["checks"]}
     assert not [c for c in report["checks"] if c["status"] == "fail"], report["checks"]
-    _run([binder_env["py"], "-m", "rocmlab.cli", "preflight", "--only", "00-setup", "--out", str(tmp_path)],
-         cwd=binder_env["repo"], env=binder_env["env"], timeout=600)
-    summary = json.loads((tmp_path / "summary.json").read_text())
-    assert [(r["lab"], r["status"]) for r in summary["labs"]] == [("00-setup", "passed")], summary
+    hip = next(c for n, c in checks.items() if n.startswith("offline HIP toolchain"))
+    assert hip["status"] == "ok" and "gfx942" in hip["message"], hip
 
 
 # ----------------------------------------------------------------------------- the files themselves
