@@ -36,7 +36,7 @@ INNER = '''
 import json, os, socket
 from pathlib import Path
 
-from conftest import write_raising_notebook
+from browser_notebooks import write_raising_notebook
 from labharness import Notebook, chromium, descendants, jupyterlab
 
 PIDS = Path(os.environ["PIDS_FILE"])
@@ -56,8 +56,10 @@ def test_port_taken(tmp_path):
 
 
 def test_cell_raises(tmp_path):
-    write_raising_notebook(tmp_path / "raises.ipynb", os.environ["BOOM"])
-    with jupyterlab(tmp_path, tmp_path) as srv, chromium(tmp_path) as ctx:
+    root = tmp_path / "notebooks"
+    root.mkdir()
+    write_raising_notebook(root / "raises.ipynb", os.environ["BOOM"])
+    with jupyterlab(root, tmp_path) as srv, chromium(tmp_path) as ctx:
         nb = Notebook.open(ctx, srv, "raises.ipynb")
         # the server, its kernel, the Playwright driver and every Chromium process
         record(srv.remember_pids() | {p.pid for p in descendants(os.getpid())})

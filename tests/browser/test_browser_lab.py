@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_widget_notebook
+from browser_notebooks import write_widget_notebook
 from labharness import Notebook, plot_data
 
 ROOT = Path(__file__).resolve().parents[2]
