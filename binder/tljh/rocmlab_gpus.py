@@ -1,0 +1,142 @@
+"""One GPU per learner on a shared 8-GPU node (The Littlest JupyterHub, or any JupyterHub on one machine).
+
+Each learner is given one GPU index the first time their server starts and keeps it for the workshop; the
+index goes into their server's environment as HIP_VISIBLE_DEVICES, so torch and HIP programs see that one
+GPU as device 0. Assignments live in a JSON file, written under a lock, so a hub restart keeps them. When
+every GPU is taken, the spawn fails with a message saying so and how to free one.
+
+HIP_VISIBLE_DEVICES is a convention, not a security boundary: a learner who unsets it sees every GPU.
+docs/workshop.md says how to harden it (one container per learner with only its render node).
+
+Used from jupyterhub_config.d/rocmlab.py; no dependency beyond the standard library.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+from contextlib import contextmanager
+from pathlib import Path
+
+KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
+
+
+class NoFreeGpu(RuntimeError):
+    pass
+
+
+def count_gpus(kfd_nodes: str = KFD_NODES, env=None) -> int:
+    """GPUs on this node: ROCMLAB_WORKSHOP_GPUS if set, else KFD topology nodes with SIMDs (CPUs have none)."""
+    env = os.environ if env is None else env
+    if env.get("ROCMLAB_WORKSHOP_GPUS"):
+        n = int(env["ROCMLAB_WORKSHOP_GPUS"])
+        if n < 1:
+            raise ValueError("ROCMLAB_WORKSHOP_GPUS must be a positive number of GPUs")
+        return n
+    n = 0
+    for props in sorted(Path(kfd_nodes).glob("*/properties")):
+        m = re.search(r"^simd_count\s+(\d+)", props.read_text(), re.M)
+        n += bool(m and int(m.group(1)) > 0)
+    return n
+
+
+class GpuAssigner:
+    def __init__(self, state_file: str | os.PathLike, n_gpus: int):
+        if n_gpus < 1:
+            raise NoFreeGpu("no AMD GPU found on this node (/sys/class/kfd has no GPU node): check the amdgpu "
+                            "driver (rocm-smi), or set ROCMLAB_WORKSHOP_GPUS")
+        self.path = Path(state_file)
+        self.n = n_gpus
+
+    @contextmanager
+    def _locked(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path.with_suffix(".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            state = json.loads(self.path.read_text()) if self.path.exists() else {}
+            yield state
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
+            tmp.replace(self.path)
+
+    def assignments(self) -> dict[str, int]:
+        return json.loads(self.path.read_text()) if self.path.exists() else {}
+
+    def assign(self, user: str) -> int:
+        with self._locked() as state:
+            if user in state and state[user] < self.n:
+                return state[user]
+            taken = {v for k, v in state.items() if k != user}
+            free = [i for i in range(self.n) if i not in taken]
+            if not free:
+                owners = ", ".join(f"{i}: {u}" for u, i in sorted(state.items(), key=lambda kv: kv[1]))
+                raise NoFreeGpu(f"all {self.n} GPUs on this node are assigned ({owners}); "
+                                f"an admin frees one with: python3 {__file__} release USER --state {self.path}")
+            state[user] = free[0]
+            return free[0]
+
+    def release(self, user: str) -> bool:
+        with self._locked() as state:
+            return state.pop(user, None) is not None
+
+
+def make_pre_spawn_hook(assigner: GpuAssigner, exchange: str | os.PathLike | None = None, chown=os.chown):
+    """A JupyterHub pre_spawn_hook: HIP_VISIBLE_DEVICES for this learner, and their hand-in folder."""
+
+    def hook(spawner):
+        user = spawner.user.name
+        gpu = assigner.assign(user)
+        spawner.environment = dict(spawner.environment or {})
+        spawner.environment["HIP_VISIBLE_DEVICES"] = str(gpu)
+        spawner.environment["ROCMLAB_WORKSHOP_GPU"] = str(gpu)
+        if exchange is not None:
+            inbound = Path(exchange) / "inbound" / user
+            inbound.mkdir(parents=True, exist_ok=True)
+            spawner.environment["ROCMLAB_EXCHANGE"] = str(Path(exchange))
+            uid = _system_uid(spawner)
+            if uid is not None:
+                chown(inbound, uid, -1)
+            os.chmod(inbound, 0o700)
+        spawner.log.info("rocmlab: %s gets GPU %d (HIP_VISIBLE_DEVICES=%d)", user, gpu, gpu)
+
+    return hook
+
+
+def _system_uid(spawner):
+    """TLJH's learners are unix users jupyter-NAME (SystemdSpawner's username template)."""
+    import pwd
+
+    for candidate in (f"jupyter-{spawner.user.name}", spawner.user.name):
+        try:
+            return pwd.getpwnam(candidate).pw_uid
+        except KeyError:
+            continue
+    return None
+
+
+def main(argv=None) -> int:
+    import argparse
+
+    p = argparse.ArgumentParser(description="rocmlab workshop GPU assignments (one GPU per learner)")
+    p.add_argument("command", choices=["list", "release"])
+    p.add_argument("user", nargs="?")
+    p.add_argument("--state", default="/opt/tljh/state/rocmlab-gpus.json")
+    a = p.parse_args(argv)
+    assigner = GpuAssigner(a.state, max(1, count_gpus()))
+    if a.command == "list":
+        for user, gpu in sorted(assigner.assignments().items(), key=lambda kv: kv[1]):
+            print(f"GPU {gpu}: {user}")
+        return 0
+    if not a.user:
+        p.error("release needs a USER")
+    if not assigner.release(a.user):
+        print(f"{a.user} has no GPU assigned")
+        return 1
+    print(f"released {a.user}'s GPU")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

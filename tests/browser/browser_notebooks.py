@@ -1,0 +1,44 @@
+"""Notebooks the browser tests generate, so the harness is proven without depending on any lab."""
+
+from __future__ import annotations
+
+import nbformat
+from nbtools import new_notebook
+
+
+def write_widget_notebook(path, k0: int, kmax: int = 9) -> None:
+    """A small lab-like notebook: an IntSlider drives a plotly FigureWidget (y = x**k) through a kernel
+    callback. The browser test moves the slider and reads the figure back from the page."""
+    nb = new_notebook([
+        ("md", "# Widget harness check\nA slider drives a plotly FigureWidget through a kernel callback."),
+        ("code", "quick = None", ["parameters"]),
+        ("code", f"""
+import ipywidgets as w
+import numpy as np
+import plotly.graph_objects as go
+
+x = np.linspace(0.0, 1.0, 11)
+fig = go.FigureWidget(data=[go.Scatter(x=x, y=x ** {k0}, mode="lines+markers", name="y = x**k")],
+                      layout=dict(title=dict(text="k = {k0}"), height=360, width=640))
+k = w.IntSlider(value={k0}, min=1, max={kmax}, description="k")
+
+def update(change):
+    with fig.batch_update():
+        fig.data[0].y = x ** change["new"]
+        fig.layout.title.text = f"k = {{change['new']}}"
+
+k.observe(update, names="value")
+w.VBox([k, fig])
+"""),
+    ])
+    nbformat.write(nb, str(path))
+
+
+def write_raising_notebook(path, message: str) -> None:
+    nb = new_notebook([
+        ("code", "quick = None", ["parameters"]),
+        ("code", "x = 1"),
+        ("code", f"raise ValueError({message!r})"),
+        ("code", "y = 2  # never runs: Run All stops at the error"),
+    ])
+    nbformat.write(nb, str(path))
