@@ -19,7 +19,7 @@ def doctor_widget():
 
     out = w.HTML()
     summary = w.HTML()
-    button = w.Button(description="Run checks again", icon="refresh")
+    button = w.Button(description="Run checks again", icon="refresh", layout=w.Layout(width="auto"))
 
     def refresh(_=None):
         probe = Probe()

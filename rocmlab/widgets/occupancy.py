@@ -34,7 +34,7 @@ class OccupancyExplorer:
         import plotly.graph_objects as go
 
         style = {"description_width": "170px"}
-        layout = w.Layout(width="520px")
+        layout = w.Layout(width="640px")   # room for the description, the track and the value readout
         self.sliders = {
             "vgprs": w.IntSlider(value=vgprs, min=8, max=256, step=8, description="VGPRs per lane",
                                  style=style, layout=layout, continuous_update=True),
