@@ -24,6 +24,9 @@ class Headline:
     device: str
     note: str = ""
 
+    def _ipython_display_(self):
+        """Already printed by :func:`headline`: a cell ending in ``headline(...)`` shows it once, not twice."""
+
     def __str__(self) -> str:
         v = f"{self.value:.4g}" if isinstance(self.value, float) else str(self.value)
         note = f" ({self.note})" if self.note else ""

@@ -34,7 +34,7 @@ class OccupancyExplorer:
         import plotly.graph_objects as go
 
         style = {"description_width": "170px"}
-        layout = w.Layout(width="640px")   # room for the description, the track and the value readout
+        layout = w.Layout(width="560px")
         self.sliders = {
             "vgprs": w.IntSlider(value=vgprs, min=8, max=256, step=8, description="VGPRs per lane",
                                  style=style, layout=layout, continuous_update=True),
@@ -63,7 +63,8 @@ class OccupancyExplorer:
         for s in (*self.sliders.values(), self.arch):
             s.observe(self._changed, names="value")
         self._render(o)
-        self.widget = w.VBox([w.HBox([w.VBox([self.arch, *self.sliders.values()]), self.figure]), self.result])
+        # Sliders above the plot: side by side they overflow a notebook's width and hide the value readouts.
+        self.widget = w.VBox([self.arch, *self.sliders.values(), self.figure, self.result])
 
     def compute(self) -> occ.Occupancy:
         v = {k: s.value for k, s in self.sliders.items()}
