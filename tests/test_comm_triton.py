@@ -28,7 +28,8 @@ CHECK = textwrap.dedent("""
             x = C.activations(C.ACTIVATIONS[i % 3], 2048 * 3 + bs * 5, seed=seed + i, dtype=dt)
             x[:bs] = 0; x[bs:2 * bs] *= 1e-6                  # a zero block, a tiny block
             ref = C.encode_reference(x, codec)
-            for cfg in [None, (1024, 4, 2, 3)]:             # one program per tile / a persistent loop
+            # the default (decode: FLAT=1, the store-layout loads) / a persistent loop on run 3's layout
+            for cfg in [None, (1024, 4, 2, 3, 0)]:
                 got = T.encode(x, codec, impl="triton", config=cfg)
                 y = T.decode(ref, impl="triton", config=cfg)
                 y32 = T.decode(ref, torch.float32, impl="triton", config=cfg)
@@ -49,6 +50,21 @@ CHECK = textwrap.dedent("""
         n_checks += 1
         if not torch.equal(T.decode(sub, impl="triton").view(torch.int16), C.decode_reference(p).view(torch.int16)):
             bad.append([name, "offset payload"])
+    # every FP8 code (subnormals, both zeros, 0x7F/0xFF) against random scales, both decode layouts
+    fp8 = C.get_codec("fp8")
+    n8 = 256 * 8
+    g8 = torch.Generator().manual_seed(seed)
+    codes8 = torch.arange(256, dtype=torch.uint8).repeat(8)[torch.randperm(n8, generator=g8)]
+    sc8 = (torch.randn(n8 // 32, generator=g8) * torch.exp2(torch.randint(-24, 4, (n8 // 32,), generator=g8).float())).half()
+    sc8[0] = 0.0; sc8[1] = 6e-8
+    e8 = C.Encoded(torch.cat([codes8, sc8.view(torch.uint8)]), fp8, n8, torch.float16)
+    assert e8.payload.numel() == fp8.wire_bytes(n8)
+    for cfg in [None, (1024, 4, 1, 0, 0)]:
+        for odt, iv in ((torch.float16, torch.int16), (torch.float32, torch.int32)):
+            n_checks += 1
+            if not torch.equal(T.decode(e8, odt, impl="triton", config=cfg).view(iv),
+                               C.decode_reference(e8, odt).view(iv)):
+                bad.append(["fp8 all codes", str(cfg), str(odt)])
     # a corrupted payload must not pass: the comparison can fail
     enc = T.encode(x, "q6", impl="triton"); enc.payload[3] ^= 0x10
     caught = not torch.equal(enc.payload, C.encode_reference(x, "q6").payload)
@@ -64,7 +80,7 @@ def test_triton_interpreter_is_bit_exact_with_the_reference():
                          timeout=400)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    assert out["checks"] == 28 and out["bad"] == [], f"seed {seed}: {out['bad']}"
+    assert out["checks"] == 32 and out["bad"] == [], f"seed {seed}: {out['bad']}"
     assert out["caught"]
 
 

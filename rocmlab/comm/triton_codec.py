@@ -12,6 +12,9 @@ group held as NW words of VPW codes (Q4/Q6: 2 words of 8 nibbles; Q8/FP8: 4 word
 A word is built by a reduction over the last axis, which stays inside one thread, and is
 stored as one aligned 32-bit store; Q6's high 2-bit plane is one 32-bit word per 16 values.
 Nothing here depends on the warp or wavefront size (32 on NVIDIA, 64 on MI300X).
+Decode (``FLAT=1``, the default since run 4) uses a 2-D ``[rows, VPW]`` tile instead, so that a
+warp's fp16 stores are consecutive 16-byte pieces and every load has the stores' layout (see
+``_decode_kernel`` and benchmarks/results/README.md).
 
 Where it runs: ``impl="triton"`` on a CUDA or ROCm tensor compiles the kernel (autotuned per
 size); on a CPU tensor it runs the same kernel source in Triton's interpreter (slow: for tests).
@@ -42,9 +45,12 @@ CODEC_ID = {"fp8": 0, "q8": 1, "q6": 2, "q4": 3}
 #: the next tile's loads in flight while the current one is written (STAGES > 1).
 ENC_CONFIGS = ((2048, 4, 1, 0), (4096, 4, 1, 0), (8192, 4, 1, 0), (4096, 8, 1, 0), (8192, 8, 1, 0),
                (16384, 16, 1, 0), (4096, 4, 2, 8), (8192, 8, 2, 4))
-DEC_CONFIGS = ((1024, 4, 1, 0), (2048, 4, 1, 0), (4096, 4, 1, 0), (2048, 4, 3, 8), (4096, 4, 3, 8),
-               (2048, 8, 3, 8), (4096, 8, 3, 4), (2048, 4, 4, 16),
-               (1024, 2, 1, 0), (512, 1, 1, 0))   # the last two added after the measured runs (unmeasured)
+#: Decode configurations carry a fifth field, FLAT: 0 is the layout of runs 1-3, 1 loads every input
+#: in the fp16 stores' own layout (no shared-memory reshuffle, see _decode_kernel), added in run 4.
+DEC_CONFIGS = ((1024, 4, 1, 0, 0), (1024, 2, 1, 0, 0), (2048, 4, 3, 8, 0),          # run 3's winners
+               (1024, 4, 1, 0, 1), (2048, 4, 1, 0, 1), (4096, 4, 1, 0, 1), (8192, 4, 1, 0, 1),
+               (4096, 8, 1, 0, 1), (8192, 8, 1, 0, 1), (16384, 16, 1, 0, 1), (4096, 4, 1, 8, 1),
+               (8192, 8, 1, 4, 1))
 CONFIGS = ENC_CONFIGS
 INTERPRETER_TILE = 4096
 
@@ -155,52 +161,98 @@ def _decode_kernel(codes_ptr, hi_ptr, scale_ptr, y_ptr, n_blocks,
                    BLOCK: tl.constexpr, ROWS: tl.constexpr, G: tl.constexpr, CODEC: tl.constexpr,
                    NW: tl.constexpr, VPW: tl.constexpr, L: tl.constexpr,
                    OUT_BF16: tl.constexpr, LOAD_EV: tl.constexpr = "", STORE_CM: tl.constexpr = "",
-                   STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0):
+                   STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0, FLAT: tl.constexpr = 0):
+    """FLAT=1 (run 4): the tile is a 2-D [rows, VPW] tensor, one row = VPW consecutive outputs = one
+    code word (Q4/Q6) or pair of words (Q8/FP8). Every load is made in the stores' own layout (one
+    row per thread and repetition): no layout conversion, and consecutive threads write consecutive
+    16-byte pieces. FLAT=0 is runs 1-3's [ROWS, G, NW, VPW] tile: Triton 3.6 lays its stores out
+    with a warp's 32 threads along the ROWS axis, 2 * BLOCK bytes apart (4 partial 32-byte sectors
+    per 16-byte store), and round-trips the scales through shared memory for Q4/Q6."""
     g = tl.arange(0, G)
     w = tl.arange(0, NW)
     k = tl.arange(0, VPW)
     n_tiles = tl.cdiv(n_blocks, ROWS)
+    RW: tl.constexpr = ROWS * G * NW            # rows of VPW values in a tile
+    n_rows = n_blocks * (G * NW)
     for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=STAGES):
-        blk = t * ROWS + tl.arange(0, ROWS)
-        bmask = blk < n_blocks
-        ds = tl.load(scale_ptr + blk, mask=bmask, other=0.0).to(tl.float32)
-        woffs = blk[:, None, None] * (G * NW) + g[None, :, None] * NW + w[None, None, :]
-        wmask = bmask[:, None, None]
-        if CODEC >= 2:
-            word = tl.load(codes_ptr + woffs, mask=wmask, other=0, eviction_policy=LOAD_EV)
-            q = (word[:, :, :, None] >> (4 * k)[None, None, None, :]) & 15
-            if CODEC == 2:
-                hi = tl.load(hi_ptr + blk[:, None] * G + g[None, :], mask=bmask[:, None], other=0,
-                             eviction_policy=LOAD_EV)
-                sh = 2 * (8 * w[:, None] + k[None, :])
-                q = q | (((hi[:, :, None, None] >> sh[None, None, :, :]) & 3) << 4)
-        elif VPW == 8:  # byte codecs on 8-value rows: a pair of words per row
-            poffs = woffs[:, :, :, None] * 2 + tl.arange(0, 2)[None, None, None, :]
-            pair = tl.load(codes_ptr + poffs, mask=wmask[:, :, :, None], other=0, eviction_policy=LOAD_EV)
-            lo, hi = tl.split(pair)
-            k4 = (8 * (k % 4))[None, None, None, :]
-            q = tl.where((k < 4)[None, None, None, :], lo[:, :, :, None] >> k4, hi[:, :, :, None] >> k4) & 255
+        if FLAT:
+            r = t * RW + tl.arange(0, RW)
+            rmask = r < n_rows
+            # declared non-contiguous: the coalescer must not widen the word loads to 8 or 16 bytes
+            # (a layout the stores would then have to reshuffle through shared memory)
+            rr = tl.max_contiguous(r, 1)
+            ds = tl.load(scale_ptr + rr // (G * NW), mask=rmask, other=0.0).to(tl.float32)[:, None]
+            if CODEC >= 2:
+                word = tl.load(codes_ptr + rr, mask=rmask, other=0, eviction_policy=LOAD_EV)
+                q = (word[:, None] >> (4 * k)[None, :]) & 15
+                if CODEC == 2:
+                    hi = tl.load(hi_ptr + rr // NW, mask=rmask, other=0, eviction_policy=LOAD_EV)
+                    sh = 2 * (8 * (r % NW)[:, None] + k[None, :])
+                    q = q | (((hi[:, None] >> sh) & 3) << 4)
+            elif VPW == 8:
+                poffs = r[:, None] * 2 + tl.arange(0, 2)[None, :]
+                pair = tl.load(codes_ptr + poffs, mask=rmask[:, None], other=0, eviction_policy=LOAD_EV)
+                lo, hi = tl.split(pair)
+                k4 = (8 * (k % 4))[None, :]
+                q = tl.where((k < 4)[None, :], lo[:, None] >> k4, hi[:, None] >> k4) & 255
+            else:
+                word = tl.load(codes_ptr + rr, mask=rmask, other=0, eviction_policy=LOAD_EV)
+                q = (word[:, None] >> (8 * k)[None, :]) & 255
+            if CODEC == 0:   # e4m3's 7 magnitude bits are a float16 (subnormals included) / 2**8: exact
+                mag = ((q & 0x7F) << 7).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32) * 256.0
+                v = tl.where((q & 0x80) != 0, 0.0 - mag, mag)
+            else:
+                v = (q - L).to(tl.float32)
+            y = v * ds
+            offs = r[:, None] * VPW + k[None, :]
+            if OUT_BF16:
+                b = y.to(tl.int32, bitcast=True)
+                b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+                yo = b.to(tl.int16).to(tl.bfloat16, bitcast=True)
+            else:
+                yo = y.to(y_ptr.dtype.element_ty)
+            tl.store(y_ptr + offs, yo, mask=rmask[:, None], cache_modifier=STORE_CM)
         else:
-            word = tl.load(codes_ptr + woffs, mask=wmask, other=0, eviction_policy=LOAD_EV)
-            q = (word[:, :, :, None] >> (8 * k)[None, None, None, :]) & 255
-        if CODEC == 0:
-            e = (q >> 3) & 15
-            m = q & 7
-            normal = (((e + 120) << 23) | (m << 20)).to(tl.float32, bitcast=True)
-            mag = tl.where(e == 0, m.to(tl.float32) * 0.001953125, normal)
-            v = tl.where((q & 0x80) != 0, 0.0 - mag, mag)
-        else:
-            v = (q - L).to(tl.float32)
-        y = v * ds[:, None, None, None]
-        offs = (blk[:, None, None, None] * BLOCK + g[None, :, None, None] * 16
-                + w[None, None, :, None] * VPW + k[None, None, None, :])
-        if OUT_BF16:
-            b = y.to(tl.int32, bitcast=True)
-            b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
-            yo = b.to(tl.int16).to(tl.bfloat16, bitcast=True)
-        else:
-            yo = y.to(y_ptr.dtype.element_ty)
-        tl.store(y_ptr + offs, yo, mask=bmask[:, None, None, None], cache_modifier=STORE_CM)
+            blk = t * ROWS + tl.arange(0, ROWS)
+            bmask = blk < n_blocks
+            ds = tl.load(scale_ptr + blk, mask=bmask, other=0.0).to(tl.float32)
+            woffs = blk[:, None, None] * (G * NW) + g[None, :, None] * NW + w[None, None, :]
+            wmask = bmask[:, None, None]
+            if CODEC >= 2:
+                word = tl.load(codes_ptr + woffs, mask=wmask, other=0, eviction_policy=LOAD_EV)
+                q = (word[:, :, :, None] >> (4 * k)[None, None, None, :]) & 15
+                if CODEC == 2:
+                    hi = tl.load(hi_ptr + blk[:, None] * G + g[None, :], mask=bmask[:, None], other=0,
+                                 eviction_policy=LOAD_EV)
+                    sh = 2 * (8 * w[:, None] + k[None, :])
+                    q = q | (((hi[:, :, None, None] >> sh[None, None, :, :]) & 3) << 4)
+            elif VPW == 8:  # byte codecs on 8-value rows: a pair of words per row
+                poffs = woffs[:, :, :, None] * 2 + tl.arange(0, 2)[None, None, None, :]
+                pair = tl.load(codes_ptr + poffs, mask=wmask[:, :, :, None], other=0, eviction_policy=LOAD_EV)
+                lo, hi = tl.split(pair)
+                k4 = (8 * (k % 4))[None, None, None, :]
+                q = tl.where((k < 4)[None, None, None, :], lo[:, :, :, None] >> k4, hi[:, :, :, None] >> k4) & 255
+            else:
+                word = tl.load(codes_ptr + woffs, mask=wmask, other=0, eviction_policy=LOAD_EV)
+                q = (word[:, :, :, None] >> (8 * k)[None, None, None, :]) & 255
+            if CODEC == 0:
+                e = (q >> 3) & 15
+                m = q & 7
+                normal = (((e + 120) << 23) | (m << 20)).to(tl.float32, bitcast=True)
+                mag = tl.where(e == 0, m.to(tl.float32) * 0.001953125, normal)
+                v = tl.where((q & 0x80) != 0, 0.0 - mag, mag)
+            else:
+                v = (q - L).to(tl.float32)
+            y = v * ds[:, None, None, None]
+            offs = (blk[:, None, None, None] * BLOCK + g[None, :, None, None] * 16
+                    + w[None, None, :, None] * VPW + k[None, None, None, :])
+            if OUT_BF16:
+                b = y.to(tl.int32, bitcast=True)
+                b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+                yo = b.to(tl.int16).to(tl.bfloat16, bitcast=True)
+            else:
+                yo = y.to(y_ptr.dtype.element_ty)
+            tl.store(y_ptr + offs, yo, mask=bmask[:, None, None, None], cache_modifier=STORE_CM)
 
 
 def graph_bench(fn, quantiles=None, warmup: int = 10, rep: int = 40):
@@ -238,8 +290,14 @@ def _kernels(kind: str, block_size: int = 32):
                              "with TRITON_INTERPRET=1 in the environment (the tests do), or use impl='torch'")
         return triton.jit(_encode_kernel), triton.jit(_decode_kernel)
     def cfgs(table):
-        return [triton.Config({"ROWS": max(1, t // block_size), "STAGES": st, "OCC": occ}, num_warps=nw)
-                for t, nw, st, occ in table]
+        out = []
+        for c in table:
+            t, nw, st, occ, flat = _fixed(c)
+            kw = {"ROWS": max(1, t // block_size), "STAGES": st, "OCC": occ}
+            if len(c) == 5:
+                kw["FLAT"] = flat
+            out.append(triton.Config(kw, num_warps=nw))
+        return out
     key = ["n_blocks", "BLOCK", "CODEC"]
     try:
         tune = functools.partial(triton.autotune, key=key, do_bench=graph_bench)
@@ -270,10 +328,12 @@ def _grid(nb: int, rows: int, occ: int, device: torch.device) -> tuple[int]:
     return (max(1, min(tiles, occ * per)),)
 
 
-def _fixed(config) -> tuple[int, int, int, int]:
-    """(TILE, num_warps[, STAGES, OCC]) -> all four."""
+def _fixed(config) -> tuple[int, int, int, int, int]:
+    """(TILE, num_warps[, STAGES, OCC[, FLAT]]) -> all five (FLAT: decode only, default 1)."""
     c = tuple(config)
-    return c + (1, 0)[len(c) - 2:] if len(c) in (2, 3) else c
+    if not 2 <= len(c) <= 5:
+        raise CodecError(f"config must be (TILE, num_warps[, STAGES, OCC[, FLAT]]), not {config!r}")
+    return c + (1, 0, 1)[len(c) - 2:]
 
 
 def resolve_impl(impl: str, device: torch.device) -> str:
@@ -322,12 +382,12 @@ def encode(x: torch.Tensor, codec, impl: str = "auto", config: tuple[int, int] |
     meta["SCALE_BF16"] = codec.scale_dtype == torch.bfloat16
     if x.device.type == "cpu":
         enc, _ = _kernels("interp")
-        tile, _w, stages, occ = _fixed(config or (INTERPRETER_TILE, 4))
+        tile, _w, stages, occ, _f = _fixed(config or (INTERPRETER_TILE, 4))
         rows = max(1, tile // codec.block_size)
         enc[_grid(nb, rows, occ, x.device)](x, codes, hi, scales, nb, ROWS=rows, FMAX=fmax, STAGES=stages,
                                             OCC=occ, **meta)
     elif config is not None:
-        tile, warps, stages, occ = _fixed(config)
+        tile, warps, stages, occ, _f = _fixed(config)
         rows = max(1, tile // codec.block_size)
         enc, _ = _jit_plain()
         enc[_grid(nb, rows, occ, x.device)](x, codes, hi, scales, nb, ROWS=rows, FMAX=fmax, num_warps=warps,
@@ -361,15 +421,16 @@ def decode(enc: Encoded, out_dtype: torch.dtype | None = None, impl: str = "auto
     meta["OUT_BF16"] = y.dtype == torch.bfloat16
     if enc.payload.device.type == "cpu":
         _, dec = _kernels("interp")
-        tile, _w, stages, occ = _fixed(config or (INTERPRETER_TILE, 4))
+        tile, _w, stages, occ, flat = _fixed(config or (INTERPRETER_TILE, 4))
         rows = max(1, tile // codec.block_size)
-        dec[_grid(nb, rows, occ, y.device)](codes, hi, scales, y, nb, ROWS=rows, STAGES=stages, OCC=occ, **meta)
+        dec[_grid(nb, rows, occ, y.device)](codes, hi, scales, y, nb, ROWS=rows, STAGES=stages, OCC=occ,
+                                            FLAT=flat, **meta)
     elif config is not None:
-        tile, warps, stages, occ = _fixed(config)
+        tile, warps, stages, occ, flat = _fixed(config)
         rows = max(1, tile // codec.block_size)
         _, dec = _jit_plain()
         dec[_grid(nb, rows, occ, y.device)](codes, hi, scales, y, nb, ROWS=rows, num_warps=warps,
-                                            STAGES=stages, OCC=occ, **meta)
+                                            STAGES=stages, OCC=occ, FLAT=flat, **meta)
     else:
         _, dec = _kernels("jit", codec.block_size)
         dev = y.device
@@ -389,7 +450,8 @@ def best_configs() -> dict:
             for key, cfg in getattr(k, "cache", {}).items():
                 kw = cfg.kwargs
                 out[(name,) + tuple(key)] = (f"TILE={kw.get('ROWS') * bs} warps={cfg.num_warps} "
-                                             f"stages={kw.get('STAGES')} occ={kw.get('OCC')}")
+                                             f"stages={kw.get('STAGES')} occ={kw.get('OCC')}"
+                                             + (f" flat={kw['FLAT']}" if "FLAT" in kw else ""))
     return out
 
 
@@ -424,7 +486,7 @@ def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942"
         consts.update(FMAX=65504.0, SCALE_BF16=False)
     else:
         fn, sig = _decode_kernel, {"codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16", "y_ptr": "*fp16"}
-        consts.update(OUT_BF16=False)
+        consts.update(OUT_BF16=False, FLAT=1)
     sig["n_blocks"] = "i32"
     sig.update({k: "constexpr" for k in consts})
     gpu = GPUTarget("hip", "gfx942", 64) if target.startswith("gfx") else GPUTarget("cuda", 90, 32)
