@@ -202,6 +202,7 @@ def test_ceilings_are_measured_once_and_cached(tmp_path, monkeypatch):
 
     def no_measuring(*a, **k):
         raise AssertionError("measured again instead of using the cache")
+    monkeypatch.setattr(roofline, "_quick_copy_tbs", lambda sizes, plat: c1.bandwidth_tbs)   # machine as fast as then
     monkeypatch.setattr(ops, "copy_case", no_measuring)
     c2 = roofline.measure_ceilings(quick=True, dtypes=("fp32",), sizes=sizes, verbose=False)
     assert c2.tflops == c1.tflops and c2.bandwidth_tbs == c1.bandwidth_tbs
@@ -209,6 +210,22 @@ def test_ceilings_are_measured_once_and_cached(tmp_path, monkeypatch):
     assert "bf16" in c3.tflops and "tf32" in c3.notes and c3.tflops["fp32"] == c1.tflops["fp32"]
     with pytest.raises(AssertionError, match="measured again"):
         roofline.measure_ceilings(quick=True, dtypes=("fp32",), sizes=sizes, force=True, verbose=False)
+
+
+def test_ceilings_cached_on_a_busy_machine_are_measured_again(tmp_path, monkeypatch):
+    monkeypatch.setenv("ROCMLAB_HOME", str(tmp_path))
+    sizes = {"copy_bytes": 64 * 1024, "gemm_n": 32}
+    c1 = roofline.measure_ceilings(quick=True, dtypes=("fp32",), sizes=sizes, reps=2, verbose=False)
+    calls = []
+    real = ops.copy_case
+    monkeypatch.setattr(ops, "copy_case", lambda n: calls.append(n) or real(n))
+    factor = random.uniform(1.0, roofline.STALE_FACTOR * 0.99)
+    monkeypatch.setattr(roofline, "_quick_copy_tbs", lambda sizes, plat: factor * c1.bandwidth_tbs)
+    roofline.measure_ceilings(quick=True, dtypes=("fp32",), sizes=sizes, verbose=False)
+    assert calls == []                             # close enough to the cached figures: the cache stands
+    monkeypatch.setattr(roofline, "_quick_copy_tbs", lambda sizes, plat: 10 * c1.bandwidth_tbs)
+    roofline.measure_ceilings(quick=True, dtypes=("fp32",), sizes=sizes, reps=2, verbose=False)
+    assert calls == [sizes["copy_bytes"]]          # the cached figures were no ceiling: measured again
 
 
 # --- traces --------------------------------------------------------------------------------------
