@@ -192,7 +192,9 @@ def main(argv=None) -> int:
                 del diff
                 cfgs = T.best_configs()
                 key_enc = [v for k, v in cfgs.items() if k[0] == "encode" and k[1] == n // codec.block_size
-                           and k[3] == T.CODEC_ID[codec.name]]
+                           and k[3] == T.CODEC_ID[codec.name] and not k[4]]           # k[4]: FP8_HW
+                key_hw = [v for k, v in cfgs.items() if k[0] == "encode" and k[1] == n // codec.block_size
+                          and k[3] == T.CODEC_ID[codec.name] and k[4]]
                 key_dec = [v for k, v in cfgs.items() if k[0] == "decode" and k[1] == n // codec.block_size
                            and k[3] == T.CODEC_ID[codec.name]]
                 row = dict(size_mb=size, codec=codec.name, numel=n, wire_bytes=wire, copy_gbs=copy_bw / 1e9,
@@ -214,7 +216,8 @@ def main(argv=None) -> int:
                 if hw:
                     hwbw = hw["encode_hwfp8_gbs"] * 1e9
                     log(f"  fp8  encode with the backend's e4m3 cast (hwfp8) {hwbw / 1e9:6.0f} GB/s "
-                        f"{100 * hwbw / copy_bw:5.1f}% (eq-bytes {100 * hwbw / eq_bw:.1f}%) exact {hw_exact}")
+                        f"{100 * hwbw / copy_bw:5.1f}% (eq-bytes {100 * hwbw / eq_bw:.1f}%) exact {hw_exact}  "
+                        f"[{key_hw[0] if key_hw else '?'}]")
             except Exception as exc:
                 log(f"  {codec.name} at {size} MB failed: {type(exc).__name__}: {exc}")
         save(args.out, result)

@@ -111,7 +111,7 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
     [ROWS, G, NW, VPW] tile: Triton 3.6 puts a warp's 32 threads along ROWS, a block (64 bytes of
     input, 16-32 bytes of codes) apart, so every load and store instruction touches 32 sectors
     partly, and small tiles round-trip the scales through shared memory.
-    FP8_HW=1 (variant 'hwfp8', FLAT=1 only, GPU only): FP8 codes from the backend's float8e4nv cast
+    FP8_HW=1 (variant 'hwfp8', either layout, GPU only): FP8 codes from the backend's float8e4nv cast
     (sm_89+: one cvt.rn.satfinite.e4m3x2.f32 per two values) of the already clamped value, in place
     of the ~12 integer operations per value. Not checkable in Triton's interpreter, whose fp8 cast
     does not round to nearest even; the GPU benchmark checks it against the reference."""
@@ -206,7 +206,10 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
             ok = tl.abs(ds) >= 1.1754943508222875e-38
             r = tl.where(ok, tl.math.div_rn(tl.full(ds.shape, 1.0, tl.float32), tl.where(ok, ds, 1.0)), 0.0)
             v = x * r[:, None, None, None]
-            if CODEC == 0:
+            if CODEC == 0 and FP8_HW:
+                v = tl.minimum(tl.maximum(v, -448.0), 448.0)
+                q = v.to(tl.float8e4nv).to(tl.int8, bitcast=True).to(tl.int32) & 255
+            elif CODEC == 0:
                 v = tl.minimum(tl.maximum(v, -448.0), 448.0)
                 bits = v.to(tl.int32, bitcast=True)
                 sign = (bits >> 24) & 0x80
@@ -383,13 +386,14 @@ def _kernels(kind: str, block_size: int = 32):
             out.append(triton.Config(kw, num_warps=nw))
         return out
     key = ["n_blocks", "BLOCK", "CODEC"]
+    ekey = key + ["FP8_HW"]   # variant 'hwfp8' is tuned on its own
     try:
-        tune = functools.partial(triton.autotune, key=key, do_bench=graph_bench)
-        enc = tune(configs=cfgs(ENC_CONFIGS))(triton.jit(_encode_kernel))
+        tune = functools.partial(triton.autotune, do_bench=graph_bench)
+        enc = tune(configs=cfgs(ENC_CONFIGS), key=ekey)(triton.jit(_encode_kernel))
     except TypeError:   # an older Triton without autotune(do_bench=...)
-        tune = functools.partial(triton.autotune, key=key)
-        enc = tune(configs=cfgs(ENC_CONFIGS))(triton.jit(_encode_kernel))
-    dec = tune(configs=cfgs(DEC_CONFIGS))(triton.jit(_decode_kernel))
+        tune = triton.autotune
+        enc = tune(configs=cfgs(ENC_CONFIGS), key=ekey)(triton.jit(_encode_kernel))
+    dec = tune(configs=cfgs(DEC_CONFIGS), key=key)(triton.jit(_decode_kernel))
     _made[(kind, block_size)] = (enc, dec)
     return enc, dec
 
@@ -443,7 +447,7 @@ def _launch_args(codec: Codec, n: int, variant: str = "default"):
         raise CodecError(f"variant must be one of {VARIANTS}, not {variant!r}")
     nw, vpw = _layout(codec, variant)
     meta = dict(BLOCK=codec.block_size, G=codec.block_size // 16, CODEC=CODEC_ID[codec.name], NW=nw, VPW=vpw,
-                L=codec.levels)
+                L=codec.levels, FP8_HW=0)
     if "hints" in variant:   # stream through the caches: the data is touched once
         meta.update(LOAD_EV="evict_first", STORE_CM=".cs")
     if variant == "hwfp8":   # encode only: FP8 codes from the backend's own e4m3 cast (see _encode_kernel)
@@ -468,7 +472,7 @@ def encode(x: torch.Tensor, codec, impl: str = "auto", config: tuple[int, int] |
     meta, nb = _launch_args(codec, n, variant)
     fmax = float(torch.finfo(codec.scale_dtype).max)
     meta["SCALE_BF16"] = codec.scale_dtype == torch.bfloat16
-    if meta.get("FP8_HW") and x.device.type == "cpu":
+    if meta["FP8_HW"] and x.device.type == "cpu":
         raise CodecError("variant 'hwfp8' runs on a GPU only: Triton's interpreter does not round its fp8 "
                          "cast to nearest even; use variant='default' (bit-level e4m3, exact everywhere)")
     if x.device.type == "cpu":
@@ -578,6 +582,7 @@ def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942"
         consts.update(FMAX=65504.0, SCALE_BF16=False, FLAT=flat, FP8_HW=0)
     else:
         fn, sig = _decode_kernel, {"codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16", "y_ptr": "*fp16"}
+        consts.pop("FP8_HW")
         consts.update(OUT_BF16=False, FLAT=flat)
     sig["n_blocks"] = "i32"
     sig.update({k: "constexpr" for k in consts})
