@@ -2,7 +2,7 @@
 """Fused codec throughput against a device-to-device copy measured in the same run.
 
     python benchmarks/codec_bandwidth.py [--sizes-mb 8,16,...,1024] [--codecs fp8,q8,q6,q4] [--out DIR]
-                                         [--baselines all|decode|none]
+                                         [--baselines all|decode|encode|none]
 
 For every size (bytes of float16 input) and codec it times the autotuned fused Triton encode
 and decode (median of CUDA-event timings, L2 flushed between runs, by triton.testing.do_bench)
@@ -61,7 +61,12 @@ def bitexact_checks(dev, seed: int) -> list[dict]:
         ref = C.encode_reference(x, codec)
         got = T.encode(x, codec, impl="triton", config=(4096, 4))
         got2 = T.encode(x, codec, impl="triton", config=(4096, 4, 2, 8))      # persistent, pipelined
-        enc_ok = torch.equal(ref.payload, got.payload) and torch.equal(ref.payload, got2.payload)
+        got3 = T.encode(x, codec, impl="triton", config=(4096, 4, 1, 0, 0))   # runs 1-4's encode layout
+        enc_ok = all(torch.equal(ref.payload, gg.payload) for gg in (got, got2, got3))
+        hw_ok = None
+        if name == "fp8":   # the backend's e4m3 cast (variant 'hwfp8'): reported, not required
+            hw_ok = torch.equal(ref.payload, T.encode(x, codec, impl="triton", config=(4096, 4),
+                                                      variant="hwfp8").payload)
         yr = C.decode_reference(ref)
         yt = T.decode(ref, impl="triton", config=(4096, 4))
         yt2 = T.decode(ref, impl="triton", config=(2048, 4, 3, 8, 0))      # run 3's layout, persistent
@@ -77,7 +82,7 @@ def bitexact_checks(dev, seed: int) -> list[dict]:
         rows.append(dict(codec=name, dtype=str(dt).replace("torch.", ""), block=bs,
                          scale=str(sd).replace("torch.", ""), data=kind, numel=n,
                          encode_bitexact=enc_ok, decode_bitexact=dec_ok, decode_fp32_bitexact=dec32_ok,
-                         reference_gpu_equals_cpu=dev_ok,
+                         reference_gpu_equals_cpu=dev_ok, encode_hwfp8_bitexact=hw_ok,
                          mismatched_bytes=int((ref.payload != got.payload).sum())))
     return rows
 
@@ -97,8 +102,9 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="folder for results.json, results.csv, results.md")
     ap.add_argument("--seed", type=int, default=None, help="default: a fresh one, printed")
     ap.add_argument("--skip-bitexact", action="store_true")
-    ap.add_argument("--baselines", choices=("all", "decode", "none"), default="all",
-                    help="fixed-config sweep at 256 MB: every config both ways, decode configs only, or none")
+    ap.add_argument("--baselines", choices=("all", "decode", "encode", "none"), default="all",
+                    help="fixed-config sweep at 256 MB: every config both ways, decode or encode configs only, "
+                         "or none")
     args = ap.parse_args(argv)
 
     from rocmlab.platform import current
@@ -132,6 +138,9 @@ def main(argv=None) -> int:
             f"(Triton vs torch reference on the GPU, and GPU reference vs CPU reference) in {time.time() - t0:.1f} s")
         for r in bad:
             log("  NOT EXACT:", r)
+        hw = [r["encode_hwfp8_bitexact"] for r in result["bitexact"] if r["encode_hwfp8_bitexact"] is not None]
+        if hw:
+            log(f"fp8 encode with the backend's e4m3 cast (variant hwfp8): {sum(hw)}/{len(hw)} combinations exact")
         save(args.out, result)
 
     nmax = max(sizes) * MB // 2
@@ -160,6 +169,12 @@ def main(argv=None) -> int:
                 ref = C.encode_reference(x, codec)               # the autotuned kernels, checked at this size
                 exact = torch.equal(ref.payload, enc.payload) and torch.equal(
                     C.decode_reference(ref).view(torch.int16), y.view(torch.int16))
+                hw = {}
+                if codec.name == "fp8":   # the backend's e4m3 cast (variant hwfp8), same tile as chosen
+                    hw_exact = torch.equal(ref.payload, T.encode(x, codec, impl="triton", variant="hwfp8").payload)
+                    t_hw = bench(lambda: T.encode(x, codec, impl="triton", variant="hwfp8"),
+                                 warmup=25, rep=100) * 1e-3
+                    hw = dict(encode_hwfp8_gbs=(2 * n + wire) / t_hw / 1e9, encode_hwfp8_bitexact=hw_exact)
                 del ref
                 t_enc = bench(lambda: T.encode(x, codec, impl="triton"), warmup=25, rep=100) * 1e-3
                 t_dec = bench(lambda: T.decode(enc, impl="triton", out=yb), warmup=25, rep=100) * 1e-3
@@ -177,7 +192,9 @@ def main(argv=None) -> int:
                 del diff
                 cfgs = T.best_configs()
                 key_enc = [v for k, v in cfgs.items() if k[0] == "encode" and k[1] == n // codec.block_size
-                           and k[3] == T.CODEC_ID[codec.name]]
+                           and k[3] == T.CODEC_ID[codec.name] and not k[4]]           # k[4]: FP8_HW
+                key_hw = [v for k, v in cfgs.items() if k[0] == "encode" and k[1] == n // codec.block_size
+                          and k[3] == T.CODEC_ID[codec.name] and k[4]]
                 key_dec = [v for k, v in cfgs.items() if k[0] == "decode" and k[1] == n // codec.block_size
                            and k[3] == T.CODEC_ID[codec.name]]
                 row = dict(size_mb=size, codec=codec.name, numel=n, wire_bytes=wire, copy_gbs=copy_bw / 1e9,
@@ -189,13 +206,18 @@ def main(argv=None) -> int:
                            decode_pct_of_eqbytes_copy=100 * dec_bw / eq_bw,
                            rel_l2=rel, max_abs=mx, bitexact_vs_reference=exact,
                            encode_config=key_enc[0] if key_enc else "?", decode_config=key_dec[0] if key_dec else "?",
-                           tune_and_compile_s=tune_s)
+                           tune_and_compile_s=tune_s, **hw)
                 result["rows"].append(row)
                 log(f"  {codec.name:4s} encode {enc_bw / 1e9:6.0f} GB/s {row['encode_pct_of_copy']:5.1f}%  "
                     f"decode {dec_bw / 1e9:6.0f} GB/s {row['decode_pct_of_copy']:5.1f}%  "
                     f"(eq-bytes copy {eq_bw / 1e9:.0f} GB/s: enc {row['encode_pct_of_eqbytes_copy']:.1f}% "
                     f"dec {row['decode_pct_of_eqbytes_copy']:.1f}%)  "
                     f"rel L2 {rel:.4f} max|err| {mx:.4f} exact {exact}  [{row['encode_config']} | {row['decode_config']}]")
+                if hw:
+                    hwbw = hw["encode_hwfp8_gbs"] * 1e9
+                    log(f"  fp8  encode with the backend's e4m3 cast (hwfp8) {hwbw / 1e9:6.0f} GB/s "
+                        f"{100 * hwbw / copy_bw:5.1f}% (eq-bytes {100 * hwbw / eq_bw:.1f}%) exact {hw_exact}  "
+                        f"[{key_hw[0] if key_hw else '?'}]")
             except Exception as exc:
                 log(f"  {codec.name} at {size} MB failed: {type(exc).__name__}: {exc}")
         save(args.out, result)
@@ -226,16 +248,22 @@ def main(argv=None) -> int:
             result["baselines"].append(dict(size_mb=size, codec=codec.name, impl="triton autotuned, eager launch",
                                             encode_pct_of_copy=100 * moved / t_e / copy_bw,
                                             decode_pct_of_copy=100 * moved / t_d / copy_bw))
-            table = (sorted(set(T.ENC_CONFIGS) | set(T.DEC_CONFIGS), key=T._fixed) if args.baselines == "all"
-                     else T.DEC_CONFIGS)
-            for cfg in table:
+            table = {"all": sorted(set(T.ENC_CONFIGS) | set(T.DEC_CONFIGS), key=T._fixed),
+                     "decode": T.DEC_CONFIGS, "encode": T.ENC_CONFIGS}[args.baselines]
+            runs = [(cfg, "default") for cfg in table]
+            if codec.name == "fp8" and args.baselines == "encode":   # the backend's e4m3 cast, FLAT=1 tiles
+                runs += [(cfg, "hwfp8") for cfg in table if T._fixed(cfg)[4] == 1]
+            for cfg, variant in runs:
                 full = T._fixed(cfg)
-                t_e = (bench(lambda: T.encode(x, codec, impl="triton", config=cfg), warmup=5, rep=25) * 1e-3
-                       if args.baselines == "all" else float("nan"))
-                t_d = bench(lambda: T.decode(enc, impl="triton", config=cfg), warmup=5, rep=25) * 1e-3
+                t_e = (bench(lambda: T.encode(x, codec, impl="triton", config=cfg, variant=variant),
+                             warmup=5, rep=25) * 1e-3
+                       if args.baselines in ("all", "encode") else float("nan"))
+                t_d = (bench(lambda: T.decode(enc, impl="triton", config=cfg), warmup=5, rep=25) * 1e-3
+                       if args.baselines in ("all", "decode") else float("nan"))
                 result["baselines"].append(dict(size_mb=size, codec=codec.name,
                                                 impl="triton TILE={} warps={} stages={} occ={}".format(*full[:4])
-                                                + (f" flat={full[4]}" if len(cfg) == 5 else ""),
+                                                + (f" flat={full[4]}" if len(cfg) == 5 else "")
+                                                + (f" {variant}" if variant != "default" else ""),
                                                 encode_pct_of_copy=100 * moved / t_e / copy_bw,
                                                 decode_pct_of_copy=100 * moved / t_d / copy_bw))
         except Exception as exc:  # keep the rest of the run
@@ -273,6 +301,9 @@ def main(argv=None) -> int:
         line = f"{size:>4}MB {cp:>9.0f} | " + " | ".join(
             f"{rs[c.name]['encode_pct_of_copy']:5.1f} {rs[c.name]['decode_pct_of_copy']:5.1f}" if c.name in rs
             else "  failed   " for c in codecs)
+        if "fp8" in rs and "encode_hwfp8_gbs" in rs["fp8"]:
+            line += (f" | fp8 hwfp8 enc {100 * rs['fp8']['encode_hwfp8_gbs'] / cp:5.1f}"
+                     f" (exact {rs['fp8']['encode_hwfp8_bitexact']})")
         log(line)
     log("autotuned kernels bit-exact with the torch reference at every size: "
         f"{all(r['bitexact_vs_reference'] for r in result['rows'])}")

@@ -28,8 +28,9 @@ CHECK = textwrap.dedent("""
             x = C.activations(C.ACTIVATIONS[i % 3], 2048 * 3 + bs * 5, seed=seed + i, dtype=dt)
             x[:bs] = 0; x[bs:2 * bs] *= 1e-6                  # a zero block, a tiny block
             ref = C.encode_reference(x, codec)
-            # the default (decode: FLAT=1, the store-layout loads) / a persistent loop on run 3's layout
-            for cfg in [None, (1024, 4, 2, 3, 0)]:
+            # the default (FLAT=1: encode's [ROWS, BLOCK] tile, decode's store-layout loads), a persistent
+            # FLAT=1 loop, and a persistent loop on the old layouts (FLAT=0)
+            for cfg in [None, (2048, 4, 2, 3, 1), (1024, 4, 2, 3, 0)]:
                 got = T.encode(x, codec, impl="triton", config=cfg)
                 y = T.decode(ref, impl="triton", config=cfg)
                 y32 = T.decode(ref, torch.float32, impl="triton", config=cfg)
@@ -80,7 +81,7 @@ def test_triton_interpreter_is_bit_exact_with_the_reference():
                          timeout=400)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    assert out["checks"] == 32 and out["bad"] == [], f"seed {seed}: {out['bad']}"
+    assert out["checks"] == 44 and out["bad"] == [], f"seed {seed}: {out['bad']}"
     assert out["caught"]
 
 
@@ -91,6 +92,15 @@ def test_cpu_tensor_without_the_interpreter_is_refused_with_a_fix():
     with pytest.raises(C.CodecError, match="TRITON_INTERPRET=1"):
         T.encode(torch.randn(64).half(), "q4", impl="triton")
     assert T.resolve_impl("auto", torch.device("cpu")) == "torch"
+
+
+@needs_triton
+def test_hwfp8_variant_is_refused_where_it_cannot_be_exact():
+    with pytest.raises(C.CodecError, match="fp8 codec"):
+        T.encode(torch.randn(64).half(), "q8", impl="triton", variant="hwfp8")
+    if T.INTERPRET:
+        with pytest.raises(C.CodecError, match="GPU only"):
+            T.encode(torch.randn(64).half(), "fp8", impl="triton", variant="hwfp8")
 
 
 @needs_triton

@@ -14,7 +14,8 @@ stored as one aligned 32-bit store; Q6's high 2-bit plane is one 32-bit word per
 Nothing here depends on the warp or wavefront size (32 on NVIDIA, 64 on MI300X).
 Decode (``FLAT=1``, the default since run 4) uses a 2-D ``[rows, VPW]`` tile instead, so that a
 warp's fp16 stores are consecutive 16-byte pieces and every load has the stores' layout (see
-``_decode_kernel`` and benchmarks/results/README.md).
+``_decode_kernel`` and benchmarks/results/README.md); encode (``FLAT=1``, the default since run 5)
+a 2-D ``[ROWS, BLOCK]`` tile, for the same reason on its fp16 loads and code stores.
 
 Where it runs: ``impl="triton"`` on a CUDA or ROCm tensor compiles the kernel (autotuned per
 size); on a CPU tensor it runs the same kernel source in Triton's interpreter (slow: for tests).
@@ -43,10 +44,14 @@ CODEC_ID = {"fp8": 0, "q8": 1, "q6": 2, "q4": 3}
 #: STAGES of software pipelining in the tile loop, OCC). OCC 0 launches one program per tile;
 #: OCC k launches k programs per multiprocessor that loop over the tiles (persistent), with
 #: the next tile's loads in flight while the current one is written (STAGES > 1).
-ENC_CONFIGS = ((2048, 4, 1, 0), (4096, 4, 1, 0), (8192, 4, 1, 0), (4096, 8, 1, 0), (8192, 8, 1, 0),
-               (16384, 16, 1, 0), (4096, 4, 2, 8), (8192, 8, 2, 4))
-#: Decode configurations carry a fifth field, FLAT: 0 is the layout of runs 1-3, 1 loads every input
-#: in the fp16 stores' own layout (no shared-memory reshuffle, see _decode_kernel), added in run 4.
+#: A fifth field, FLAT, picks the tile's layout (default 1). Encode: 0 is runs 1-4's [ROWS, G, NW, VPW]
+#: tile, 1 the 2-D [ROWS, BLOCK] tile of run 5 (coalesced loads and stores, see _encode_kernel); the
+#: run-4 autotuner's encode winners stay in the list with FLAT=0.
+ENC_CONFIGS = ((2048, 4, 1, 0, 0), (4096, 4, 1, 0, 0), (8192, 8, 1, 0, 0), (16384, 16, 1, 0, 0),  # run 4's
+               (1024, 4, 1, 0, 1), (2048, 4, 1, 0, 1), (4096, 4, 1, 0, 1), (8192, 4, 1, 0, 1),
+               (4096, 8, 1, 0, 1), (8192, 8, 1, 0, 1), (16384, 16, 1, 0, 1), (4096, 4, 1, 8, 1))
+#: Decode: FLAT=0 is the layout of runs 1-3, 1 loads every input in the fp16 stores' own layout (no
+#: shared-memory reshuffle, see _decode_kernel), added in run 4.
 DEC_CONFIGS = ((1024, 4, 1, 0, 0), (1024, 2, 1, 0, 0), (2048, 4, 3, 8, 0),          # run 3's winners
                (1024, 4, 1, 0, 1), (2048, 4, 1, 0, 1), (4096, 4, 1, 0, 1), (8192, 4, 1, 0, 1),
                (4096, 8, 1, 0, 1), (8192, 8, 1, 0, 1), (16384, 16, 1, 0, 1), (4096, 4, 1, 8, 1),
@@ -76,7 +81,7 @@ def available() -> bool:
     return HAVE_TRITON
 
 
-VARIANTS = ("default", "quad", "hints", "quad+hints")
+VARIANTS = ("default", "quad", "hints", "quad+hints", "hwfp8")
 
 
 def _layout(codec: Codec, variant: str = "default") -> tuple[int, int]:
@@ -94,67 +99,149 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
                    BLOCK: tl.constexpr, ROWS: tl.constexpr, G: tl.constexpr, CODEC: tl.constexpr,
                    NW: tl.constexpr, VPW: tl.constexpr, L: tl.constexpr, FMAX: tl.constexpr,
                    SCALE_BF16: tl.constexpr, LOAD_EV: tl.constexpr = "", STORE_CM: tl.constexpr = "",
-                   STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0):
-    g = tl.arange(0, G)
-    w = tl.arange(0, NW)
-    k = tl.arange(0, VPW)
-    n_tiles = tl.cdiv(n_blocks, ROWS)
-    for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=STAGES):
-        blk = t * ROWS + tl.arange(0, ROWS)
-        bmask = blk < n_blocks
-        offs = (blk[:, None, None, None] * BLOCK + g[None, :, None, None] * 16
-                + w[None, None, :, None] * VPW + k[None, None, None, :])
-        x = tl.load(x_ptr + offs, mask=bmask[:, None, None, None], other=0.0, eviction_policy=LOAD_EV).to(tl.float32)
-        a = tl.max(tl.max(tl.max(tl.abs(x), axis=3), axis=2), axis=1)
-        if CODEC == 0:
-            d32 = tl.math.div_rn(a, tl.full(a.shape, 448.0, tl.float32))
-        else:
-            d32 = a * (-1.0 / L)
-        d32 = tl.minimum(tl.maximum(d32, -FMAX), FMAX)
-        if SCALE_BF16:  # round to bfloat16 by hand: Triton's interpreter does not round half to even
-            b = d32.to(tl.int32, bitcast=True)
-            b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
-            d = b.to(tl.int16).to(tl.bfloat16, bitcast=True)
-        else:
-            d = d32.to(scale_ptr.dtype.element_ty)
-        tl.store(scale_ptr + blk, d, mask=bmask)
-        ds = d.to(tl.float32)
-        ok = tl.abs(ds) >= 1.1754943508222875e-38
-        r = tl.where(ok, tl.math.div_rn(tl.full(ds.shape, 1.0, tl.float32), tl.where(ok, ds, 1.0)), 0.0)
-        v = x * r[:, None, None, None]
-        if CODEC == 0:
-            v = tl.minimum(tl.maximum(v, -448.0), 448.0)
-            bits = v.to(tl.int32, bitcast=True)
-            sign = (bits >> 24) & 0x80
-            ab = bits & 0x7FFFFFFF
-            normal = ((ab + 0x7FFFF + ((ab >> 20) & 1)) >> 20) - 960
-            av = tl.abs(v)
-            sub = (av * 512.0 + 12582912.0).to(tl.int32, bitcast=True) - 0x4B400000
-            q = sign | tl.where(av < 0.015625, sub, normal)
-        else:
-            v = tl.minimum(tl.maximum(v, -L * 1.0), L - 1.0) + 12582912.0
-            q = v.to(tl.int32, bitcast=True) - (0x4B400000 - L)
-        wmask = bmask[:, None, None]
-        woffs = blk[:, None, None] * (G * NW) + g[None, :, None] * NW + w[None, None, :]
-        if CODEC == 3:
-            word = tl.sum(q << (4 * k)[None, None, None, :], axis=3)
-            tl.store(codes_ptr + woffs, word, mask=wmask, cache_modifier=STORE_CM)
-        elif CODEC == 2:
-            lo = tl.sum((q & 15) << (4 * k)[None, None, None, :], axis=3)
-            tl.store(codes_ptr + woffs, lo, mask=wmask, cache_modifier=STORE_CM)
-            sh = 2 * (8 * w[:, None] + k[None, :])
-            hi = tl.sum(tl.sum((q >> 4) << sh[None, None, :, :], axis=3), axis=2)
-            tl.store(hi_ptr + blk[:, None] * G + g[None, :], hi, mask=bmask[:, None], cache_modifier=STORE_CM)
-        elif VPW == 8:  # byte codecs on 8-value rows: two words per row, stored as one pair
-            k4 = (8 * (k % 4))[None, None, None, :]
-            lo = tl.sum(tl.where((k < 4)[None, None, None, :], q << k4, 0), axis=3)
-            hi = tl.sum(tl.where((k >= 4)[None, None, None, :], q << k4, 0), axis=3)
-            pair = tl.join(lo, hi)
-            poffs = woffs[:, :, :, None] * 2 + tl.arange(0, 2)[None, None, None, :]
-            tl.store(codes_ptr + poffs, pair, mask=wmask[:, :, :, None], cache_modifier=STORE_CM)
-        else:
-            word = tl.sum(q << (8 * k)[None, None, None, :], axis=3)
-            tl.store(codes_ptr + woffs, word, mask=wmask, cache_modifier=STORE_CM)
+                   STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0, FLAT: tl.constexpr = 0,
+                   FP8_HW: tl.constexpr = 0):
+    """FLAT=1 (run 5): the tile is a 2-D [ROWS, BLOCK] tensor, one row = one block. Triton gives a thread
+    8 consecutive values (one 16-byte load) and puts a warp's threads on consecutive pieces of
+    consecutive blocks (512 contiguous bytes per load instruction; BLOCK/8 threads per block). The
+    block's absmax is a reduction over the row (in-thread, then a few shuffles across the BLOCK/8
+    lanes), the scale comes back to the row as a slice of the same layout, and the code words are
+    packed by reshaping the row to [BLOCK/VPW, VPW] inside each thread: no shared memory, and each
+    thread stores its 1-2 consecutive words next to its neighbours'. FLAT=0 is runs 1-4's
+    [ROWS, G, NW, VPW] tile: Triton 3.6 puts a warp's 32 threads along ROWS, a block (64 bytes of
+    input, 16-32 bytes of codes) apart, so every load and store instruction touches 32 sectors
+    partly, and small tiles round-trip the scales through shared memory.
+    FP8_HW=1 (variant 'hwfp8', either layout, GPU only): FP8 codes from the backend's float8e4nv cast
+    (sm_89+: one cvt.rn.satfinite.e4m3x2.f32 per two values) of the already clamped value, in place
+    of the ~12 integer operations per value. Not checkable in Triton's interpreter, whose fp8 cast
+    does not round to nearest even; the GPU benchmark checks it against the reference."""
+    if FLAT:
+        c = tl.arange(0, BLOCK)
+        n_tiles = tl.cdiv(n_blocks, ROWS)
+        for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=STAGES):
+            blk = t * ROWS + tl.arange(0, ROWS)
+            bmask = blk < n_blocks
+            x = tl.load(x_ptr + blk[:, None] * BLOCK + c[None, :], mask=bmask[:, None], other=0.0,
+                        eviction_policy=LOAD_EV).to(tl.float32)
+            a = tl.max(tl.abs(x), axis=1)
+            if CODEC == 0:
+                d32 = tl.math.div_rn(a, tl.full(a.shape, 448.0, tl.float32))
+            else:
+                d32 = a * (-1.0 / L)
+            d32 = tl.minimum(tl.maximum(d32, -FMAX), FMAX)
+            if SCALE_BF16:
+                b = d32.to(tl.int32, bitcast=True)
+                b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+                d = b.to(tl.int16).to(tl.bfloat16, bitcast=True)
+            else:
+                d = d32.to(scale_ptr.dtype.element_ty)
+            # stored in the row's own layout (by the first of its BLOCK/8 lanes), not through shared
+            # memory. Triton's coalescer orders the dims of a store by the contiguity of its addresses,
+            # ties in dim order: with every dim marked non-contiguous, a [lanes, ROWS] tensor gets
+            # threads along the lanes first, as the transposed row layout has them.
+            lane = tl.arange(0, BLOCK // 8)
+            soffs = tl.max_contiguous(blk, 1)[None, :] + 0 * lane[:, None]
+            tl.store(scale_ptr + soffs, tl.trans(tl.broadcast_to(d[:, None], [ROWS, BLOCK // 8])),
+                     mask=bmask[None, :] & (lane == 0)[:, None])
+            ds = d.to(tl.float32)
+            ok = tl.abs(ds) >= 1.1754943508222875e-38
+            r = tl.where(ok, tl.math.div_rn(tl.full(ds.shape, 1.0, tl.float32), tl.where(ok, ds, 1.0)), 0.0)
+            v = x * r[:, None]
+            if CODEC == 0 and FP8_HW:
+                v = tl.minimum(tl.maximum(v, -448.0), 448.0)
+                q = v.to(tl.float8e4nv).to(tl.int8, bitcast=True).to(tl.int32) & 255
+            elif CODEC == 0:
+                v = tl.minimum(tl.maximum(v, -448.0), 448.0)
+                bits = v.to(tl.int32, bitcast=True)
+                ab = bits & 0x7FFFFFFF
+                # the same integer rounding as FLAT=0, with the rebias (960 << 20) folded into the add:
+                # (y >> 20) - 960 == (y - (960 << 20)) >> 20 for an arithmetic shift
+                normal = (ab + (0x7FFFF - (960 << 20)) + ((ab >> 20) & 1)) >> 20
+                sub = (tl.abs(v) * 512.0 + 12582912.0).to(tl.int32, bitcast=True) - 0x4B400000
+                q = ((bits >> 24) & 0x80) | tl.where(ab < 0x3C800000, sub, normal)   # |v| < 2**-6
+            else:
+                v = tl.minimum(tl.maximum(v, -L * 1.0), L - 1.0) + 12582912.0
+                q = v.to(tl.int32, bitcast=True) - (0x4B400000 - L)
+            kk = tl.arange(0, 8)
+            if CODEC >= 2:   # 8 nibbles per word: one word per thread, stored transposed (see the scale)
+                word = tl.sum(tl.reshape(q & 15, [ROWS, BLOCK // 8, 8]) << (4 * kk)[None, None, :], axis=2)
+                cw = tl.arange(0, BLOCK // 8)
+                woffs = tl.max_contiguous(blk * (BLOCK // 8), 1)[None, :] + tl.max_contiguous(cw, 1)[:, None]
+                tl.store(codes_ptr + woffs, tl.trans(word), mask=bmask[None, :], cache_modifier=STORE_CM)
+                if CODEC == 2:   # the high 2-bit plane, 16 bits per 8 values (half a word), the same way
+                    h = tl.sum(tl.reshape(q >> 4, [ROWS, BLOCK // 8, 8]) << (2 * kk)[None, None, :], axis=2)
+                    tl.store(hi_ptr.to(tl.pointer_type(tl.int16)) + woffs, tl.trans(h).to(tl.int16),
+                             mask=bmask[None, :], cache_modifier=STORE_CM)
+            else:            # 4 bytes per word: two consecutive words per thread
+                kk = tl.arange(0, 4)
+                word = tl.sum(tl.reshape(q, [ROWS, BLOCK // 4, 4]) << (8 * kk)[None, None, :], axis=2)
+                cw = tl.max_contiguous(tl.arange(0, BLOCK // 4), 2)
+                woffs = blk[:, None] * (BLOCK // 4) + cw[None, :]
+                tl.store(codes_ptr + woffs, word, mask=bmask[:, None], cache_modifier=STORE_CM)
+    else:
+        g = tl.arange(0, G)
+        w = tl.arange(0, NW)
+        k = tl.arange(0, VPW)
+        n_tiles = tl.cdiv(n_blocks, ROWS)
+        for t in tl.range(tl.program_id(0), n_tiles, tl.num_programs(0), num_stages=STAGES):
+            blk = t * ROWS + tl.arange(0, ROWS)
+            bmask = blk < n_blocks
+            offs = (blk[:, None, None, None] * BLOCK + g[None, :, None, None] * 16
+                    + w[None, None, :, None] * VPW + k[None, None, None, :])
+            x = tl.load(x_ptr + offs, mask=bmask[:, None, None, None], other=0.0, eviction_policy=LOAD_EV).to(tl.float32)
+            a = tl.max(tl.max(tl.max(tl.abs(x), axis=3), axis=2), axis=1)
+            if CODEC == 0:
+                d32 = tl.math.div_rn(a, tl.full(a.shape, 448.0, tl.float32))
+            else:
+                d32 = a * (-1.0 / L)
+            d32 = tl.minimum(tl.maximum(d32, -FMAX), FMAX)
+            if SCALE_BF16:  # round to bfloat16 by hand: Triton's interpreter does not round half to even
+                b = d32.to(tl.int32, bitcast=True)
+                b = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+                d = b.to(tl.int16).to(tl.bfloat16, bitcast=True)
+            else:
+                d = d32.to(scale_ptr.dtype.element_ty)
+            tl.store(scale_ptr + blk, d, mask=bmask)
+            ds = d.to(tl.float32)
+            ok = tl.abs(ds) >= 1.1754943508222875e-38
+            r = tl.where(ok, tl.math.div_rn(tl.full(ds.shape, 1.0, tl.float32), tl.where(ok, ds, 1.0)), 0.0)
+            v = x * r[:, None, None, None]
+            if CODEC == 0 and FP8_HW:
+                v = tl.minimum(tl.maximum(v, -448.0), 448.0)
+                q = v.to(tl.float8e4nv).to(tl.int8, bitcast=True).to(tl.int32) & 255
+            elif CODEC == 0:
+                v = tl.minimum(tl.maximum(v, -448.0), 448.0)
+                bits = v.to(tl.int32, bitcast=True)
+                sign = (bits >> 24) & 0x80
+                ab = bits & 0x7FFFFFFF
+                normal = ((ab + 0x7FFFF + ((ab >> 20) & 1)) >> 20) - 960
+                av = tl.abs(v)
+                sub = (av * 512.0 + 12582912.0).to(tl.int32, bitcast=True) - 0x4B400000
+                q = sign | tl.where(av < 0.015625, sub, normal)
+            else:
+                v = tl.minimum(tl.maximum(v, -L * 1.0), L - 1.0) + 12582912.0
+                q = v.to(tl.int32, bitcast=True) - (0x4B400000 - L)
+            wmask = bmask[:, None, None]
+            woffs = blk[:, None, None] * (G * NW) + g[None, :, None] * NW + w[None, None, :]
+            if CODEC == 3:
+                word = tl.sum(q << (4 * k)[None, None, None, :], axis=3)
+                tl.store(codes_ptr + woffs, word, mask=wmask, cache_modifier=STORE_CM)
+            elif CODEC == 2:
+                lo = tl.sum((q & 15) << (4 * k)[None, None, None, :], axis=3)
+                tl.store(codes_ptr + woffs, lo, mask=wmask, cache_modifier=STORE_CM)
+                sh = 2 * (8 * w[:, None] + k[None, :])
+                hi = tl.sum(tl.sum((q >> 4) << sh[None, None, :, :], axis=3), axis=2)
+                tl.store(hi_ptr + blk[:, None] * G + g[None, :], hi, mask=bmask[:, None], cache_modifier=STORE_CM)
+            elif VPW == 8:  # byte codecs on 8-value rows: two words per row, stored as one pair
+                k4 = (8 * (k % 4))[None, None, None, :]
+                lo = tl.sum(tl.where((k < 4)[None, None, None, :], q << k4, 0), axis=3)
+                hi = tl.sum(tl.where((k >= 4)[None, None, None, :], q << k4, 0), axis=3)
+                pair = tl.join(lo, hi)
+                poffs = woffs[:, :, :, None] * 2 + tl.arange(0, 2)[None, None, None, :]
+                tl.store(codes_ptr + poffs, pair, mask=wmask[:, :, :, None], cache_modifier=STORE_CM)
+            else:
+                word = tl.sum(q << (8 * k)[None, None, None, :], axis=3)
+                tl.store(codes_ptr + woffs, word, mask=wmask, cache_modifier=STORE_CM)
 
 
 def _decode_kernel(codes_ptr, hi_ptr, scale_ptr, y_ptr, n_blocks,
@@ -299,13 +386,14 @@ def _kernels(kind: str, block_size: int = 32):
             out.append(triton.Config(kw, num_warps=nw))
         return out
     key = ["n_blocks", "BLOCK", "CODEC"]
+    ekey = key + ["FP8_HW"]   # variant 'hwfp8' is tuned on its own
     try:
-        tune = functools.partial(triton.autotune, key=key, do_bench=graph_bench)
-        enc = tune(configs=cfgs(ENC_CONFIGS))(triton.jit(_encode_kernel))
+        tune = functools.partial(triton.autotune, do_bench=graph_bench)
+        enc = tune(configs=cfgs(ENC_CONFIGS), key=ekey)(triton.jit(_encode_kernel))
     except TypeError:   # an older Triton without autotune(do_bench=...)
-        tune = functools.partial(triton.autotune, key=key)
-        enc = tune(configs=cfgs(ENC_CONFIGS))(triton.jit(_encode_kernel))
-    dec = tune(configs=cfgs(DEC_CONFIGS))(triton.jit(_decode_kernel))
+        tune = triton.autotune
+        enc = tune(configs=cfgs(ENC_CONFIGS), key=ekey)(triton.jit(_encode_kernel))
+    dec = tune(configs=cfgs(DEC_CONFIGS), key=key)(triton.jit(_decode_kernel))
     _made[(kind, block_size)] = (enc, dec)
     return enc, dec
 
@@ -329,7 +417,7 @@ def _grid(nb: int, rows: int, occ: int, device: torch.device) -> tuple[int]:
 
 
 def _fixed(config) -> tuple[int, int, int, int, int]:
-    """(TILE, num_warps[, STAGES, OCC[, FLAT]]) -> all five (FLAT: decode only, default 1)."""
+    """(TILE, num_warps[, STAGES, OCC[, FLAT]]) -> all five (FLAT default 1, encode and decode)."""
     c = tuple(config)
     if not 2 <= len(c) <= 5:
         raise CodecError(f"config must be (TILE, num_warps[, STAGES, OCC[, FLAT]]), not {config!r}")
@@ -359,9 +447,13 @@ def _launch_args(codec: Codec, n: int, variant: str = "default"):
         raise CodecError(f"variant must be one of {VARIANTS}, not {variant!r}")
     nw, vpw = _layout(codec, variant)
     meta = dict(BLOCK=codec.block_size, G=codec.block_size // 16, CODEC=CODEC_ID[codec.name], NW=nw, VPW=vpw,
-                L=codec.levels)
+                L=codec.levels, FP8_HW=0)
     if "hints" in variant:   # stream through the caches: the data is touched once
         meta.update(LOAD_EV="evict_first", STORE_CM=".cs")
+    if variant == "hwfp8":   # encode only: FP8 codes from the backend's own e4m3 cast (see _encode_kernel)
+        if codec.name != "fp8":
+            raise CodecError(f"variant 'hwfp8' is for the fp8 codec, not {codec.name!r}")
+        meta["FP8_HW"] = 1
     return meta, n // codec.block_size
 
 
@@ -380,18 +472,21 @@ def encode(x: torch.Tensor, codec, impl: str = "auto", config: tuple[int, int] |
     meta, nb = _launch_args(codec, n, variant)
     fmax = float(torch.finfo(codec.scale_dtype).max)
     meta["SCALE_BF16"] = codec.scale_dtype == torch.bfloat16
+    if meta["FP8_HW"] and x.device.type == "cpu":
+        raise CodecError("variant 'hwfp8' runs on a GPU only: Triton's interpreter does not round its fp8 "
+                         "cast to nearest even; use variant='default' (bit-level e4m3, exact everywhere)")
     if x.device.type == "cpu":
         enc, _ = _kernels("interp")
-        tile, _w, stages, occ, _f = _fixed(config or (INTERPRETER_TILE, 4))
+        tile, _w, stages, occ, flat = _fixed(config or (INTERPRETER_TILE, 4))
         rows = max(1, tile // codec.block_size)
         enc[_grid(nb, rows, occ, x.device)](x, codes, hi, scales, nb, ROWS=rows, FMAX=fmax, STAGES=stages,
-                                            OCC=occ, **meta)
+                                            OCC=occ, FLAT=flat, **meta)
     elif config is not None:
-        tile, warps, stages, occ, _f = _fixed(config)
+        tile, warps, stages, occ, flat = _fixed(config)
         rows = max(1, tile // codec.block_size)
         enc, _ = _jit_plain()
         enc[_grid(nb, rows, occ, x.device)](x, codes, hi, scales, nb, ROWS=rows, FMAX=fmax, num_warps=warps,
-                                            STAGES=stages, OCC=occ, **meta)
+                                            STAGES=stages, OCC=occ, FLAT=flat, **meta)
     else:
         enc, _ = _kernels("jit", codec.block_size)
         dev = x.device
@@ -418,6 +513,7 @@ def decode(enc: Encoded, out_dtype: torch.dtype | None = None, impl: str = "auto
     y = out if out is not None else torch.empty(n, dtype=out_dtype, device=enc.payload.device)
     codes, hi, scales = _views(enc.payload, codec, n)
     meta, nb = _launch_args(codec, n, variant)
+    meta.pop("FP8_HW", None)             # an encode-only switch
     meta["OUT_BF16"] = y.dtype == torch.bfloat16
     if enc.payload.device.type == "cpu":
         _, dec = _kernels("interp")
@@ -466,7 +562,7 @@ __all__ = ["encode", "decode", "available", "resolve_impl", "best_configs", "FP8
 
 
 def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942", tile: int = 4096,
-                   num_warps: int = 4) -> dict:
+                   num_warps: int = 4, flat: int = 1) -> dict:
     """Compile a codec kernel ahead of time for ``target`` (``gfx942`` = MI300X, ``sm_90`` = H100/H200)
     without a GPU, and read what the hardware would run: wavefront size, registers, LDS, and how
     many 16-byte global loads and stores the kernel issues per thread."""
@@ -483,10 +579,11 @@ def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942"
     consts = dict(meta, ROWS=rows, LOAD_EV="", STORE_CM="", STAGES=1, OCC=0)
     if direction == "encode":
         fn, sig = _encode_kernel, {"x_ptr": "*fp16", "codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16"}
-        consts.update(FMAX=65504.0, SCALE_BF16=False)
+        consts.update(FMAX=65504.0, SCALE_BF16=False, FLAT=flat, FP8_HW=0)
     else:
         fn, sig = _decode_kernel, {"codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16", "y_ptr": "*fp16"}
-        consts.update(OUT_BF16=False, FLAT=1)
+        consts.pop("FP8_HW")
+        consts.update(OUT_BF16=False, FLAT=flat)
     sig["n_blocks"] = "i32"
     sig.update({k: "constexpr" for k in consts})
     gpu = GPUTarget("hip", "gfx942", 64) if target.startswith("gfx") else GPUTarget("cuda", 90, 32)
