@@ -46,3 +46,13 @@ def test_every_lab_is_catalogued_and_in_the_readme():
     readme = (ROOT / "README.md").read_text()
     for lab in LABS:
         assert lab.file in readme, f"README's lab table misses {lab.file}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_papermill_sees_the_quick_parameter(path):
+    """preflight passes quick=True through papermill, which must parse the parameters cell
+    (a ':' in a comment there makes papermill give up on the line)."""
+    import papermill
+
+    names = set(papermill.inspect_notebook(str(path)))
+    assert "quick" in names, f"papermill cannot parse {path.name}'s parameters cell"
