@@ -123,3 +123,17 @@ def test_gpu_kernels_are_bit_exact():
         assert torch.equal(ref.payload, T.encode(x, name, impl="triton").payload), (name, seed)
         assert torch.equal(C.decode_reference(ref).view(torch.int16),
                            T.decode(ref, impl="triton").view(torch.int16)), (name, seed)
+
+
+def test_default_encode_variant():
+    """The hardware e4m3 cast is the FP8 default only where it exists and was measured exact (NVIDIA sm_89+)."""
+    from rocmlab.comm.codecs import get_codec
+
+    cpu = torch.device("cpu")
+    assert T.default_encode_variant(get_codec("fp8"), cpu) == "default"
+    for name in ("q8", "q6", "q4"):
+        assert T.default_encode_variant(get_codec(name), cpu) == "default"
+    if torch.cuda.is_available() and torch.version.cuda:
+        cap = torch.cuda.get_device_capability(0)
+        want = "hwfp8" if cap >= (8, 9) else "default"
+        assert T.default_encode_variant(get_codec("fp8"), torch.device("cuda", 0)) == want
