@@ -23,7 +23,6 @@ from dataclasses import asdict, dataclass
 from rocmlab.platform import Platform, Probe, detect
 
 STATUSES = ("ok", "warn", "fail", "skip")
-OFFLINE_APT = "apt-get install -y clang-19 lld-19 hipcc libamdhip64-dev rocm-device-libs"
 
 
 @dataclass(frozen=True)
@@ -233,14 +232,13 @@ def check_wsl(plat: Platform, probe: Probe) -> Check:
 
 
 def check_offline_toolchain(plat: Platform, probe: Probe) -> Check:
-    from rocmlab.hip.toolchain import discover_offline
+    from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, discover_offline
 
     name = "offline HIP toolchain (compile for MI300X without a GPU)"
     tc = discover_offline(probe)
     if tc is None:
         return Check(name, "warn", "no clang with the HIP headers and AMD device libraries found",
-                     f"./go setup installs it; by hand: {OFFLINE_APT}, plus gfx942 bitcode "
-                     "(scripts/setup/20-gfx942-bitcode.sh)")
+                     NO_TOOLCHAIN_FIX["offline"])
     if "gfx942" not in tc.targets:
         return Check(name, "warn", f"{tc.describe()}: no gfx942 (MI300X) bitcode, so targets are {', '.join(tc.targets)}",
                      "bash scripts/setup/20-gfx942-bitcode.sh unpacks trixie's rocm-device-libs-17")

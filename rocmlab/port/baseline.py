@@ -44,7 +44,7 @@ class BaselineResult:
 def plain_hipify(src, work_dir, archs=("gfx942",), compat: bool = True, workers: int | None = None,
                  include=(), toolchain: str = "auto") -> BaselineResult:
     """Hipify ``src`` with torch.utils.hipify alone into ``work_dir`` and compile its translation units."""
-    from rocmlab.hip.hipify import _torch_hipify_folder
+    from rocmlab.hip.hipify import torch_hipify_folder
     from rocmlab.port.project import _include_dirs
 
     t0 = time.monotonic()
@@ -63,7 +63,7 @@ def plain_hipify(src, work_dir, archs=("gfx942",), compat: bool = True, workers:
             p = stage / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src_r / rel, p)
-        mapping = _torch_hipify_folder(stage, work)
+        mapping = torch_hipify_folder(stage, work)
         units = {}
         for rel in proj.translation_units:
             hip_file = mapping.get((stage / rel).resolve()) or mapping.get(stage / rel)

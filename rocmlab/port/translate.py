@@ -98,7 +98,7 @@ def plan_names(rels) -> tuple[dict[str, str], list[str]]:
 
 def hipify_texts(sources: dict[str, str]) -> dict[str, str]:
     """torch.utils.hipify on every source (through rocmlab.hip.hipify), as {rel: HIP text}."""
-    from rocmlab.hip.hipify import _strip_banner, _torch_hipify_folder
+    from rocmlab.hip.hipify import strip_banner, torch_hipify_folder
 
     with tempfile.TemporaryDirectory(prefix="rocmlab-port-") as tmp:
         stage = Path(tmp) / "src"
@@ -106,11 +106,11 @@ def hipify_texts(sources: dict[str, str]) -> dict[str, str]:
             p = stage / rel
             p.parent.mkdir(parents=True, exist_ok=True)
             p.write_text(text, encoding="utf-8")
-        mapping = _torch_hipify_folder(stage, Path(tmp) / "out")
+        mapping = torch_hipify_folder(stage, Path(tmp) / "out")
         out = {}
         for rel, text in sources.items():
             hip_file = mapping.get((stage / rel).resolve()) or mapping.get(stage / rel)
-            out[rel] = _strip_banner(Path(hip_file).read_text(encoding="utf-8")) if hip_file else text
+            out[rel] = strip_banner(Path(hip_file).read_text(encoding="utf-8")) if hip_file else text
     return out
 
 
