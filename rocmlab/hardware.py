@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from rocmlab._paths import datasets_dir
+from rocmlab.paths import datasets_dir
 
 FIGURES = (
     "memory_gb", "bandwidth_tbs", "fp16_dense_tflops", "bf16_dense_tflops", "fp8_dense_tflops",

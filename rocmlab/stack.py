@@ -13,7 +13,7 @@ import glob
 import os
 import re
 
-from rocmlab._paths import datasets_dir
+from rocmlab.paths import datasets_dir
 from rocmlab.platform import Platform, Probe
 
 LIBRARIES = ("amdhip64", "rocblas", "hipblas", "hipblaslt", "MIOpen", "rccl", "hipfft", "hipsparselt", "roctracer")

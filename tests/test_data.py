@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from rocmlab import hardware, stack
-from rocmlab._paths import datasets_dir
+from rocmlab.paths import datasets_dir
 
 
 def test_every_figure_has_a_known_source():

@@ -25,7 +25,7 @@ import csv
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from rocmlab._paths import datasets_dir
+from rocmlab.paths import datasets_dir
 from rocmlab.comm import codecs as C
 
 MB = 1 << 20

@@ -22,7 +22,7 @@ def command(labs: str, extra: list[str]) -> list[str]:
 
 
 def run(args) -> int:
-    from rocmlab._paths import labs_dir
+    from rocmlab.paths import labs_dir
 
     labs = args.labs or str(labs_dir())
     if not os.path.isdir(labs):

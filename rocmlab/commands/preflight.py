@@ -18,7 +18,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     from rocmlab import preflight
-    from rocmlab._paths import labs_dir
+    from rocmlab.paths import labs_dir
 
     labs = args.labs or labs_dir()
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rocmlab._paths import cache_dir
+from rocmlab.paths import cache_dir
 
 HIPBLAS_FIX = "run bash scripts/setup/25-hipblas.sh (unpacks hipBLAS 5.5 from Debian trixie), or install ROCm's hipblas"
 CUBLAS_FIX = "install the CUDA toolkit's cuBLAS (libcublas-dev) or pip install nvidia-cublas"

@@ -13,7 +13,7 @@ backend    HIP source (``lang="hip"``)            CUDA source (``lang="cuda"``)
 =========  =====================================================================
 
 An explicit ``target`` overrides this: ``gfx*`` builds for AMD, ``sm_*`` for NVIDIA, on any
-machine that has the compiler. Builds are cached under ``rocmlab._paths.cache_dir()/hip-builds``,
+machine that has the compiler. Builds are cached under ``rocmlab.paths.cache_dir()/hip-builds``,
 keyed by the source, language, flags, mode, target, the toolchain and its version (and the
 translation's version), so compiling the same cell again returns at once with ``cached=True``.
 
@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmlab import sandbox
-from rocmlab._paths import cache_dir
+from rocmlab.paths import cache_dir
 from rocmlab.hip import hipcuda
 from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import yaml
 
 from rocmlab import sandbox
-from rocmlab._paths import cache_dir
+from rocmlab.paths import cache_dir
 from rocmlab.hip import build as _build
 from rocmlab.hip import hipcuda
 

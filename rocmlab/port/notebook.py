@@ -15,7 +15,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from rocmlab._paths import repo_root
+from rocmlab.paths import repo_root
 
 SAMPLES_DIR = repo_root() / "tests" / "data" / "port"
 

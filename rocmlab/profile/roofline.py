@@ -41,7 +41,7 @@ def device_key(plat=None, profile: str = "full") -> str:
 
 
 def _cache_path():
-    from rocmlab._paths import cache_dir
+    from rocmlab.paths import cache_dir
 
     return cache_dir() / CACHE_FILE
 

@@ -484,7 +484,7 @@ def make_result(outputs, duration, model="", endpoint="completions", request_rat
 
 # ------------------------------------------------------------------------------ datasets
 def prompts_path() -> Path:
-    from rocmlab._paths import datasets_dir
+    from rocmlab.paths import datasets_dir
 
     return datasets_dir() / "prompts.jsonl"
 

