@@ -1,0 +1,281 @@
+"""Measure the package's house rules: import loops, upward imports, literal defaults, local imports.
+
+    python tools/architecture.py [--json] [--root rocmlab]
+
+The layers (README, "Architecture"): toolkits (everything in ``rocmlab/`` except ``course/``,
+``widgets/``, ``commands/`` and ``cli.py``) never import ``rocmlab.course``/``rocmlab.widgets`` nor the
+presentation libraries (IPython, ipywidgets, plotly); ``course/`` and ``widgets/`` are the only importers
+of those. ``tests/test_architecture.py`` fails when a rule is broken; this script prints the counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PRESENTATION_LIBS = ("IPython", "ipywidgets", "plotly", "anywidget")
+#: Packages of the presentation layer: only they may import PRESENTATION_LIBS.
+PRESENTATION_PACKAGES = ("rocmlab.course", "rocmlab.widgets")
+#: Front ends: may import anything.
+FRONT_ENDS = ("rocmlab.commands", "rocmlab.cli", "rocmlab.course", "rocmlab.widgets", "rocmlab")
+#: Modules allowed to import presentation libraries lazily, because they are IPython glue by definition.
+GLUE = ("rocmlab.hip.magics",)
+
+
+@dataclass
+class Module:
+    name: str
+    path: Path
+    imports: list[tuple[str, int, bool]] = field(default_factory=list)   # (module, line, inside a function)
+    private_uses: list[tuple[str, str, int]] = field(default_factory=list)  # (module, name, line)
+
+
+def module_name(root: Path, path: Path) -> str:
+    rel = path.relative_to(root.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts)
+
+
+def _resolve(mod: str, node: ast.ImportFrom, is_pkg: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = mod.split(".")
+    if not is_pkg:
+        base = base[:-1]
+    base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def parse(root: Path) -> dict[str, Module]:
+    mods: dict[str, Module] = {}
+    for path in sorted(root.rglob("*.py")):
+        if "_datasets" in path.parts or "_labs" in path.parts:
+            continue
+        name = module_name(root, path)
+        m = Module(name, path)
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        is_pkg = path.name == "__init__.py"
+        known_names = set()
+
+        def visit(node, in_func: bool):
+            for child in ast.iter_child_nodes(node):
+                inside = in_func or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                if isinstance(child, ast.Import):
+                    for a in child.names:
+                        m.imports.append((a.name, child.lineno, in_func))
+                elif isinstance(child, ast.ImportFrom):
+                    target = _resolve(name, child, is_pkg)
+                    for a in child.names:
+                        full = f"{target}.{a.name}"
+                        m.imports.append((full, child.lineno, in_func))
+                        known_names.add(full)
+                        if a.name.startswith("_") and not a.name.startswith("__") and target.startswith("rocmlab"):
+                            m.private_uses.append((target, a.name, child.lineno))
+                elif isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name):
+                    pass
+                if isinstance(child, ast.If) and _is_type_checking(child.test):
+                    continue
+                visit(child, inside)
+
+        visit(tree, False)
+        # module._private attribute uses: `build._platform(...)` where `build` is an imported rocmlab module
+        aliases = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                target = _resolve(name, node, is_pkg)
+                for a in node.names:
+                    aliases[a.asname or a.name] = f"{target}.{a.name}"
+            elif isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        aliases[a.asname] = a.name
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.attr.startswith("_") and not node.attr.startswith("__")):
+                owner = aliases.get(node.value.id, "")
+                if owner.startswith("rocmlab") and owner != name:
+                    m.private_uses.append((owner, node.attr, node.lineno))
+        mods[name] = m
+    return mods
+
+
+def _is_type_checking(test) -> bool:
+    return isinstance(test, ast.Name) and test.id == "TYPE_CHECKING" or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _owner(mods: dict[str, Module], target: str) -> str | None:
+    """The rocmlab module an import names (``rocmlab.hip.build`` or its package)."""
+    t = target
+    while t:
+        if t in mods:
+            return t
+        t = t.rpartition(".")[0]
+    return None
+
+
+def graph(mods: dict[str, Module], top_level_only: bool = True) -> dict[str, set[str]]:
+    g: dict[str, set[str]] = {n: set() for n in mods}
+    for n, m in mods.items():
+        for target, _line, in_func in m.imports:
+            if top_level_only and in_func:
+                continue
+            if not target.startswith("rocmlab"):
+                continue
+            o = _owner(mods, target)
+            if o and o != n and not n.startswith(o + ".") and o != "rocmlab":
+                g[n].add(o)
+    return g
+
+
+def cycles(g: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index, low, stack, on, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def strong(v):
+        work = [(v, iter(sorted(g[v])))]
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for w in it:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(g[w]))))
+                    advanced = True
+                    break
+                if w in on:
+                    low[node] = min(low[node], index[w])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == node:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+
+    for v in sorted(g):
+        if v not in index:
+            strong(v)
+    return out
+
+
+def is_toolkit(name: str) -> bool:
+    return not any(name == p or name.startswith(p + ".") for p in FRONT_ENDS if p != "rocmlab") and name != "rocmlab"
+
+
+def upward_imports(mods: dict[str, Module]) -> list[tuple[str, str, int]]:
+    """Toolkit modules importing the presentation layer or its libraries (anywhere, lazily too)."""
+    bad = []
+    for n, m in mods.items():
+        if not is_toolkit(n):
+            continue
+        for target, line, _in_func in m.imports:
+            root = target.split(".")[0]
+            if root in PRESENTATION_LIBS and n in GLUE:
+                continue
+            if root in PRESENTATION_LIBS or any(target == p or target.startswith(p + ".") for p in PRESENTATION_PACKAGES):
+                bad.append((n, target, line))
+    return bad
+
+
+def literal_count(root: Path, literal: str, allowed: tuple[str, ...] = ("settings.py",)) -> list[tuple[str, int]]:
+    """Where a string literal (e.g. "gfx942") is written in code, outside the allowed files (docstrings not counted)."""
+    hits = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name in allowed:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        doc_nodes = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                body = getattr(node, "body", [])
+                if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                    doc_nodes.add(id(body[0].value))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in doc_nodes:
+                if node.value == literal:
+                    hits.append((str(path), node.lineno))
+    return hits
+
+
+TIME_LIMIT_DEFAULT = re.compile(r"\b(time_limit_s|timeout_s|time_limit)\b\s*(?::\s*float)?\s*=\s*20(?:\.0)?\b")
+
+
+def time_limit_definitions(root: Path) -> list[tuple[str, int]]:
+    hits = []
+    for path in sorted(root.rglob("*.py")):
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if TIME_LIMIT_DEFAULT.search(line) or re.search(r"default=20(?:\.0)?\b", line):
+                hits.append((str(path), i))
+    return hits
+
+
+def measure(root: Path) -> dict:
+    mods = parse(root)
+    g = graph(mods, top_level_only=False)   # a lazy import still makes a loop of ideas
+    loops = cycles(g)
+    local = [(n, t, line) for n, m in mods.items() for t, line, f in m.imports if f and t.startswith("rocmlab")]
+    private = [(n, f"{o}.{a}", line) for n, m in mods.items() for o, a, line in m.private_uses
+               if not o.startswith(n.rpartition(".")[0] + ".") or True]
+    private = [p for p in private if _owner(mods, p[1].rpartition(".")[0]) not in (p[0], None)]
+    return {
+        "modules": len(mods),
+        "import_loops": loops,
+        "upward_imports": upward_imports(mods),
+        "literal_gfx942_outside_settings": literal_count(root, "gfx942"),
+        "time_limit_default_definitions": time_limit_definitions(root),
+        "imports_inside_functions": len(local),
+        "private_names_across_modules": private,
+    }
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--root", default=str(Path(__file__).resolve().parent.parent / "rocmlab"))
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    r = measure(Path(a.root))
+    if a.json:
+        print(json.dumps(r, indent=1, default=str))
+        return 0
+    print(f"modules: {r['modules']}")
+    print(f"import loops: {len(r['import_loops'])}")
+    for c in r["import_loops"]:
+        print("   ", " <-> ".join(c))
+    print(f"upward imports (toolkit -> presentation): {len(r['upward_imports'])}")
+    for n, t, line in r["upward_imports"]:
+        print(f"    {n}:{line} imports {t}")
+    print(f"literal \"gfx942\" outside settings.py: {len(r['literal_gfx942_outside_settings'])}")
+    print(f"time-limit default definitions (=20): {len(r['time_limit_default_definitions'])}")
+    print(f"rocmlab imports inside functions: {r['imports_inside_functions']}")
+    print(f"private names used across modules: {len(r['private_names_across_modules'])}")
+    for n, t, line in r["private_names_across_modules"][:40]:
+        print(f"    {n}:{line} uses {t}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
