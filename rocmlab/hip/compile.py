@@ -313,6 +313,7 @@ def parse_diagnostics(log: str, cell_file: str, line_offset: int = 0) -> list[Di
     base = os.path.basename(cell_file)
     seen = set()
     for rx in (_CLANG_DIAG, _NVCC_DIAG):
+        header_error = None      # an error inside a header waits for the note that points at the cell
         for m in rx.finditer(log):
             sev = "error" if m.group("sev") == "fatal error" else m.group("sev")
             if sev == "remark":
@@ -320,16 +321,33 @@ def parse_diagnostics(log: str, cell_file: str, line_offset: int = 0) -> list[Di
             msg = m.group("msg").strip()
             col = int(m.group("col")) if "col" in m.groupdict() and m.group("col") else None
             fname = m.group("file").strip()
-            if os.path.basename(fname) == base:
+            mine = os.path.basename(fname) == base
+            if header_error is not None and (sev != "note" or mine):
+                if sev == "note" and mine:   # e.g. a static_assert in HIP's headers, "requested here"
+                    line = int(m.group("line")) - line_offset
+                    header_error = Diagnostic(line if line >= 1 else None, col, "error",
+                                              f"{header_error.message} [in {os.path.basename(header_error.file)}]",
+                                              header_error.file)
+                if (header_error.line, "error", header_error.message) not in seen:
+                    seen.add((header_error.line, "error", header_error.message))
+                    out.append(header_error)
+                header_error = None
+                if sev == "note":
+                    continue
+            if mine:
                 line = int(m.group("line")) - line_offset
                 d = Diagnostic(line if line >= 1 else None, col, sev, msg)
             elif sev == "error":
-                d = Diagnostic(None, None, sev, f"{fname}:{m.group('line')}: {msg}", fname)
+                header_error = Diagnostic(None, None, sev, msg, f"{fname}:{m.group('line')}")
+                continue
             else:
                 continue
             if (d.line, d.severity, d.message) not in seen:
                 seen.add((d.line, d.severity, d.message))
                 out.append(d)
+        if header_error is not None and (None, "error", header_error.message) not in seen:
+            out.append(Diagnostic(None, None, "error", f"{header_error.file}: {header_error.message}",
+                                  header_error.file))
     if not any(d.severity == "error" for d in out):
         for m in _TOOL_ERR.finditer(log):
             text = m.group(0).strip()
