@@ -28,12 +28,16 @@ TARGET_NAMES: dict[str, str] = {
 DEFAULT_TARGET = "gfx942"
 #: The NVIDIA target when nvcc builds without a GPU to ask.
 DEFAULT_NVIDIA_TARGET = "sm_90"
+#: Lanes per wavefront of each AMD target (CDNA: 64; an NVIDIA warp has 32).
+WAVEFRONT_SIZE: dict[str, int] = {"gfx942": 64, "gfx950": 64, "gfx90a": 64}
 #: Every target rocmlab names in its help texts.
 TARGETS: tuple[str, ...] = (*AMD_TARGETS, DEFAULT_NVIDIA_TARGET)
 
 # --- the offline ROCm toolchain ---------------------------------------------------------------
 #: The ROCm release of the offline toolchain (Debian experimental's packages), pinned.
 OFFLINE_ROCM_VERSION = "7.2.4"
+#: The clang major version of that ROCm release (its __clang_major__).
+OFFLINE_CLANG_MAJOR = "22"
 
 # --- limits ---------------------------------------------------------------------------------
 #: Seconds a learner's program may run, per run (grader, %hip_run, rocmlab hip build --run).
