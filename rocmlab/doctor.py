@@ -260,9 +260,19 @@ def check_gpu_toolchain(plat: Platform, probe: Probe) -> Check:
     return Check(name, "skip", "no GPU: HIP compiles offline for AMD targets but does not run")
 
 
+def check_isolation(plat: Platform, probe: Probe) -> Check:
+    """How learner code is isolated here (rocmlab.sandbox): bubblewrap, or a weaker fallback said plainly."""
+    from rocmlab import sandbox
+
+    iso = sandbox.isolation()
+    if iso.namespaces:
+        return Check("isolation", "ok", iso.description)
+    return Check("isolation", "warn", f"{iso.description}: {iso.reason}", iso.fix)
+
+
 CHECKS = (check_backend, check_torch_installed, check_torch_build, check_rocm_api, check_version_match,
           check_device_nodes, check_groups, check_ldd, check_hsa_override, check_visible_devices, check_wsl,
-          check_offline_toolchain, check_gpu_toolchain)
+          check_offline_toolchain, check_gpu_toolchain, check_isolation)
 
 
 def run_checks(probe: Probe | None = None, plat: Platform | None = None) -> list[Check]:

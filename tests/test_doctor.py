@@ -182,3 +182,16 @@ def test_cli_json_and_exit_code(capsys):
     rc = main(["doctor"])
     out = capsys.readouterr().out
     assert "rocmlab doctor" in out and "ok" in out
+
+
+def test_isolation_check_names_bubblewrap_or_the_fallback(machine, monkeypatch):
+    from rocmlab import sandbox
+    machine = probe(machine)
+    plat = detect(machine)
+    here = doctor.check_isolation(plat, machine)
+    if sandbox.isolation().namespaces:
+        assert here.status == "ok" and here.message.startswith("bubblewrap:")
+    monkeypatch.setenv("ROCMLAB_SANDBOX", "no-bwrap")        # as if user namespaces were missing
+    weak = doctor.check_isolation(plat, machine)
+    assert weak.status == "warn" and "WEAKER" in weak.message and "no-bwrap" in weak.message and weak.fix
+    assert "isolation" in [c.name for c in doctor.run_checks(machine, plat)]
