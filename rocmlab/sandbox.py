@@ -277,6 +277,18 @@ def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd) -> list[str]
     a += ["--tmpfs", "/", *_system_binds(root), "--dev", "/dev", "--proc", "/proc",
           "--size", str(settings.SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp",
           "--perms", "1777", "--tmpfs", "/dev/shm"]
+    # bubblewrap makes missing parents of a mount point 0700 (root's): make them 0755 so uid 65534
+    # can reach a scratch or bind below e.g. /root/.cache (toolchain helper: tiny fix, see its report)
+    mounted = {"/" + n for n in (SYSTEM_DIRS if root == "/" else os.listdir(root)) if n not in ROOT_SKIPPED}
+    made = {"/", "/tmp", "/dev", "/proc"}
+    for path in (*ro_binds, *([scratch] if scratch else [])):
+        parts = path.rstrip("/").split("/")[1:-1]
+        for i in range(1, len(parts) + 1):
+            d = "/" + "/".join(parts[:i])
+            if d in made or any(d == m or d.startswith(m + "/") for m in mounted):
+                continue
+            made.add(d)
+            a += ["--perms", "0755", "--dir", d]
     for path in ro_binds:
         a += ["--ro-bind", os.path.realpath(path), path]
     if scratch:

@@ -31,8 +31,9 @@ For whole projects (``rocmlab port``)::
     compile.archive(tc, ["build/a.o"], "build/liba.a", cwd="proj")
     compile.link(tc, ["build/main.o", "build/liba.a"], "build/main", libs=["-lhipblas"], cwd="proj")
 
-``cwd`` is the project folder (bound read-write: objects and programs are written there);
-relative paths are relative to it. Every call returns a :class:`FileResult`.
+``cwd`` is the project folder; relative paths are relative to it. The compiler reads the project
+read-only and writes into a private scratch folder beside the output, which is then moved into
+place. Every call returns a :class:`FileResult`.
 """
 
 from __future__ import annotations
@@ -204,8 +205,9 @@ class Diagnostic:
 
 
 def _host_paths(cmd, tc: Toolchain, exclude=()) -> list[str]:
-    """Existing host folders a command names (sources, -I/-L dirs) that the offline root lacks:
-    they are bound in read-only at the same path."""
+    """Existing host folders a command names (sources, -I/-L dirs) that the sandbox would not show:
+    for the offline root, those the root lacks; on the host, those outside its system folders.
+    They are bound in read-only at the same path."""
     out: list[str] = []
     for arg in cmd[1:]:
         s = str(arg)
@@ -217,7 +219,12 @@ def _host_paths(cmd, tc: Toolchain, exclude=()) -> list[str]:
             continue
         p = Path(s)
         d = p if p.is_dir() else p.parent
-        if not d.is_dir() or tc.inside(str(d)).exists():
+        if not d.is_dir():
+            continue
+        if tc.root:
+            if tc.inside(str(d)).exists():
+                continue
+        elif d.resolve().parts[1:2] and d.resolve().parts[1] in sandbox.SYSTEM_DIRS:
             continue
         d = str(d.resolve())
         if any(d == e or d.startswith(e.rstrip("/") + "/") for e in (*exclude, *out)):
@@ -226,73 +233,39 @@ def _host_paths(cmd, tc: Toolchain, exclude=()) -> list[str]:
     return out
 
 
+def _env(tc_root: str | None, env: dict | None) -> dict:
+    if tc_root:
+        return dict(_ROOT_ENV, **(env or {}))
+    base = {k: os.environ[k] for k in ("PATH", "CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH") if k in os.environ}
+    return dict(base, **(env or {}))
+
+
 def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=(), env=None,
         memory_bytes: int | None = settings.COMPILE_MEMORY_BYTES) -> sandbox.Completed:
     """Run one compiler (or archiver) command: THE place rocmlab starts a compiler.
 
-    ``cwd`` is the build folder: the only place it can write. The offline toolchain runs inside
-    its ROCm root; rocm and nvcc run on the host's own (read-only) system.
+    ``cwd`` is the build folder, the only place it can write (a private folder: the sandbox hands
+    it to its unprivileged user while the compiler runs). The offline toolchain runs inside its
+    ROCm root; rocm and nvcc on the host's own system, read-only.
     """
     cwd = str(Path(cwd).resolve())
     cmd = [str(c) for c in cmd]
-    wall = time_limit or settings.COMPILE_TIME_LIMIT_S
+    limits = sandbox.Limits(wall_s=time_limit or settings.COMPILE_TIME_LIMIT_S, cpu_s=None,
+                            memory_bytes=memory_bytes, processes=None, file_bytes=None,
+                            output_bytes=COMPILER_OUTPUT_BYTES)
     binds = tuple(dict.fromkeys([*map(str, ro_binds), *_host_paths(cmd, tc, exclude=(cwd,))]))
-    if tc.kind == "offline":
-        run_env = dict(_ROOT_ENV, **(env or {}))
-        root = tc.root
-    else:
-        run_env = dict(os.environ, **(env or {}))
-        root = "/"
-    if hasattr(sandbox, "run") and hasattr(sandbox, "Limits"):
-        limits = sandbox.Limits(wall_s=wall, cpu_s=None, memory_bytes=memory_bytes, processes=None,
-                                file_bytes=None, output_bytes=COMPILER_OUTPUT_BYTES)
-        return sandbox.run(cmd, limits=limits, root=root, scratch=cwd, ro_binds=binds, env=run_env, cwd=cwd)
-    # until rocmlab.sandbox.run exists: the same isolation for the offline root, by hand
-    if tc.kind == "offline":
-        cmd = [*_bwrap_root(root, cwd, binds), *cmd]
-    return sandbox.run_limited(cmd, timeout_s=wall, memory_bytes=memory_bytes, output_bytes=COMPILER_OUTPUT_BYTES,
-                               cwd=cwd, env=run_env)
-
-
-#: The root's folders that are the system (home, root, mnt... stay out: the host's paths are bound there).
-_SYSTEM_DIRS = ("usr", "etc", "var")
-
-
-def _bwrap_root(root: str, scratch: str, ro_binds) -> list[str]:
-    """bubblewrap arguments that make ``root``'s folders the (read-only) system and bind
-    ``scratch`` read-write at its own path (a tmpfs / holds the mount points)."""
-    args = ["bwrap"]
-    for e in sorted(Path(root).iterdir()):
-        if e.is_symlink():
-            args += ["--symlink", os.readlink(e), f"/{e.name}"]
-        elif e.name in _SYSTEM_DIRS or e.is_dir() and e.name == "opt" and any(e.iterdir()):
-            args += ["--ro-bind", str(e), f"/{e.name}"]
-    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for b in ro_binds:
-        args += ["--ro-bind", b, b]
-    args += ["--bind", scratch, scratch, "--remount-ro", "/", "--chdir", scratch, "--unshare-all",
-             "--die-with-parent", "--new-session"]
-    return args
+    return sandbox.run(cmd, limits=limits, root=tc.root or "/", scratch=cwd, ro_binds=binds,
+                       env=_env(tc.root, env), cwd=cwd)
 
 
 def run_program(tc_kind: str, root: str | None, cmd, *, scratch, time_limit: float, memory_bytes, output_bytes,
                 stdin_data=None, env=None, gpu: bool = False, ro_binds=()) -> sandbox.Completed:
     """Run a program this driver built: an offline build runs inside the ROCm root it was
     linked against (its libamdhip64 and glibc live there); others on the host."""
-    cmd = [str(c) for c in cmd]
-    scratch = str(Path(scratch).resolve())
-    binds = tuple(dict.fromkeys(str(b) for b in ro_binds))
-    if hasattr(sandbox, "run") and hasattr(sandbox, "Limits"):
-        limits = sandbox.Limits(wall_s=time_limit, cpu_s=None, memory_bytes=memory_bytes, processes=None,
-                                file_bytes=None, output_bytes=output_bytes)
-        return sandbox.run(cmd, limits=limits, root=root or "/", scratch=scratch, ro_binds=binds,
-                           env=dict(_ROOT_ENV, **(env or {})) if root else env, gpu=gpu,
-                           stdin_data=stdin_data, cwd=scratch)
-    if root:
-        cmd = [*_bwrap_root(root, scratch, binds), *cmd]
-        env = dict(_ROOT_ENV, **(env or {}))
-    return sandbox.run_limited(cmd, timeout_s=time_limit, memory_bytes=memory_bytes, output_bytes=output_bytes,
-                               stdin_data=stdin_data, env=env, cwd=scratch)
+    limits = sandbox.Limits(wall_s=time_limit, memory_bytes=memory_bytes, output_bytes=output_bytes)
+    return sandbox.run([str(c) for c in cmd], limits=limits, root=root or "/", scratch=str(Path(scratch).resolve()),
+                       ro_binds=tuple(dict.fromkeys(str(b) for b in ro_binds)), env=_env(root, env), gpu=gpu,
+                       stdin_data=stdin_data, cwd=str(Path(scratch).resolve()))
 
 
 # --- diagnostics ----------------------------------------------------------------------------
@@ -383,20 +356,32 @@ class FileResult:
     explain: str = ""
 
 
-def _file_result(tc, cmd, out: Path, cwd: Path, time_limit, src_name: str = "") -> FileResult:
+def _file_result(tc, cmd_for, out: Path, cwd: Path, time_limit, src_name: str = "") -> FileResult:
+    """Run ``cmd_for(output path)`` with a private scratch folder beside ``out`` (so parallel
+    compiles never share one), then move the output into place. ``cwd`` (the project) is bound
+    read-only: sources and headers are read from there."""
     t0 = time.monotonic()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".rocmlab-cc-", dir=out.parent))
+    cmd = cmd_for(scratch / out.name)
+    shown = [c.replace(str(scratch), str(out.parent)) for c in cmd]
     try:
-        done = run(tc, cmd, cwd=cwd, time_limit=time_limit)
-    except (OSError, FileNotFoundError) as exc:
-        return FileResult(False, str(out), cmd, f"cannot run {cmd[0]}: {exc}", time.monotonic() - t0,
-                          diagnostics=[Diagnostic(None, None, "error", f"cannot run {cmd[0]}: {exc}")])
-    log = done.stderr + done.stdout
-    ok = done.ok and out.exists()
+        try:
+            done = run(tc, cmd, cwd=scratch, time_limit=time_limit, ro_binds=(str(cwd),))
+        except (OSError, sandbox.SandboxError) as exc:
+            return FileResult(False, str(out), shown, f"cannot run {cmd[0]}: {exc}", time.monotonic() - t0,
+                              diagnostics=[Diagnostic(None, None, "error", f"cannot run {cmd[0]}: {exc}")])
+        ok = done.ok and (scratch / out.name).exists()
+        if ok:
+            os.replace(scratch / out.name, out)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    log = (done.stderr + done.stdout).replace(str(scratch), str(out.parent))
     diags = parse_diagnostics(log, src_name) if src_name else []
     if not ok and not any(d.severity == "error" for d in diags):
         fe = first_error(log)
         diags.append(fe or Diagnostic(None, None, "error", f"the compiler {done.explain()}"))
-    return FileResult(ok, str(out), cmd, log, time.monotonic() - t0, done.timed_out, diags, done.explain())
+    return FileResult(ok, str(out), shown, log, time.monotonic() - t0, done.timed_out, diags, done.explain())
 
 
 def _abs(p, cwd: Path) -> Path:
@@ -408,22 +393,22 @@ def compile_file(tc: Toolchain, src, obj, *, targets=None, include_dirs=(), defi
                  time_limit: float | None = None) -> FileResult:
     """Compile one translation unit to an object (``-c``) for ``targets`` (default:
     settings.DEFAULT_TARGET), through the sandbox. ``cwd``: the project folder (writable)."""
-    cwd = Path(cwd or Path(obj).parent).resolve()
+    cwd = Path(cwd or Path(src).parent).resolve()
     obj = _abs(obj, cwd)
-    obj.parent.mkdir(parents=True, exist_ok=True)
     targets = tuple(targets or ((settings.DEFAULT_NVIDIA_TARGET,) if tc.kind == "nvcc" else (settings.DEFAULT_TARGET,)))
-    cmd = command(tc, [_abs(src, cwd)], obj, output_kind="obj", targets=targets, flags=flags,
-                  include_dirs=[_abs(d, cwd) for d in include_dirs], defines=defines)
-    return _file_result(tc, cmd, obj, cwd, time_limit, Path(src).name)
+    return _file_result(tc, lambda o: command(tc, [_abs(src, cwd)], o, output_kind="obj", targets=targets,
+                                              flags=flags, include_dirs=[_abs(d, cwd) for d in include_dirs],
+                                              defines=defines),
+                        obj, cwd, time_limit, Path(src).name)
 
 
 def link(tc: Toolchain, objects, output, *, libs=(), flags=(), cwd=None, time_limit: float | None = None) -> FileResult:
     """Link objects and archives into a program (hipcc adds the HIP runtime)."""
     cwd = Path(cwd or Path(output).parent).resolve()
     out = _abs(output, cwd)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    cmd = command(tc, [_abs(o, cwd) for o in objects], out, output_kind="link", flags=flags, libs=libs)
-    return _file_result(tc, cmd, out, cwd, time_limit)
+    objs = [_abs(o, cwd) for o in objects]
+    return _file_result(tc, lambda o: command(tc, objs, o, output_kind="link", flags=flags, libs=libs),
+                        out, cwd, time_limit)
 
 
 def archive(tc: Toolchain, objects, output, *, cwd=None, time_limit: float | None = None) -> FileResult:
@@ -431,8 +416,8 @@ def archive(tc: Toolchain, objects, output, *, cwd=None, time_limit: float | Non
     cwd = Path(cwd or Path(output).parent).resolve()
     out = _abs(output, cwd)
     out.unlink(missing_ok=True)
-    cmd = command(tc, [_abs(o, cwd) for o in objects], out, output_kind="archive")
-    return _file_result(tc, cmd, out, cwd, time_limit or 120.0)
+    objs = [_abs(o, cwd) for o in objects]
+    return _file_result(tc, lambda o: command(tc, objs, o, output_kind="archive"), out, cwd, time_limit or 120.0)
 
 
 # --- sources with a cache (cells) -------------------------------------------------------------
