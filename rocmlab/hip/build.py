@@ -163,7 +163,7 @@ def _can_run(tc: Toolchain, target: str, mode: str, plat) -> tuple[bool, str]:
         return True, ""
     if tc.kind == "offline":
         if plat.backend == "rocm":
-            return False, (f"compiled for {target} in the offline ROCm {tc.rocm_version} root, not with this "
+            return False, (f"compiled for {target} in the offline ROCm {settings.OFFLINE_ROCM_VERSION} root, not with this "
                            "machine's ROCm: add ROCm's hipcc to PATH to run on the GPU")
         return False, f"compiled for {target} offline: no AMD GPU here"
     # rocm

@@ -301,6 +301,9 @@ def parse_diagnostics(log: str, cell_file: str, line_offset: int = 0) -> list[Di
                     header_error = Diagnostic(line if line >= 1 else None, col, "error",
                                               f"{header_error.message} [in {os.path.basename(header_error.file)}]",
                                               header_error.file)
+                else:
+                    header_error = Diagnostic(None, None, "error", f"{header_error.file}: {header_error.message}",
+                                              header_error.file)
                 if (header_error.line, "error", header_error.message) not in seen:
                     seen.add((header_error.line, "error", header_error.message))
                     out.append(header_error)
