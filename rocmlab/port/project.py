@@ -190,7 +190,7 @@ def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | b
         missing = [a for a in archs if not tc.supports(a)]
         if missing:
             raise PortInputError(f"the {tc.kind} toolchain here ({tc.label}) cannot build {', '.join(missing)} "
-                                 f"(it has {', '.join(tc.targets)}): run scripts/setup/20-gfx942-bitcode.sh")
+                                 f"(it has {', '.join(tc.targets)}): build for one of those")
     _prepare_out(out_r, force)
     t0 = time.monotonic()
     hip_texts = translate.hipify_texts(proj.sources)
