@@ -76,13 +76,21 @@ class LaunchExercise:
 
 # --- which cells can compile here ------------------------------------------------------------
 
-def amd_compiler_missing(target: str | None = None) -> str:
-    """'' when this machine can compile for the AMD ``target``; else a message naming the fix.
-    A lab cell that needs the AMD compiler prints it and the rest of the lab runs on."""
-    from rocmlab.hip.compile import available
+def compiler_missing(target: str | None = None, lang: str = "hip", plat=None) -> str:
+    """'' when this machine has a compiler for ``target`` (default: what a ``%%hip`` or ``%%cuda``
+    cell builds for here); else a message naming the fix. A lab cell that needs it prints the
+    message, and the rest of the lab runs on."""
+    from rocmlab.hip import build
+    from rocmlab.hip.compile import choose
 
-    why = available(target or DEFAULT_TARGET)
-    return f"skipped (this cell needs an AMD compiler; the rest of the lab runs): {why}" if why else ""
+    target = target or build.default_target(lang, plat)
+    _, why = choose(lang, target, plat)
+    return f"skipped: this cell needs a compiler for {target}; the rest of the lab runs. {why}" if why else ""
+
+
+def amd_compiler_missing(target: str | None = None) -> str:
+    """:func:`compiler_missing` for the AMD target the lab inspects (settings.DEFAULT_TARGET)."""
+    return compiler_missing(target or DEFAULT_TARGET)
 
 
 # --- what ROCm 7 says: the real compiler's view of three facts -----------------------------------
