@@ -7,6 +7,7 @@ compiler made of it. Options, all optional:
 - ``kernel``: the kernel's name (default: every kernel must pass);
 - ``mnemonic``: a regular expression one of the kernel's instructions must match (e.g. ``^v_mfma``),
   at least ``min_count`` times (default 1);
+- ``forbid``: a regular expression no instruction may match (e.g. ``cmpswap``: a compare-and-swap loop);
 - ``accumulators: registers``: the matrix accumulators stay in registers: no scratch (private memory)
   and no VGPR spills; the message says whether the compiler put them in AGPRs or VGPRs;
 - ``agprs: required``: at least one AGPR is used;
@@ -72,6 +73,12 @@ def _kernel_problems(k, isa, opts: dict) -> tuple[list[str], list[str]]:
                             f"({count} found, {need} needed)")
         else:
             facts.append(", ".join(f"{n} x {m}" for m, n in sorted(found.items())))
+    if opts.get("forbid"):
+        rx = re.compile(str(opts["forbid"]))
+        bad = {m: n for m, n in (isa.mnemonics() if isa else {}).items() if rx.search(m)}
+        if bad:
+            problems.append(f"{k.name.split('(')[0]} contains " + ", ".join(f"{n} x {m}" for m, n in sorted(bad.items()))
+                            + f" (matching {opts['forbid']!r}, not allowed)")
     scratch = k.scratch_bytes or 0
     spills = k.vgpr_spills or 0
     if opts.get("accumulators") == "registers":
