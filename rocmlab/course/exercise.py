@@ -167,3 +167,58 @@ def table_rows(reports: dict | None = None) -> list[list]:
             row += [f"{a.runnable:g}", ", ".join(cid for cid, *_ in a.skipped) or "-"]
         rows.append(row)
     return rows
+
+
+# --- the thin notebook of each exercise (written by `python tools/nbtools.py exercises`) -----------------
+
+NOTEBOOKS_SUBDIR = "exercises"
+
+
+def notebook_name(ex) -> str:
+    return f"{ex.order:02d}-{ex.id}.ipynb"
+
+
+def notebook_cells(ex) -> list[tuple]:
+    """The cells of one exercise's notebook: ("md"|"code", source[, tags])."""
+    checks = ", ".join(f"{c.id} ({c.type}, {c.points:g})" for c in ex.checks)
+    return [
+        ("md", f"# Exercise {ex.order}: {ex.title}\n\n{ex.goal}\n\n"
+               f"The folder `rocmlab/exercises/{ex.id}/` holds the README (description, application flow, key APIs),"
+               f" the CUDA starter and the grader's spec. Checks and points: {checks}.\n\n"
+               "How it works: the next cells write the CUDA starter and its mechanical hipify port into your folder "
+               f"(`my-work/{ex.id}/` beside this notebook). Edit `{ex.program}.hip` there, then press **Grade again**. "
+               "**Show a hint** reveals the graded hints one level at a time. A check this machine cannot run is "
+               "*skipped* and says why: it neither earns nor loses points, and the score line says how many "
+               "points need another machine."),
+        ("code", "quick = None  # None means quick sizes on a CPU or when ROCMLAB_QUICK is 1", ["parameters"]),
+        ("code", "from IPython.display import HTML, Markdown, display\n\n"
+                 "from rocmlab.course.exercise import Workbench\n"
+                 "from rocmlab.hip import hipify\n"
+                 "from rocmlab.platform import current\n"
+                 "from rocmlab.report import headline, resolve_quick\n\n"
+                 "quick = resolve_quick(quick)\n"
+                 "plat = current()\n"
+                 "print(plat.summary())\n"
+                 f"bench = Workbench({ex.id!r})\n"
+                 "path = bench.start()   # keeps your edits if the file exists: bench.start(overwrite=True) starts over\n"
+                 "print('edit this file:', path)"),
+        ("md", "## The CUDA starter and what hipify makes of it\n\nLeft: CUDA; right: the HIP file you edit (as "
+               "hipify wrote it). Yellow lines are the traps the port scanner knows."),
+        ("code", "port = hipify.hipify_source(bench.exercise.starter, bench.starter_path.name)\n"
+                 "display(HTML(port.side_by_side_html()))"),
+        ("md", "## Grade your file\n\nRun the cell, edit the file, press **Grade again**."),
+        ("code", "w = bench.widget()\n"
+                 "display(w)\n"
+                 "print(bench.score(w.report()))"),
+        ("md", "## Hints, one level at a time\n\nEach run of this cell shows one more (level 1 nudges, the last nearly "
+               "gives the answer)."),
+        ("code", "h = bench.hint()\n"
+                 "print(f'hint {h.level} ({h.check}): {h.text}' if h else 'no more hints')"),
+        ("md", "## What full marks look like on this machine\n\nThe reference solution through the same grader "
+               "(its score only, not its source): the most this machine can award."),
+        ("code", "solution = bench.grade(bench.exercise.solution)\n"
+                 "print(bench.score(solution))\n"
+                 "assert solution.full_marks, solution.to_text()\n"
+                 f"headline({(ex.id + ' solution').__repr__()}, "
+                 "f'{solution.earned:g}/{solution.available:g} (of {solution.possible:g})', 'points')"),
+    ]
