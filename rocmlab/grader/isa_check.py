@@ -135,6 +135,19 @@ def check_isa(ctx, spec: CheckSpec) -> CheckResult:
     return _result(ctx, spec, "passed", f"{target} ({ins.toolchain}): " + "; ".join(facts or ["ok"]), details)
 
 
+def _no_offline_compiler(target: str) -> str:
+    """'' when an offline AMD toolchain here builds for ``target``, else what is missing and the fix."""
+    from rocmlab.hip import build
+    from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX
+
+    tc = build.find_toolchain("offline")
+    if tc is None:
+        return "no offline AMD toolchain (" + NO_TOOLCHAIN_FIX["offline"] + ")"
+    if not tc.supports(target):
+        return f"the offline toolchain has no {target} (it has {', '.join(tc.targets)})"
+    return ""
+
+
 def _needs_amd_gpu(ctx) -> bool:
     return getattr(ctx.plat, "backend", None) == "rocm"
 
@@ -153,7 +166,11 @@ def with_needs(fn):
             why = spec.options.get("why") or "not run: this program needs an AMD GPU"
             return _result(ctx, spec, "skipped", f"{why} (this machine's backend is {backend})")
         if needs == "amd-target" and not ctx.target and getattr(ctx.plat, "backend", None) != "rocm":
-            ctx.target = isa_target(spec)
+            target = isa_target(spec)
+            missing = _no_offline_compiler(target)
+            if missing:
+                return _result(ctx, spec, "skipped", f"cannot compile for {target} here: {missing}")
+            ctx.target = target
         return fn(ctx, spec)
 
     wrapped.__name__ = getattr(fn, "__name__", "check")
