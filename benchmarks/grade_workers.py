@@ -62,7 +62,7 @@ def main() -> int:
     if tc is None:
         print("no offline HIP toolchain: run ./go setup")
         return 1
-    os.environ.setdefault("ROCMLAB_DEVICE_LIBS", tc.bitcode_dir)  # a fresh ROCMLAB_HOME must still find it
+    os.environ.setdefault("ROCMLAB_ROCM_ROOT", tc.root)  # a fresh ROCMLAB_HOME must still find the ROCm root
     plat = current()
     tmp = Path(tempfile.mkdtemp(prefix="rocmlab-gradebench-"))
     subs = tmp / "subs"

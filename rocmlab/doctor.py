@@ -232,17 +232,16 @@ def check_wsl(plat: Platform, probe: Probe) -> Check:
 
 
 def check_offline_toolchain(plat: Platform, probe: Probe) -> Check:
-    from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, discover_offline
+    from rocmlab.hip.toolchain import discover_offline, offline_problem
+    from rocmlab.settings import OFFLINE_ROCM_VERSION
 
-    name = "offline HIP toolchain (compile for MI300X without a GPU)"
+    name = f"offline HIP toolchain (ROCm {OFFLINE_ROCM_VERSION} root: compile for MI300X/MI355X without a GPU)"
     tc = discover_offline(probe)
     if tc is None:
-        return Check(name, "warn", "no clang with the HIP headers and AMD device libraries found",
-                     NO_TOOLCHAIN_FIX["offline"])
-    if "gfx942" not in tc.targets:
-        return Check(name, "warn", f"{tc.describe()}: no gfx942 (MI300X) bitcode, so targets are {', '.join(tc.targets)}",
-                     "bash scripts/setup/20-gfx942-bitcode.sh unpacks trixie's rocm-device-libs-17")
-    return Check(name, "ok", tc.describe())
+        problem = offline_problem(probe)
+        what, _, fix = problem.partition(": ")
+        return Check(name, "warn", what, fix)
+    return Check(name, "ok", f"ROCm {tc.rocm_version}: {tc.describe()}")
 
 
 def check_gpu_toolchain(plat: Platform, probe: Probe) -> Check:
@@ -260,9 +259,19 @@ def check_gpu_toolchain(plat: Platform, probe: Probe) -> Check:
     return Check(name, "skip", "no GPU: HIP compiles offline for AMD targets but does not run")
 
 
+def check_isolation(plat: Platform, probe: Probe) -> Check:
+    """How learner code is isolated here (rocmlab.sandbox): bubblewrap, or a weaker fallback said plainly."""
+    from rocmlab import sandbox
+
+    iso = sandbox.isolation()
+    if iso.namespaces:
+        return Check("isolation", "ok", iso.description)
+    return Check("isolation", "warn", f"{iso.description}: {iso.reason}", iso.fix)
+
+
 CHECKS = (check_backend, check_torch_installed, check_torch_build, check_rocm_api, check_version_match,
           check_device_nodes, check_groups, check_ldd, check_hsa_override, check_visible_devices, check_wsl,
-          check_offline_toolchain, check_gpu_toolchain)
+          check_offline_toolchain, check_gpu_toolchain, check_isolation)
 
 
 def run_checks(probe: Probe | None = None, plat: Platform | None = None) -> list[Check]:

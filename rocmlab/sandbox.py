@@ -1,20 +1,117 @@
-"""Run a program with time, memory and output limits, and never hang or crash the caller.
+"""The one runner for untrusted or long programs: isolation, limits, and a clean stop.
 
-The learner's binary runs in its own process session. On timeout the whole process
-group is killed. ``RLIMIT_AS`` caps its address space; stdout and stderr are read
-concurrently and capped, so megabytes of output cannot fill the notebook. The result
-says plainly what happened (exit code, signal, timeout, truncation).
+``run(cmd, limits=Limits(...), scratch=DIR, ...)`` runs a program through bubblewrap:
+
+- as an unprivileged user (uid/gid 65534; when rocmlab itself runs as root, bubblewrap mounts the
+  sandbox and ``setpriv`` drops to that user before the program starts, so file access never
+  happens as root);
+- on a read-only system: ``root="/"`` binds only the system folders a program needs
+  (/usr /bin /sbin /lib* /etc /opt), never /root, /home, /tmp of the host or a rocmlab checkout;
+  another ``root`` (the offline ROCm root file system) becomes ``/`` read-only;
+- with ``scratch`` bound read-write at its own path, the only writable place besides a private /tmp;
+- without network, in its own pid, ipc and uts namespaces: ending the sandbox ends every process in
+  it, ``setsid()`` daemons included;
+- with limits on wall time, CPU time, address space, processes, file size and output (stdout and
+  stderr are drained concurrently and capped);
+- with a clean environment (only ``env``, a default PATH and HOME=/tmp);
+- with the GPU device nodes only when ``gpu=True``.
+
+Where bubblewrap can't run (no user namespaces in some containers) the runner falls back to the
+strongest isolation left and says which: :func:`isolation` names it with the reason and the fix,
+every :class:`Completed` carries it in ``.isolation``, and ``rocmlab doctor`` shows it. It never
+falls back silently. ``ROCMLAB_SANDBOX=no-bwrap`` forces the fallback (to test it).
+
+Ctrl-C (KeyboardInterrupt) or SIGTERM in the caller ends everything in the sandbox within
+``settings.SANDBOX_KILL_WAIT_S`` and re-raises.
 """
 
 from __future__ import annotations
 
+import ctypes
+import glob
+import math
 import os
 import resource
+import shutil
 import signal
 import subprocess
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from rocmlab import settings
+
+#: Top-level folders of the host bound (read-only) when ``root="/"``: what a program needs, nothing else.
+SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt")
+#: Top-level folders of another root file system that are NOT bound (the sandbox makes its own).
+ROOT_SKIPPED = ("proc", "sys", "dev", "tmp", "run", "home", "root", "mnt", "media", "lost+found")
+#: GPU device nodes, bound only for ``gpu=True``.
+GPU_NODES = ("/dev/kfd", "/dev/dri", "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools",
+             "/dev/nvidia-modeset", "/dev/nvidia[0-9]*", "/dev/nvidia-caps")
+
+BWRAP = "bubblewrap"     # Isolation.level values, strongest first
+SETPRIV = "setpriv"
+RLIMITS = "rlimits"
+NONE = "none"
+
+NO_USERNS_FIX = ("let bubblewrap create namespaces: allow unprivileged user namespaces "
+                 "(`sysctl -w kernel.unprivileged_userns_clone=1` and `user.max_user_namespaces=15000`; "
+                 "in Docker run with `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`, "
+                 "or run the grader as root with CAP_SYS_ADMIN), then check with `rocmlab doctor`")
+
+
+class SandboxError(RuntimeError):
+    """The sandbox itself could not start (not the program's fault)."""
+
+
+class Terminated(SystemExit):
+    """SIGTERM arrived while a sandboxed program ran: everything in the sandbox was ended."""
+
+    def __init__(self):
+        super().__init__(128 + signal.SIGTERM)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a sandboxed program may use. ``None`` means no limit (``memory_bytes=None`` for GPU runtimes,
+    which reserve large virtual ranges). ``cpu_s=None``: ``settings.SANDBOX_CPU_PER_WALL`` x ``wall_s``."""
+    wall_s: float = settings.RUN_TIME_LIMIT_S
+    cpu_s: float | None = None
+    memory_bytes: int | None = settings.RUN_MEMORY_BYTES
+    processes: int | None = settings.RUN_PROCESS_LIMIT
+    file_bytes: int | None = settings.RUN_FILE_BYTES
+    output_bytes: int = settings.RUN_OUTPUT_BYTES
+
+    def __post_init__(self):
+        settings.time_limit(self.wall_s, what="wall time limit")
+        if self.cpu_s is not None:
+            settings.time_limit(self.cpu_s, what="CPU time limit")
+        for name in ("memory_bytes", "processes", "file_bytes"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v <= 0):
+                raise ValueError(f"Limits.{name}={v!r}: give a whole number above 0, or None for no limit")
+        if not isinstance(self.output_bytes, int) or self.output_bytes < 0:
+            raise ValueError(f"Limits.output_bytes={self.output_bytes!r}: give a whole number of bytes >= 0")
+
+    @property
+    def cpu_limit_s(self) -> int:
+        return math.ceil(self.cpu_s if self.cpu_s is not None else self.wall_s * settings.SANDBOX_CPU_PER_WALL)
+
+
+@dataclass(frozen=True)
+class Isolation:
+    level: str           # bubblewrap | setpriv | rlimits | none
+    description: str     # what a learner or instructor reads
+    reason: str = ""     # why not stronger
+    fix: str = ""        # how to get bubblewrap
+
+    def __str__(self) -> str:
+        return self.description
+
+    @property
+    def namespaces(self) -> bool:
+        return self.level == BWRAP
 
 
 @dataclass(frozen=True)
@@ -27,6 +124,7 @@ class Completed:
     timed_out: bool
     stdout_truncated: bool
     stderr_truncated: bool
+    isolation: str = NONE       # Isolation.description of the runner that ran it
 
     @property
     def signal(self) -> str | None:
@@ -53,6 +151,10 @@ class Completed:
             return "aborted (SIGABRT): an assert failed or the runtime aborted; see stderr"
         if sig == "SIGKILL":
             return "was killed (SIGKILL), most often for exceeding the memory limit"
+        if sig == "SIGXCPU":
+            return "was stopped at the CPU time limit (SIGXCPU): a busy loop on several threads?"
+        if sig == "SIGXFSZ":
+            return "was stopped at the file size limit (SIGXFSZ): it wrote a file that is too large"
         if sig:
             return f"was ended by {sig}"
         if self.returncode != 0:
@@ -60,15 +162,205 @@ class Completed:
             hint = f": {tail[0][:200]}" if tail else ""
             if "bad_alloc" in self.stderr or "Cannot allocate memory" in self.stderr or "out of memory" in self.stderr.lower():
                 hint += " (memory limit reached)"
+            if "Resource temporarily unavailable" in self.stderr:
+                hint += " (process limit reached)"
             return f"exited with status {self.returncode}{hint}"
         trunc = " (output truncated at the limit)" if self.stdout_truncated or self.stderr_truncated else ""
         return f"ran in {self.duration_s:.2f} s{trunc}"
 
 
+# --- which isolation this machine gives -------------------------------------------------------------
+
+_forced: list[str] = []      # use(): tests and the overhead benchmark pick a weaker level on purpose
+
+
+class use:
+    """``with sandbox.use("none"): ...`` runs without isolation (the overhead benchmark's baseline and
+    the attack suite's controls). Never used by the grader."""
+
+    def __init__(self, level: str):
+        if level not in (BWRAP, SETPRIV, RLIMITS, NONE):
+            raise ValueError(f"isolation level {level!r}: use one of {BWRAP}, {SETPRIV}, {RLIMITS}, {NONE}")
+        self.level = level
+
+    def __enter__(self):
+        _forced.append(self.level)
+        return self
+
+    def __exit__(self, *exc):
+        _forced.pop()
+
+
+def _as_root() -> bool:
+    return os.geteuid() == 0
+
+
+def isolation() -> Isolation:
+    """The isolation :func:`run` gives on this machine, with the reason it is not stronger and the fix."""
+    if _forced:
+        return _describe(_forced[-1], "chosen for a comparison (sandbox.use)", "")
+    return _detect(settings.env("ROCMLAB_SANDBOX", "auto"), _as_root())
+
+
+def _describe(level: str, reason: str, fix: str) -> Isolation:
+    if level == BWRAP:
+        if _as_root():
+            text = ("bubblewrap: mount, pid, net, ipc namespaces; runs as uid 65534 (setpriv), "
+                    "read-only system, only its scratch folder writable")
+        else:
+            text = ("bubblewrap: user, mount, pid, net namespaces; runs as uid 65534, "
+                    "read-only system, only its scratch folder writable")
+    elif level == SETPRIV:
+        text = ("setpriv + rlimits + own session (WEAKER: no namespaces; runs as uid 65534 but can read "
+                "world-readable files (the grader's code too), see other processes' command lines and use the network)")
+    elif level == RLIMITS:
+        text = ("rlimits + own session (WEAKER: no namespaces; runs as the grading user and can read and "
+                "write that user's files, see other processes and use the network; setsid() daemons can outlive it)")
+    else:
+        text = "none (no isolation: plain subprocess with limits)"
+    return Isolation(level, text, reason, fix)
+
+
+@lru_cache(maxsize=None)
+def _detect(mode: str, as_root: bool) -> Isolation:
+    weaker = SETPRIV if as_root and shutil.which("setpriv") else RLIMITS
+    if mode == "no-bwrap":
+        return _describe(weaker, "ROCMLAB_SANDBOX=no-bwrap asks for the fallback", "unset ROCMLAB_SANDBOX")
+    if mode not in ("", "auto"):
+        raise ValueError(f"ROCMLAB_SANDBOX={mode!r}: use auto or no-bwrap")
+    if not shutil.which("bwrap"):
+        return _describe(weaker, "bubblewrap is not installed",
+                         "install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`), then `rocmlab doctor`")
+    if as_root and not shutil.which("setpriv"):
+        return _describe(RLIMITS, "setpriv is missing (needed to drop root)", "apt-get install util-linux")
+    argv = _bwrap_argv(["true"], root="/", scratch=None, ro_binds=(), gpu=False, cwd=None, info_fd=None)
+    try:
+        done = subprocess.run(argv, capture_output=True, timeout=30, env={"PATH": settings.SANDBOX_PATH})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return _describe(weaker, f"bubblewrap does not start ({exc})", NO_USERNS_FIX)
+    if done.returncode != 0:
+        why = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1]
+        return _describe(weaker, f"bubblewrap cannot create namespaces here ({why})", NO_USERNS_FIX)
+    return _describe(BWRAP, "", "")
+
+
+# --- building the command line ------------------------------------------------------------------------
+
+def _system_binds(root: str) -> list[str]:
+    args: list[str] = []
+    names = SYSTEM_DIRS if root == "/" else sorted(os.listdir(root))
+    for name in names:
+        src = os.path.join(root, name)
+        if name in ROOT_SKIPPED or not os.path.lexists(src):
+            continue
+        if os.path.islink(src):
+            args += ["--symlink", os.readlink(src), "/" + name]
+        elif os.path.isdir(src):
+            args += ["--ro-bind", src, "/" + name]
+    return args
+
+
+def _gpu_nodes() -> list[str]:
+    found: list[str] = []
+    for pattern in GPU_NODES:
+        found += sorted(glob.glob(pattern))
+    return found
+
+
+def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd) -> list[str]:
+    a = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+         "--unshare-uts", "--unshare-cgroup-try"]
+    if not _as_root():
+        a += ["--unshare-user", "--uid", str(settings.SANDBOX_UID), "--gid", str(settings.SANDBOX_GID)]
+    if info_fd is not None:
+        a += ["--info-fd", str(info_fd)]
+    a += ["--tmpfs", "/", *_system_binds(root), "--dev", "/dev", "--proc", "/proc",
+          "--size", str(settings.SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp",
+          "--perms", "1777", "--tmpfs", "/dev/shm"]
+    # bubblewrap makes missing parents of a mount point 0700 (root's): make them 0755 so uid 65534
+    # can reach a scratch or bind below e.g. /root/.cache (toolchain helper: tiny fix, see its report)
+    mounted = {"/" + n for n in (SYSTEM_DIRS if root == "/" else os.listdir(root)) if n not in ROOT_SKIPPED}
+    made = {"/", "/tmp", "/dev", "/proc"}
+    for path in (*ro_binds, *([scratch] if scratch else [])):
+        parts = path.rstrip("/").split("/")[1:-1]
+        for i in range(1, len(parts) + 1):
+            d = "/" + "/".join(parts[:i])
+            if d in made or any(d == m or d.startswith(m + "/") for m in mounted):
+                continue
+            made.add(d)
+            a += ["--perms", "0755", "--dir", d]
+    for path in ro_binds:
+        a += ["--ro-bind", os.path.realpath(path), path]
+    if scratch:
+        a += ["--bind", scratch, scratch]
+    groups: list[int] = []
+    if gpu:
+        for node in _gpu_nodes():
+            a += ["--dev-bind", node, node]
+            for n in [node, *glob.glob(node + "/*")]:
+                try:
+                    groups.append(os.stat(n).st_gid)
+                except OSError:
+                    pass
+        a += ["--ro-bind", "/sys", "/sys"]
+    a += ["--remount-ro", "/", "--chdir", cwd or scratch or "/tmp", "--"]
+    if _as_root():
+        a += _setpriv(groups)
+    return a + list(cmd)
+
+
+def _setpriv(groups: list[int]) -> list[str]:
+    keep = sorted({g for g in groups if g != 0})
+    return ["setpriv", f"--reuid={settings.SANDBOX_UID}", f"--regid={settings.SANDBOX_GID}",
+            f"--groups={','.join(map(str, keep))}" if keep else "--clear-groups",
+            "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
+def _clean_env(env: dict | None) -> dict:
+    out = {"PATH": settings.SANDBOX_PATH, "HOME": "/tmp"}
+    out.update({str(k): str(v) for k, v in (env or {}).items()})
+    return out
+
+
+def _check_paths(root, scratch, ro_binds, cwd):
+    for what, p in (("root", root), ("scratch", scratch), ("cwd", cwd), *(("ro_binds", b) for b in ro_binds)):
+        if p is not None and not os.path.isabs(p):
+            raise ValueError(f"sandbox {what} {p!r} must be an absolute path")
+    if not os.path.isdir(root):
+        raise ValueError(f"sandbox root {root!r} is not a folder: pass an existing root file system")
+    if scratch is not None and not os.path.isdir(scratch):
+        raise ValueError(f"sandbox scratch {scratch!r} is not a folder: create it first")
+    for b in ro_binds:
+        if not os.path.exists(b):
+            raise ValueError(f"sandbox ro_binds: {b!r} does not exist")
+
+
+# --- running ----------------------------------------------------------------------------------------
+
+_live: dict[int, subprocess.Popen] = {}
+_live_lock = threading.Lock()
+
+
+def kill_all() -> int:
+    """End every sandbox this process has running (an interrupt handler in a pool of workers calls it)."""
+    with _live_lock:
+        procs = list(_live.values())
+    for p in procs:
+        _kill_group(p)
+    return len(procs)
+
+
+def _kill_group(proc: subprocess.Popen):
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
 def _reader(stream, limit: int, sink: list, flag: list):
     size = 0
     while True:
-        chunk = stream.read(65536)
+        chunk = stream.read1(65536)
         if not chunk:
             break
         if size < limit:
@@ -79,52 +371,236 @@ def _reader(stream, limit: int, sink: list, flag: list):
     stream.close()
 
 
-def run_limited(cmd, *, timeout_s: float = 10.0, memory_bytes: int | None = 4 << 30,
-                output_bytes: int = 1 << 20, cwd=None, env=None, stdin_data: bytes | None = None) -> Completed:
-    """Run ``cmd`` with limits. Output beyond ``output_bytes`` per stream is dropped (and flagged).
-
-    ``memory_bytes`` limits the address space (RLIMIT_AS). GPU runtimes reserve large
-    virtual ranges, so pass None (no limit) for programs that use a real GPU driver.
-    """
-    cmd = tuple(str(c) for c in cmd)
-
-    def limits():
+def _preexec(limits: Limits | None, memory_bytes: int | None):
+    def apply():
         os.setsid()
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if memory_bytes:
             resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if limits is not None:
+            cpu = limits.cpu_limit_s
+            resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+            if limits.processes:
+                resource.setrlimit(resource.RLIMIT_NPROC, (limits.processes, limits.processes))
+            if limits.file_bytes:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limits.file_bytes, limits.file_bytes))
+    return apply
 
+
+_PR_SET_CHILD_SUBREAPER = 36
+_subreaper = []
+
+
+def _become_subreaper():
+    """Fallback only: orphans of a sandboxed program (setsid() daemons) are re-parented to us, so we can end them."""
+    if not _subreaper:
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+        _subreaper.append(True)
+
+
+def _sweep_orphans():
+    """Fallback as root: end uid-65534 processes re-parented to us (daemons that left their session)."""
+    me = str(os.getpid())
+    with _live_lock:
+        live = set(_live)
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) in live:
+            continue
+        try:
+            with open(f"/proc/{d}/status") as f:
+                status = dict(line.split(":", 1) for line in f if ":" in line)
+        except OSError:
+            continue
+        if status.get("PPid", "").strip() == me and status.get("Uid", "").split()[:1] == [str(settings.SANDBOX_UID)]:
+            try:
+                os.kill(int(d), signal.SIGKILL)
+                os.waitpid(int(d), 0)
+            except (ProcessLookupError, ChildProcessError, PermissionError):
+                pass
+
+
+def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolation_text, pass_fds=(),
+           display_cmd=None, not_found=None, after_exit=None) -> tuple[Completed, subprocess.Popen]:
+    """Start ``argv``, drain its output, wait with the wall limit; any interrupt ends its process group and re-raises."""
+    display_cmd = tuple(display_cmd or argv)
     start = time.monotonic()
     try:
-        proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_data else subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=limits)
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_data else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec,
+                                pass_fds=pass_fds)
     except FileNotFoundError as exc:
-        raise FileNotFoundError(f"cannot run {cmd[0]}: not found ({exc.strerror})") from exc
+        raise FileNotFoundError(not_found or f"cannot run {argv[0]}: not found ({exc.strerror})") from exc
+    with _live_lock:
+        _live[proc.pid] = proc
     out, err, out_t, err_t = [], [], [False], [False]
     threads = [threading.Thread(target=_reader, args=(proc.stdout, output_bytes, out, out_t), daemon=True),
                threading.Thread(target=_reader, args=(proc.stderr, output_bytes, err, err_t), daemon=True)]
     for t in threads:
         t.start()
-    if stdin_data:
-        try:
-            proc.stdin.write(stdin_data)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass
+    old_term = _trap_sigterm()
     timed_out = False
     try:
-        proc.wait(timeout=timeout_s)
+        if stdin_data:
+            try:
+                proc.stdin.write(stdin_data)
+                proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
+            proc.wait(timeout=wall_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+    except BaseException:          # KeyboardInterrupt, Terminated, ...: end everything, then re-raise
+        _kill_group(proc)
+        if after_exit:
+            after_exit()
+        _finish(proc, threads)
+        raise
+    finally:
+        _untrap_sigterm(old_term)
+    _kill_group(proc)              # leave nothing behind: children that outlive the program go too
+    if after_exit:
+        after_exit()
+    _finish(proc, threads)
+    duration = time.monotonic() - start
+    done = Completed(display_cmd, None if timed_out else proc.returncode,
+                     b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
+                     duration, timed_out, out_t[0], err_t[0], isolation_text)
+    return done, proc
+
+
+def _finish(proc, threads):
+    try:
+        proc.wait(timeout=settings.SANDBOX_KILL_WAIT_S)
     except subprocess.TimeoutExpired:
-        timed_out = True
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-    try:  # leave nothing behind: children that outlive the program go too
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
         pass
     for t in threads:
-        t.join(timeout=5)
-    duration = time.monotonic() - start
-    return Completed(cmd, None if timed_out else proc.returncode,
-                     b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
-                     duration, timed_out, out_t[0], err_t[0])
+        t.join(timeout=settings.SANDBOX_KILL_WAIT_S)
+    with _live_lock:
+        _live.pop(proc.pid, None)
+
+
+def _raise_terminated(signum, frame):
+    raise Terminated()
+
+
+def _trap_sigterm():
+    """While a sandbox runs in the main thread, SIGTERM raises Terminated (so it ends the sandbox) instead of
+    killing Python on the spot. A handler the application installed is left alone."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _raise_terminated)
+            return signal.SIG_DFL
+    except ValueError:
+        pass
+    return None
+
+
+def _untrap_sigterm(old):
+    if old is not None:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _own_scratch(scratch):
+    """As root, the program runs as uid 65534: hand it the scratch folder, and return how to take it back."""
+    if not (_as_root() and scratch):
+        return None
+    st = os.stat(scratch)
+    os.chown(scratch, settings.SANDBOX_UID, settings.SANDBOX_GID)
+    os.chmod(scratch, 0o700)
+    return st
+
+
+def _return_scratch(scratch, st):
+    if st is not None:
+        try:
+            os.chown(scratch, st.st_uid, st.st_gid)
+            os.chmod(scratch, st.st_mode & 0o7777)
+        except OSError:
+            pass
+
+
+def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None = None, ro_binds=(),
+        env: dict | None = None, gpu: bool = False, stdin_data: bytes | None = None,
+        cwd: str | None = None) -> Completed:
+    """Run ``cmd`` isolated (see the module's text) and return what happened; never raises for the program's
+    own failures (crash, time limit, output flood). Raises FileNotFoundError when ``cmd[0]`` is not in the
+    sandbox, SandboxError when the sandbox itself cannot start, and re-raises KeyboardInterrupt / Terminated
+    after ending every process in the sandbox."""
+    cmd = tuple(str(c) for c in cmd)
+    if not cmd:
+        raise ValueError("sandbox.run: give the program to run")
+    root = os.path.abspath(str(root))
+    scratch = None if scratch is None else os.path.abspath(str(scratch))
+    ro_binds = tuple(os.path.abspath(str(b)) for b in ro_binds)
+    cwd = None if cwd is None else str(cwd)
+    _check_paths(root, scratch, ro_binds, cwd)
+    iso = isolation()
+    envd = _clean_env(env)
+    if iso.level == BWRAP:
+        r, w = os.pipe()
+        argv = _bwrap_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, gpu=gpu, cwd=cwd, info_fd=w)
+        st = _own_scratch(scratch)
+        try:
+            try:
+                done, proc = _spawn(argv, env=envd, cwd="/", stdin_data=stdin_data, output_bytes=limits.output_bytes,
+                                    wall_s=limits.wall_s, preexec=_preexec(limits, limits.memory_bytes),
+                                    isolation_text=iso.description, pass_fds=(w,), display_cmd=cmd,
+                                    not_found="cannot run bwrap: not found (apt-get install bubblewrap)")
+            finally:
+                os.close(w)
+            with os.fdopen(r, "rb") as f:
+                started = bool(f.read())
+        finally:
+            _return_scratch(scratch, st)
+        return _checked(done, started, cmd)
+    if root != "/":
+        raise SandboxError(f"cannot enter the root file system {root} without bubblewrap ({iso.reason}); "
+                           f"fix: {iso.fix}")
+    argv = list(cmd)
+    if iso.level == SETPRIV:
+        argv = _setpriv([]) + argv
+    if iso.level in (SETPRIV, RLIMITS):
+        _become_subreaper()
+    st = _own_scratch(scratch) if iso.level == SETPRIV else None
+    try:
+        done, _ = _spawn(argv, env=envd if iso.level != NONE else {**os.environ, **(env or {})},
+                         cwd=cwd or scratch or ("/tmp" if iso.level != NONE else None),
+                         stdin_data=stdin_data, output_bytes=limits.output_bytes, wall_s=limits.wall_s,
+                         preexec=_preexec(limits, limits.memory_bytes), isolation_text=iso.description,
+                         display_cmd=cmd, after_exit=_sweep_orphans if iso.level == SETPRIV else None)
+    finally:
+        _return_scratch(scratch, st)
+    if iso.level == SETPRIV and done.returncode == 127 and "failed to execute" in done.stderr:
+        raise FileNotFoundError(f"cannot run {cmd[0]}: not found ({done.stderr.strip()[:200]})")
+    return done
+
+
+def _checked(done: Completed, started: bool, cmd) -> Completed:
+    if not started and not done.timed_out:
+        why = done.stderr.strip()[-500:] or f"exit status {done.returncode}"
+        raise SandboxError(f"the sandbox could not start ({why}); check `rocmlab doctor` (isolation)")
+    err = done.stderr
+    if done.returncode in (1, 126, 127) and (err.startswith("bwrap: execvp ") or err.startswith("setpriv: failed to execute")):
+        raise FileNotFoundError(f"cannot run {cmd[0]}: not found in the sandbox ({err.strip()[:200]})")
+    rc = done.returncode
+    if rc is not None and 128 < rc < 128 + 65:      # bwrap reports a program ended by signal N as 128 + N
+        return replace(done, returncode=-(rc - 128))
+    return done
+
+
+def run_limited(cmd, *, timeout_s: float = settings.RUN_TIME_LIMIT_S, memory_bytes: int | None = 4 << 30,
+                output_bytes: int = settings.RUN_OUTPUT_BYTES, cwd=None, env=None,
+                stdin_data: bytes | None = None) -> Completed:
+    """Compatibility wrapper (no isolation: own session, address-space limit, capped output, time limit):
+    for callers that have not moved to :func:`run` yet. Learner code must go through :func:`run`."""
+    cmd = tuple(str(c) for c in cmd)
+    done, _ = _spawn(cmd, env=env, cwd=cwd, stdin_data=stdin_data, output_bytes=output_bytes, wall_s=timeout_s,
+                     preexec=_preexec(None, memory_bytes),
+                     isolation_text="rlimits + own session (run_limited: not isolated)")
+    return done

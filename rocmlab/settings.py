@@ -28,12 +28,16 @@ TARGET_NAMES: dict[str, str] = {
 DEFAULT_TARGET = "gfx942"
 #: The NVIDIA target when nvcc builds without a GPU to ask.
 DEFAULT_NVIDIA_TARGET = "sm_90"
+#: Lanes per wavefront of each AMD target (CDNA: 64; an NVIDIA warp has 32).
+WAVEFRONT_SIZE: dict[str, int] = {"gfx942": 64, "gfx950": 64, "gfx90a": 64}
 #: Every target rocmlab names in its help texts.
 TARGETS: tuple[str, ...] = (*AMD_TARGETS, DEFAULT_NVIDIA_TARGET)
 
 # --- the offline ROCm toolchain ---------------------------------------------------------------
 #: The ROCm release of the offline toolchain (Debian experimental's packages), pinned.
 OFFLINE_ROCM_VERSION = "7.2.4"
+#: The clang major version of that ROCm release (its __clang_major__).
+OFFLINE_CLANG_MAJOR = "22"
 
 # --- limits ---------------------------------------------------------------------------------
 #: Seconds a learner's program may run, per run (grader, %hip_run, rocmlab hip build --run).
@@ -50,6 +54,24 @@ COMPILE_MEMORY_BYTES = 8 << 30
 RUN_OUTPUT_BYTES = 1 << 20
 #: The largest time limit anyone may ask for (an hour): beyond it a limit means nothing.
 MAX_TIME_LIMIT_S = 3600.0
+
+# --- the sandbox (rocmlab.sandbox) --------------------------------------------------------------
+#: Processes (and threads) a sandboxed program may have at once (RLIMIT_NPROC): stops fork storms.
+RUN_PROCESS_LIMIT = 256
+#: Largest file a sandboxed program may write (RLIMIT_FSIZE).
+RUN_FILE_BYTES = 256 << 20
+#: Size of the private /tmp a sandboxed program gets.
+SANDBOX_TMP_BYTES = 512 << 20
+#: CPU seconds per wall-clock second when a Limits has no cpu_s: one busy thread meets the wall limit
+#: first, a program spinning on many threads meets the CPU limit.
+SANDBOX_CPU_PER_WALL = 2.0
+#: The unprivileged user (and group) sandboxed programs run as: nobody / nogroup.
+SANDBOX_UID = 65534
+SANDBOX_GID = 65534
+#: PATH inside the sandbox unless the caller's env names one.
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: Seconds the sandbox waits for its processes to go after it kills them (interrupts, time limit).
+SANDBOX_KILL_WAIT_S = 2.0
 
 # --- serving ----------------------------------------------------------------------------------
 SERVE_HOST = "127.0.0.1"
@@ -81,6 +103,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_CHROMIUM", "the Chromium the browser tests drive", "/usr/bin/chromium"),
     Variable("ROCMLAB_TEST_ARTIFACTS", "where tests put screenshots", "test-artifacts"),
     Variable("ROCMLAB_GPU_STATE", "file recording which learner holds which GPU (workshop)", ""),
+    Variable("ROCMLAB_SANDBOX", "auto, or no-bwrap: isolate as if bubblewrap could not run (tests the fallback)", "auto"),
     Variable("ROCMLAB_CUBLAS", "folder holding cuBLAS (the HIP->CUDA path of the SGEMM exercise)", ""),
 )
 

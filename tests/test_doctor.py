@@ -139,22 +139,24 @@ def test_ldd_cuda_runtime_on_amd_fails(machine, tmp_path):
 
 def test_offline_toolchain_missing_warns(machine):
     p = probe(machine, fake_torch())
+    p.env["ROCMLAB_ROCM_ROOT"] = str(machine.root / "no-root")
     c = doctor.check_offline_toolchain(detect(p), p)
-    assert c.status == "warn" and "clang-19" in c.fix
+    assert c.status == "warn" and "20-rocm-root.sh" in c.fix and "ROCm 7.2.4" in c.name
 
 
-def test_offline_toolchain_found(machine):
-    machine.write("usr/include/hip/hip_runtime.h")
-    bc = machine.root / "bitcode"
-    for t in ("942", "90a", "940"):
-        machine.write(f"bitcode/oclc_isa_version_{t}.bc")
-    p = probe(machine, fake_torch(), tools={"clang++-19": "/usr/bin/clang++-19"})
-    p.env["ROCMLAB_DEVICE_LIBS"] = str(bc)
+def test_offline_toolchain_found_names_rocm_7_2_4(machine):
+    root = machine.root / "rocm-7.2.4"
+    machine.write("rocm-7.2.4/usr/bin/hipcc")
+    p = probe(machine, fake_torch(), tools={"bwrap": "/usr/bin/bwrap"})
+    p.env["ROCMLAB_ROCM_ROOT"] = str(root)
     c = doctor.check_offline_toolchain(detect(p), p)
-    assert c.status == "ok" and "gfx942" in c.message
-    (bc / "oclc_isa_version_942.bc").unlink()
+    assert c.status == "warn" and "no offline ROCm 7.2.4 root" in c.message     # no stamp: incomplete
+    machine.write("rocm-7.2.4/.rocmlab-ready", "rocm 7.2.4\nhip 7.2.53211\n")
     c = doctor.check_offline_toolchain(detect(p), p)
-    assert c.status == "warn" and "gfx942" in c.message
+    assert c.status == "ok" and c.message.startswith("ROCm 7.2.4") and "gfx950" in c.message
+    p.which = lambda t: None                       # no bubblewrap: the root cannot be entered
+    c = doctor.check_offline_toolchain(detect(p), p)
+    assert c.status == "warn" and "bubblewrap" in c.fix
 
 
 def test_gpu_toolchain_on_cuda(machine):
@@ -182,3 +184,16 @@ def test_cli_json_and_exit_code(capsys):
     rc = main(["doctor"])
     out = capsys.readouterr().out
     assert "rocmlab doctor" in out and "ok" in out
+
+
+def test_isolation_check_names_bubblewrap_or_the_fallback(machine, monkeypatch):
+    from rocmlab import sandbox
+    machine = probe(machine)
+    plat = detect(machine)
+    here = doctor.check_isolation(plat, machine)
+    if sandbox.isolation().namespaces:
+        assert here.status == "ok" and here.message.startswith("bubblewrap:")
+    monkeypatch.setenv("ROCMLAB_SANDBOX", "no-bwrap")        # as if user namespaces were missing
+    weak = doctor.check_isolation(plat, machine)
+    assert weak.status == "warn" and "WEAKER" in weak.message and "no-bwrap" in weak.message and weak.fix
+    assert "isolation" in [c.name for c in doctor.run_checks(machine, plat)]

@@ -1,4 +1,4 @@
-"""Build, cache, diagnostics and sandboxed runs of HIP/CUDA cells (offline clang-19 and nvcc where present)."""
+"""Build, cache, diagnostics and sandboxed runs of HIP/CUDA cells (the offline ROCm 7.2.4 root and nvcc where present)."""
 
 from __future__ import annotations
 
@@ -37,8 +37,8 @@ int main(int argc, char** argv) {
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
     """Every test gets its own build cache; the device bitcode stays where set-up put it."""
-    if OFFLINE is not None:
-        monkeypatch.setenv("ROCMLAB_DEVICE_LIBS", OFFLINE.bitcode_dir)
+    if OFFLINE is not None:   # the ROCm root stays where set-up put it
+        monkeypatch.setenv("ROCMLAB_ROCM_ROOT", OFFLINE.root)
     monkeypatch.setenv("ROCMLAB_HOME", str(tmp_path / "home"))
     build._FOUND.clear()
     yield
@@ -56,7 +56,8 @@ def test_offline_build_links_and_cannot_run_on_cpu(rng):
     r = build.compile(src, plat=cpu_plat())
     assert r.ok, r.log
     assert r.binary and Path(r.binary).is_file() and os.access(r.binary, os.X_OK)
-    assert r.target == "gfx942" and r.toolchain_kind == "offline" and "clang" in r.toolchain
+    assert r.target == "gfx942" and r.toolchain_kind == "offline" and "hipcc" in r.toolchain
+    assert "ROCm 7.2.4" in r.toolchain
     assert not r.cached and r.duration_s > 0
     assert not r.can_run and r.cannot_run_reason == "compiled for gfx942 offline: no AMD GPU here"
     ks = r.kernels()
@@ -94,11 +95,14 @@ def test_errors_map_to_the_cells_own_lines(rng):
     assert build.compile("\n".join(body) + "\n", plat=cpu_plat()).cached   # failures are cached too
 
 
-def test_missing_toolchain_names_the_fix(monkeypatch):
-    monkeypatch.setattr(build, "find_toolchain", lambda kind, refresh=False: None)
+def test_missing_toolchain_names_the_fix(monkeypatch, tmp_path):
+    from rocmlab.hip import compile as driver
+
+    monkeypatch.setenv("ROCMLAB_ROCM_ROOT", str(tmp_path / "empty"))
+    monkeypatch.setattr(driver, "find_toolchain", lambda kind, refresh=False: None)
     r = build.compile(VADD, plat=cpu_plat())
     assert not r.ok and not r.can_run and r.toolchain == ""
-    assert "apt-get install -y clang-19 lld-19 hipcc libamdhip64-dev rocm-device-libs" in r.log
+    assert "scripts/setup/20-rocm-root.sh" in r.log and "ROCm 7.2.4" in r.log
     assert r.diagnostics[0].severity == "error"
     nv = build.compile(VADD, target="sm_90", plat=cpu_plat())
     assert "nvcc" in nv.log and "CUDA toolkit" in nv.log
@@ -145,6 +149,21 @@ def test_default_target_and_can_run_by_backend():
     assert not ok and "pass target='sm_90'" in why
     ok, why = build._can_run(tc("offline"), "gfx942", "exe", amd)
     assert not ok and "hipcc" in why
+
+
+def test_a_header_error_points_at_the_cells_line_that_led_there(rng):
+    line = rng.randrange(2, 50)
+    log = ("In file included from cell.hip:1:\n"
+           "/usr/include/hip/amd_detail/amd_warp_sync_functions.h:297:62: error: static assertion failed due to "
+           "requirement 'sizeof(unsigned int) == 8': The mask must be a 64-bit integer.\n"
+           f"cell.hip:{line}:10: note: in instantiation of function template specialization "
+           "'__shfl_down_sync<unsigned int, float>' requested here\n"
+           "/usr/include/hip/amd_detail/amd_warp_sync_functions.h:297:76: note: expression evaluates to '4 == 8'\n")
+    (d,) = build.parse_diagnostics(log, "cell.hip")
+    assert d.line == line and d.severity == "error" and "64-bit integer" in d.message
+    assert "amd_warp_sync_functions.h:297" in d.message
+    alone = build.parse_diagnostics(log.replace(f"cell.hip:{line}:10: note", "other.hip:3:1: note"), "cell.hip")
+    assert [x.line for x in alone] == [None] and "amd_warp_sync_functions.h:297" in alone[0].message
 
 
 def test_parse_diagnostics_clang_and_nvcc_formats():

@@ -13,15 +13,15 @@ from rocmlab.hip.toolchain import discover, discover_offline
 KERNELS = Path(build.__file__).parent / "kernels"
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200"
 OFFLINE = discover_offline()
-HAS_GFX942 = OFFLINE is not None and "gfx942" in OFFLINE.targets
-need_offline = pytest.mark.skipif(not HAS_GFX942, reason="no offline gfx942 toolchain: ./go setup installs it")
+HAS_GFX942 = OFFLINE is not None
+need_offline = pytest.mark.skipif(not HAS_GFX942, reason="no offline ROCm root: bash scripts/setup/20-rocm-root.sh")
 need_nvcc = pytest.mark.skipif(discover("nvcc") is None, reason="no nvcc on this machine")
 
 
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
-    if OFFLINE is not None:
-        monkeypatch.setenv("ROCMLAB_DEVICE_LIBS", OFFLINE.bitcode_dir)
+    if OFFLINE is not None:   # the ROCm root stays where set-up put it
+        monkeypatch.setenv("ROCMLAB_ROCM_ROOT", OFFLINE.root)
     monkeypatch.setenv("ROCMLAB_HOME", str(tmp_path / "home"))
     build._FOUND.clear()
     yield
@@ -35,6 +35,38 @@ def private_cache(tmp_path, monkeypatch):
                                                  (41, 100, 3), (64, 64, 4), (1, 1, 8), (0, 200, 2)])
 def test_vgpr_limit_with_the_agpr_split_and_granule(vgprs, agprs, waves):
     assert occupancy.waves_from_vgprs(vgprs, agprs)[0] == waves
+
+
+def test_gfx950_has_160_kib_of_lds_and_the_gfx942_register_rules():
+    assert occupancy.ARCHS["gfx950"]["lds_per_cu"] == 160 * 1024
+    assert occupancy.waves_from_lds(40960, 256, "gfx950") == 4      # 4 workgroups x 4 waves / 4 SIMDs
+    assert occupancy.waves_from_lds(40960, 256, "gfx942") == 1      # the failing control: 64 KiB
+    assert occupancy.waves_from_lds(163841, 64, "gfx950") == 0
+    for v in (1, 65, 129, 256):
+        assert occupancy.waves_from_vgprs(v, 0, "gfx950") == occupancy.waves_from_vgprs(v, 0, "gfx942")
+
+
+@need_offline
+def test_same_kernel_gfx942_vs_gfx950_from_the_compiler():
+    rows = lab01.resources_by_target((KERNELS / "pressure.hip").read_text(), ("gfx942", "gfx950"))
+    occ = {(r[0], r[2]): r[6] for r in rows}
+    assert occ[("gfx942", "lds_40k_wg256")] == 1 and occ[("gfx950", "lds_40k_wg256")] == 4
+    assert occ[("gfx942", "lds_12k_wg256")] == 5 and occ[("gfx950", "lds_12k_wg256")] == 8
+    assert occ[("gfx942", "vgpr_128")] == occ[("gfx950", "vgpr_128")] == 4
+    assert all(r[6] == r[7] for r in rows), rows      # the calculator agrees on both
+
+
+@need_offline
+def test_rocm7_facts_from_the_real_compiler():
+    f = lab01.rocm7_facts()
+    assert not f["mask32"].ok and "The mask must be a 64-bit integer" in f["mask32"].message
+    assert f["mask32"].line == 5                      # the cell's line, not HIP's header
+    assert f["mask64"].ok
+    assert not f["warpsize_array"].ok and f["warpsize_array"].line == 3
+    assert "variable length array" in f["warpsize_array"].message
+    assert not f["warpsize_macro"].ok and "__AMDGCN_WAVEFRONT_SIZE" in f["warpsize_macro"].message
+    assert f["warpsize_template"].ok
+    assert "ROCm 7.2.4" in f["mask64"].toolchain
 
 
 def test_lds_sgpr_and_workgroup_limits():
@@ -57,7 +89,7 @@ def test_vgpr_curve_never_rises():
 
 @pytest.mark.parametrize("kw, match", [(dict(vgprs=-1), "vgprs"), (dict(vgprs=10, agprs=300), "agprs"),
                                        (dict(vgprs=10, workgroup_size=2048), "workgroup_size"),
-                                       (dict(vgprs=10, arch="gfx1100"), "CDNA2/CDNA3")])
+                                       (dict(vgprs=10, arch="gfx1100"), "CDNA2/CDNA3/CDNA4")])
 def test_occupancy_rejects_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):
         occupancy.occupancy(**kw)
@@ -82,10 +114,8 @@ def test_reduction_inspected_for_gfx942():
 
 
 @need_offline
-@pytest.mark.parametrize("target", ["gfx942", "gfx90a"])
+@pytest.mark.parametrize("target", ["gfx942", "gfx950", "gfx90a"])
 def test_calculator_agrees_with_the_compiler_on_pressure_kernels(target):
-    if target not in OFFLINE.targets:
-        pytest.skip(f"no {target} bitcode here")
     ks = insp.resources((KERNELS / "pressure.hip").read_text(), target)
     assert len(ks) >= 10
     got = {k.name.split("(")[0]: (k.occupancy, occupancy.from_kernel(k).waves_per_simd) for k in ks}

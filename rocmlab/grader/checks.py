@@ -92,6 +92,8 @@ def do_build(ctx: Context):
         return None
     ctx.build = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
                               name=f"{ctx.exercise.id}-submission")
+    if not ctx.build.ok and not ctx.build.toolchain_kind:   # no compiler here: the machine's fault, not scored
+        ctx.build_skip, ctx.build = ctx.build.log, None
     return ctx.build
 
 

@@ -1,8 +1,10 @@
 """Where the BLAS an exercise links against lives, per toolchain: hipBLAS for AMD, cuBLAS for NVIDIA.
 
-hipBLAS is not in Debian 12: ``scripts/setup/25-hipblas.sh`` unpacks trixie's hipBLAS 5.5 headers and
-library (not rocBLAS: the program links but cannot run without ROCm). A ROCm install's
-/opt/rocm is used when present. cuBLAS comes from the CUDA toolkit or the ``nvidia-cublas`` wheel.
+hipBLAS comes from a ROCm install (/opt/rocm) when there is one, else from the offline ROCm 7.2.4
+root (``scripts/setup/20-rocm-root.sh`` unpacks hipBLAS 7.2.4's headers and ``libhipblas.so`` there,
+not rocBLAS's GPU kernels: the program links but runs only on a ROCm install). Inside that root
+the compiler finds them at their system paths, so only ``-lhipblas`` is added. cuBLAS comes from
+the CUDA toolkit or the ``nvidia-cublas`` wheel.
 """
 
 from __future__ import annotations
@@ -10,18 +12,25 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from rocmlab.paths import cache_dir
+from rocmlab.paths import rocm_root
 
-HIPBLAS_FIX = "run bash scripts/setup/25-hipblas.sh (unpacks hipBLAS 5.5 from Debian trixie), or install ROCm's hipblas"
+HIPBLAS_FIX = ("build the offline ROCm root (bash scripts/setup/20-rocm-root.sh: it holds hipBLAS 7.2.4), "
+               "or install ROCm's hipblas")
 CUBLAS_FIX = "install the CUDA toolkit's cuBLAS (libcublas-dev) or pip install nvidia-cublas"
 
 
 def hipblas_root() -> Path | None:
-    for root in (Path(os.environ.get("ROCMLAB_HIPBLAS", "/nonexistent")), Path("/opt/rocm"),
-                 cache_dir() / "hipblas-5.5" / "usr", Path("/usr")):
+    """The host folder holding include/hipblas/hipblas.h, or None (see :func:`offline_hipblas`)."""
+    for root in (Path(os.environ.get("ROCMLAB_HIPBLAS", "/nonexistent")), Path("/opt/rocm")):
         if (root / "include" / "hipblas" / "hipblas.h").is_file():
             return root
     return None
+
+
+def offline_hipblas() -> bool:
+    """True when the offline ROCm root has hipBLAS (header and the library to link)."""
+    root = rocm_root() / "usr"
+    return (root / "include/hipblas/hipblas.h").is_file() and any((root / "lib/x86_64-linux-gnu").glob("libhipblas.so*"))
 
 
 def cublas_dirs() -> tuple[Path, Path] | None:
@@ -71,6 +80,10 @@ def flags(libraries, nvidia: bool) -> tuple[tuple[str, ...], str]:
                     "-Xlinker", f"-rpath-link,{lib}"]
         else:
             root = hipblas_root()
+            if root is None and offline_hipblas():
+                # inside the ROCm root: system paths; rocBLAS (which libhipblas needs at run time) is not there
+                out += ["-lhipblas", "-Wl,--allow-shlib-undefined"]
+                continue
             if root is None:
                 return (), "hipBLAS headers (hipblas/hipblas.h) not found: " + HIPBLAS_FIX
             libdir = root / ("lib" if (root / "lib" / "libhipblas.so").exists() else "lib/x86_64-linux-gnu")

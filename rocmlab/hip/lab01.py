@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from rocmlab.hip import occupancy as occ
+from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,120 @@ class LaunchExercise:
         return Feedback(False, "; ".join(f"{k}: {hints[k]}" for k in wrong))
 
 
+# --- which cells can compile here ------------------------------------------------------------
+
+def compiler_missing(target: str | None = None, lang: str = "hip", plat=None) -> str:
+    """'' when this machine has a compiler for ``target`` (default: what a ``%%hip`` or ``%%cuda``
+    cell builds for here); else a message naming the fix. A lab cell that needs it prints the
+    message, and the rest of the lab runs on."""
+    from rocmlab.hip import build
+    from rocmlab.hip.compile import choose
+
+    target = target or build.default_target(lang, plat)
+    _, why = choose(lang, target, plat)
+    return f"skipped: this cell needs a compiler for {target}; the rest of the lab runs. {why}" if why else ""
+
+
+def amd_compiler_missing(target: str | None = None) -> str:
+    """:func:`compiler_missing` for the AMD target the lab inspects (settings.DEFAULT_TARGET)."""
+    return compiler_missing(target or DEFAULT_TARGET)
+
+
+# --- what ROCm 7 says: the real compiler's view of three facts -----------------------------------
+
+MASK_32 = r"""
+#include <hip/hip_runtime.h>
+__global__ void wave_sum(const float* x, float* out) {
+  float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int off = warpSize / 2; off > 0; off /= 2)
+    v += __shfl_down_sync(0xffffffff, v, off);      // CUDA's full mask: 32 bits
+  if (threadIdx.x % warpSize == 0) out[(blockIdx.x * blockDim.x + threadIdx.x) / warpSize] = v;
+}
+""".lstrip()
+#: The fix: a 64-bit mask (all lanes of a wave64), or __activemask().
+MASK_64 = MASK_32.replace("0xffffffff, v, off);      // CUDA's full mask: 32 bits",
+                          "0xffffffffffffffffull, v, off);   // 64 bits: every lane of a wavefront")
+
+WARPSIZE_ARRAY = r"""
+#include <hip/hip_runtime.h>
+__global__ void per_wave(const float* x, float* out) {
+  __shared__ float partial[1024 / warpSize];          // one slot per wave of a 1024-thread block
+  partial[threadIdx.x / warpSize] = x[blockIdx.x * blockDim.x + threadIdx.x];
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
+}
+""".lstrip()
+#: What older ROCm code did instead: the compiler's wavefront-size macro.
+WARPSIZE_MACRO = WARPSIZE_ARRAY.replace("[1024 / warpSize];          // one slot per wave of a 1024-thread block",
+                                        "[1024 / __AMDGCN_WAVEFRONT_SIZE];   // the old compile-time macro")
+#: The fix that works on every ROCm: the wave size is a template parameter, known at compile time.
+WARPSIZE_TEMPLATE = r"""
+#include <hip/hip_runtime.h>
+template <int Wave>
+__global__ void per_wave(const float* x, float* out) {
+  __shared__ float partial[1024 / Wave];              // a compile-time constant again
+  partial[threadIdx.x / Wave] = x[blockIdx.x * blockDim.x + threadIdx.x];
+  __syncthreads();
+  if (threadIdx.x == 0) out[blockIdx.x] = partial[0];
+}
+template __global__ void per_wave<64>(const float*, float*);   // CDNA: wave64
+""".lstrip()
+
+
+@dataclass(frozen=True)
+class CompilerSays:
+    """One source compiled for one target: did it build, and the compiler's first error."""
+
+    title: str
+    ok: bool
+    line: int | None
+    message: str
+    toolchain: str
+
+    def __str__(self) -> str:
+        if self.ok:
+            return f"{self.title}: compiles ({self.toolchain})"
+        where = f"line {self.line}: " if self.line else ""
+        return f"{self.title}: error: {where}{self.message}"
+
+
+def compiler_says(title: str, source: str, target: str | None = None) -> CompilerSays:
+    """Compile device code for ``target`` and keep the first error (mapped to the source's line)."""
+    from rocmlab.hip.inspect import inspect
+
+    r = inspect(source, target or DEFAULT_TARGET)
+    errs = [d for d in r.diagnostics if d.severity == "error"]
+    first = errs[0] if errs else None
+    msg = first.message if first else ""
+    return CompilerSays(title, r.ok, first.line if first else None, msg, r.toolchain)
+
+
+def rocm7_facts(target: str | None = None) -> dict[str, CompilerSays]:
+    """The three ROCm 7 facts Lab 01 shows, each as the compiler states it."""
+    return {
+        "mask32": compiler_says("__shfl_down_sync with CUDA's 32-bit mask", MASK_32, target),
+        "mask64": compiler_says("__shfl_down_sync with a 64-bit mask", MASK_64, target),
+        "warpsize_array": compiler_says("__shared__ float partial[1024 / warpSize]", WARPSIZE_ARRAY, target),
+        "warpsize_macro": compiler_says("__shared__ float partial[1024 / __AMDGCN_WAVEFRONT_SIZE]", WARPSIZE_MACRO,
+                                        target),
+        "warpsize_template": compiler_says("template <int Wave> ... partial[1024 / Wave]", WARPSIZE_TEMPLATE, target),
+    }
+
+
+def resources_by_target(source: str, targets=AMD_TARGETS) -> list[list]:
+    """Rows (target, product, kernel, VGPRs, SGPRs, LDS B, compiler's occupancy, calculator's,
+    limited by) for every kernel of ``source`` on each target: the same code, different chips."""
+    from rocmlab.hip.inspect import inspect
+
+    rows = []
+    for t in targets:
+        for k in inspect(source, t).kernels:
+            o = occ.from_kernel(k)
+            rows.append([t, TARGET_NAMES.get(t, ""), k.name.split("(")[0], k.vgprs, k.sgprs, k.lds_bytes,
+                         k.occupancy, o.waves_per_simd, o.limiting])
+    return rows
+
+
 # --- exercise 2: a wavefront-size-agnostic reduction ----------------------------------------------
 
 WAVE_SUM_STARTER = r"""
@@ -87,9 +202,9 @@ __global__ void wave_sum(const float* x, float* out) {
 """.lstrip()
 
 
-def shuffle_steps(source: str, target: str = "gfx942") -> tuple[int | None, str]:
+def shuffle_steps(source: str, target: str = DEFAULT_TARGET) -> tuple[int | None, str]:
     """(cross-lane steps in ``wave_sum``'s ISA, message). Each __shfl_down step is one
-    ``ds_bpermute_b32`` (or a DPP move) in the gfx942 ISA."""
+    ``ds_bpermute_b32`` (or a DPP move) in the target's ISA."""
     from rocmlab.hip.inspect import inspect
 
     ins = inspect(source, target)
@@ -102,7 +217,7 @@ def shuffle_steps(source: str, target: str = "gfx942") -> tuple[int | None, str]
     return k.counts.get("shuffle", 0), ""
 
 
-def check_wave_sum(source: str, target: str = "gfx942") -> Feedback:
+def check_wave_sum(source: str, target: str = DEFAULT_TARGET) -> Feedback:
     if not source or source.strip() == WAVE_SUM_STARTER.strip():
         return Feedback(None, "edit the starter so the loop works for any wavefront size")
     lanes = occ.ARCHS.get(target, {"wave": 64})["wave"]
@@ -139,12 +254,12 @@ class OccupancyExercise:
                 return ex
 
     def question(self) -> str:
-        return (f"A gfx942 kernel uses {self.vgprs} VGPRs, no AGPRs, 32 SGPRs and {self.lds_bytes} bytes of LDS "
+        return (f"A {DEFAULT_TARGET} kernel uses {self.vgprs} VGPRs, no AGPRs, 32 SGPRs and {self.lds_bytes} bytes of LDS "
                 f"per workgroup, launched with {self.block} threads per workgroup. How many waves per SIMD "
                 "can be resident, and which resource limits it ('VGPRs', 'SGPRs', 'LDS' or 'workgroup size')?")
 
     def solution(self) -> occ.Occupancy:
-        return occ.occupancy(self.vgprs, 0, 32, self.lds_bytes, self.block, "gfx942")
+        return occ.occupancy(self.vgprs, 0, 32, self.lds_bytes, self.block, DEFAULT_TARGET)
 
     def check(self, waves=None, limited_by=None) -> Feedback:
         if waves is None and limited_by is None:
@@ -160,3 +275,65 @@ class OccupancyExercise:
         if limited_by not in ties:
             hint.append("compute the limit of each resource alone; the smallest wins")
         return Feedback(False, "; ".join(hint))
+
+
+# --- Lab 02's last section: what ROCm 7 says about a mechanically hipified kernel ------------------
+
+HIPIFY_ME = r"""
+#include <cuda_runtime.h>
+// A warp reduction as CUDA code writes it: 32 lanes, a 32-bit full mask.
+__global__ void warp_sum(const float* x, float* out) {
+  float v = x[blockIdx.x * blockDim.x + threadIdx.x];
+  for (int off = 16; off > 0; off /= 2)
+    v += __shfl_down_sync(0xffffffff, v, off);
+  if (threadIdx.x % 32 == 0) out[(blockIdx.x * blockDim.x + threadIdx.x) / 32] = v;
+}
+""".lstrip()
+
+
+@dataclass(frozen=True)
+class PortStep:
+    """One version of the ported kernel and what the ROCm compiler makes of it."""
+
+    title: str
+    source: str
+    ok: bool
+    line: int | None
+    message: str
+    shuffle_steps: int | None      # cross-lane steps in the ISA (None: it did not compile)
+    lanes: int                     # lanes of the target's wavefront
+
+    def __str__(self) -> str:
+        if not self.ok:
+            return f"{self.title}: does not compile: line {self.line}: {self.message}"
+        need = self.lanes.bit_length() - 1
+        covered = 1 << (self.shuffle_steps or 0)
+        verdict = f"one sum per {self.lanes}-lane wavefront" if self.shuffle_steps == need else (
+            f"each sum covers {covered} lanes, as on NVIDIA: a {self.lanes}-lane wavefront needs {need} steps, and "
+            f"the code only stays right while every 32 in it agrees")
+        return f"{self.title}: compiles; {self.shuffle_steps} shuffle steps in the ISA ({verdict})"
+
+
+def hipified_kernel_steps(cuda_source: str = HIPIFY_ME, target: str | None = None) -> list[PortStep]:
+    """Hipify ``cuda_source`` mechanically, then fix it in two steps, compiling each version for
+    ``target`` with the real compiler: the 32-bit mask (a compile error on ROCm 7), then the
+    32-lane loop (it compiles, but the ISA shows half-wavefront sums: 5 steps, not 6)."""
+    from rocmlab.hip import hipcuda
+    from rocmlab.hip.inspect import inspect
+
+    target = target or DEFAULT_TARGET
+    lanes = occ.ARCHS.get(target, {"wave": 64})["wave"]
+    hip = hipcuda.hipify(cuda_source).cuda_source
+    mask_fixed = hip.replace("0xffffffff,", "0xffffffffffffffffull,")
+    loop_fixed = (mask_fixed.replace("int off = 16", "int off = warpSize / 2")
+                  .replace("threadIdx.x % 32", "threadIdx.x % warpSize").replace(") / 32]", ") / warpSize]"))
+    steps = []
+    for title, src in (("1. hipify alone", hip), ("2. a 64-bit mask", mask_fixed), ("3. warpSize, not 32", loop_fixed)):
+        r = inspect(src, target)
+        errs = [d for d in r.diagnostics if d.severity == "error"]
+        n = None
+        if r.ok:
+            n = r.isa_of("warp_sum").counts.get("shuffle", 0)
+        steps.append(PortStep(title, src, r.ok, errs[0].line if errs else None, errs[0].message if errs else "",
+                              n, lanes))
+    return steps

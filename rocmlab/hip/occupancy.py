@@ -1,4 +1,4 @@
-"""Occupancy calculator for AMD CDNA2 (MI200, gfx90a) and CDNA3 (MI300X, gfx942).
+"""Occupancy calculator for AMD CDNA2 (MI200, gfx90a), CDNA3 (MI300X, gfx942) and CDNA4 (MI355X, gfx950).
 
 Occupancy is how many wavefronts each SIMD keeps resident; more waves hide more memory
 latency. A CU has 4 SIMDs. A wave's limit is the smallest of:
@@ -17,8 +17,14 @@ latency. A CU has 4 SIMDs. A wave's limit is the smallest of:
   100 allow 8, more allow 7 (LLVM ``GCNSubtarget::getOccupancyWithNumSGPRs``, GFX9 branch);
   then clamped to 8, so SGPRs rarely limit CDNA.
 - **LDS.** 64 KiB per CU on CDNA2/CDNA3 (the CDNA3 ISA guide and white paper;
-  ``datasets/hardware.csv``).
-  Workgroups per CU = ``65536 // LDS per workgroup``, also capped by the workgroup-slot
+  ``datasets/hardware.csv``); **160 KiB per CU on CDNA4 (gfx950)**: LLVM's AMDGPU back end gives
+  gfx950 an addressable local memory of 163840 bytes (its CodeGen tests: "GFX950 supports up to
+  160 KB LDS memory", and "local memory (163844) exceeds limit (163840)"), and the ROCm 7.2
+  compiler's occupancy remarks agree (a 40 KiB, 256-thread kernel: 1 wave/SIMD on gfx942, 4 on
+  gfx950; ``benchmarks/results/toolchain_compare.md``). The VGPR, SGPR and workgroup rules of
+  gfx950 are those of gfx942 (checked against the same compiler for every kernel of
+  ``rocmlab/hip/kernels/pressure.hip``, ``tests/test_hip_inspect.py``).
+  Workgroups per CU = ``LDS per CU // LDS per workgroup``, also capped by the workgroup-slot
   limit; waves per SIMD = ``ceil(workgroups * waves per workgroup / 4)`` (LLVM
   ``AMDGPUSubtarget::getOccupancyWithLocalMemSize``).
 - **Workgroup size.** A workgroup's waves live on one CU. Workgroups per CU are limited to 16
@@ -35,6 +41,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rocmlab.settings import DEFAULT_TARGET
+
 # Per-architecture facts (see the module docstring for sources).
 ARCHS = {
     "gfx942": dict(family="CDNA3", product="MI300X / MI300A / MI325X", wave=64, simds_per_cu=4, max_waves_per_simd=8,
@@ -44,6 +52,7 @@ ARCHS = {
                    vgprs_per_simd=512, vgpr_granule=8, max_arch_vgprs=512, max_agprs=256,
                    lds_per_cu=65536, max_workgroup=1024),
 }
+ARCHS["gfx950"] = dict(ARCHS["gfx942"], family="CDNA4", product="MI355X / MI350X", lds_per_cu=163840)
 ARCHS["gfx940"] = dict(ARCHS["gfx942"], product="pre-production CDNA3 ID (not MI300X)")
 ARCHS["gfx941"] = dict(ARCHS["gfx942"], product="pre-production CDNA3 ID")
 ADDRESSABLE_ARCH_VGPRS = 256   # per wave: v0..v255 (and a0..a255 besides)
@@ -82,7 +91,7 @@ class Occupancy:
 LIMIT_ORDER = ("VGPRs", "SGPRs", "LDS", "workgroup size")
 
 
-def waves_from_vgprs(arch_vgprs: int, agprs: int = 0, arch: str = "gfx942") -> tuple[int, int]:
+def waves_from_vgprs(arch_vgprs: int, agprs: int = 0, arch: str = DEFAULT_TARGET) -> tuple[int, int]:
     """(waves per SIMD, VGPRs allocated per lane) for a kernel's register use."""
     a = ARCHS[arch]
     arch_vgprs, agprs = max(0, arch_vgprs), max(0, agprs)
@@ -93,7 +102,7 @@ def waves_from_vgprs(arch_vgprs: int, agprs: int = 0, arch: str = "gfx942") -> t
     return min(a["max_waves_per_simd"], max(1, a["vgprs_per_simd"] // alloc)), alloc
 
 
-def waves_from_sgprs(sgprs: int, arch: str = "gfx942") -> int:
+def waves_from_sgprs(sgprs: int, arch: str = DEFAULT_TARGET) -> int:
     a = ARCHS[arch]
     if sgprs <= 80:
         w = 10
@@ -106,7 +115,7 @@ def waves_from_sgprs(sgprs: int, arch: str = "gfx942") -> int:
     return min(w, a["max_waves_per_simd"])
 
 
-def max_workgroups_per_cu(workgroup_size: int, arch: str = "gfx942") -> int:
+def max_workgroups_per_cu(workgroup_size: int, arch: str = DEFAULT_TARGET) -> int:
     a = ARCHS[arch]
     waves = -(-workgroup_size // a["wave"])
     slots = a["max_waves_per_simd"] * a["simds_per_cu"]
@@ -115,7 +124,7 @@ def max_workgroups_per_cu(workgroup_size: int, arch: str = "gfx942") -> int:
     return min(slots // waves, 16)
 
 
-def waves_from_lds(lds_bytes: int, workgroup_size: int, arch: str = "gfx942") -> int:
+def waves_from_lds(lds_bytes: int, workgroup_size: int, arch: str = DEFAULT_TARGET) -> int:
     a = ARCHS[arch]
     groups = a["lds_per_cu"] // (lds_bytes or 1)
     if groups == 0:
@@ -126,7 +135,7 @@ def waves_from_lds(lds_bytes: int, workgroup_size: int, arch: str = "gfx942") ->
 
 
 def occupancy(vgprs: int, agprs: int = 0, sgprs: int = 16, lds_bytes: int = 0, workgroup_size: int = 1024,
-              arch: str = "gfx942") -> Occupancy:
+              arch: str = DEFAULT_TARGET) -> Occupancy:
     """Waves per SIMD for one kernel, and the resource that limits it.
 
     ``vgprs``: architectural VGPRs per lane; ``agprs``: AGPRs per lane; ``sgprs``: SGPRs per wave
@@ -134,7 +143,7 @@ def occupancy(vgprs: int, agprs: int = 0, sgprs: int = 16, lds_bytes: int = 0, w
     workgroup (the compiler assumes the maximum, 1024, without ``__launch_bounds__``).
     """
     if arch not in ARCHS:
-        raise ValueError(f"arch {arch!r} is not a CDNA2/CDNA3 target: use one of {', '.join(sorted(ARCHS))}")
+        raise ValueError(f"arch {arch!r} is not a CDNA2/CDNA3/CDNA4 target: use one of {', '.join(sorted(ARCHS))}")
     a = ARCHS[arch]
     for label, v, hi in (("vgprs", vgprs, a["max_arch_vgprs"]), ("agprs", agprs, a["max_agprs"]),
                          ("sgprs", sgprs, 112), ("lds_bytes", lds_bytes, 1 << 30)):
@@ -174,7 +183,7 @@ def from_kernel(k, workgroup_size: int | None = None, arch: str | None = None) -
                      workgroup_size or k.max_workgroup_size or 1024, arch)
 
 
-def vgpr_curve(agprs: int = 0, arch: str = "gfx942", max_vgprs: int = 256) -> tuple[list[int], list[int]]:
+def vgpr_curve(agprs: int = 0, arch: str = DEFAULT_TARGET, max_vgprs: int = 256) -> tuple[list[int], list[int]]:
     """(VGPR counts, waves per SIMD) for a plot of the register cliff."""
     xs = list(range(1, max_vgprs + 1))
     return xs, [waves_from_vgprs(x, agprs, arch)[0] for x in xs]

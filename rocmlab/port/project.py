@@ -16,7 +16,7 @@ from rocmlab.port.traps import PortTrap, project_names, scan
 REPORT_JSON = "rocmlab-port.json"
 REPORT_HTML = "rocmlab-port.html"
 MARKER = ".rocmlab-port"
-SUPPORTED_ARCHS = ("gfx942", "gfx90a")
+from rocmlab.settings import AMD_TARGETS as SUPPORTED_ARCHS  # noqa: E402  (gfx942, gfx950, gfx90a)
 
 
 @dataclass
@@ -80,8 +80,7 @@ class PortResult:
         return {
             "tool": "rocmlab port", "format": 1, "src": self.src, "out": self.out, "archs": list(self.archs),
             "toolchain": self.toolchain, "toolchain_kind": self.toolchain_kind,
-            "compat_header": {"used": self.compat_used, "note": self.compat_note,
-                              "file": build.COMPAT_HEADER.name},
+            "compat_header": {"used": self.compat_used, "note": self.compat_note, "file": ""},
             "workers": self.workers, "compiled": self.compiled, "summary": self.summary(), "files": self.files,
             "fixes": [f.__dict__ for f in self.fixes], "traps": [t.to_json() for t in self.traps],
             "units": [u.to_json() for u in self.units], "links": [link.to_json() for link in self.links],
@@ -191,7 +190,7 @@ def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | b
         missing = [a for a in archs if not tc.supports(a)]
         if missing:
             raise PortInputError(f"the {tc.kind} toolchain here ({tc.label}) cannot build {', '.join(missing)} "
-                                 f"(it has {', '.join(tc.targets)}): run scripts/setup/20-gfx942-bitcode.sh")
+                                 f"(it has {', '.join(tc.targets)}): build for one of those")
     _prepare_out(out_r, force)
     t0 = time.monotonic()
     hip_texts = translate.hipify_texts(proj.sources)
@@ -227,16 +226,9 @@ def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | b
 
     t_compile = t_link = 0.0
     if tc is not None:
-        use_compat = tc.kind == "offline" and compat not in (False, "off", "no", "0")
+        use_compat = False   # ROCm 7.2 (offline root) and ROCm installs have the warp-sync builtins
         result.compat_used = use_compat
-        if use_compat:
-            result.compat_note = (f"offline HIP 5.2 headers: compiled with {build.COMPAT_HEADER.name}, which "
-                                  "declares the ROCm 6.2+ warp-sync builtins (64-bit masks) so results match a "
-                                  "current ROCm; it is not part of the port")
-        elif tc.kind == "rocm":
-            result.compat_note = "ROCm toolchain: its own headers, no compatibility header"
-        else:
-            result.compat_note = "compatibility header turned off: warp-sync builtins are missing in HIP 5.2"
+        result.compat_note = f"{tc.label}: its own HIP headers, no compatibility header"
         units = {names[r]: r for r in proj.translation_units}
         mains = {names[r] for r in proj.translation_units if build.has_main(proj.sources[r])}
         t1 = time.monotonic()

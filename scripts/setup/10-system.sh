@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# System packages from Debian 12 (bookworm): Python venv support, the offline HIP
-# toolchain for AMD targets (clang-19 + lld-19 + HIP 5.2 headers and runtime to link
-# against), and Chromium for the real-browser test. Skipped when already present.
+# System packages from Debian 12 (bookworm): Python venv support, debootstrap and bubblewrap for
+# the offline ROCm root (scripts/setup/20-rocm-root.sh builds it; bubblewrap also isolates
+# learner programs), binutils, and Chromium for the real-browser test. Skipped when present.
 set -euo pipefail
 need=()
-for pkg in python3-venv clang-19 lld-19 hipcc libamdhip64-dev rocm-device-libs llvm-19 chromium git; do
+for pkg in python3-venv debootstrap bubblewrap binutils chromium git; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -eq 0 ]; then echo "system packages: all present"; exit 0; fi
