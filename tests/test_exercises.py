@@ -11,6 +11,7 @@ import pytest
 from rocmlab import grader
 from rocmlab.grader import checks, libs
 from rocmlab.hip import build
+from rocmlab.grader import load
 from rocmlab.hip.toolchain import discover_offline
 
 EXERCISES = grader.exercises()
@@ -18,8 +19,16 @@ IDS = [e.id for e in EXERCISES]
 README_SECTIONS = ("## Description", "## Application flow", "## Key APIs and Concepts", "## Demonstrated API Calls")
 
 
-def test_at_least_ten_exercises_with_the_same_shape():
-    assert len(EXERCISES) >= 10
+NEW = ("cg-tiles", "fp-atomics", "hip-graphs", "launch-bounds", "mfma-gemm")
+RETIRED = ("warp-size-32", "ballot-popcount")   # the same 32-lane lesson as block-reduction
+
+
+def test_thirteen_exercises_in_a_strict_order_with_the_same_shape():
+    assert len(EXERCISES) >= 13
+    assert set(NEW) <= set(IDS) and not set(RETIRED) & set(IDS)
+    orders = [e.order for e in EXERCISES]
+    assert orders == sorted(orders) and len(set(orders)) == len(orders), "give every exercise its own order"
+    assert IDS[0] == "vector-add" and IDS[-1] == "mfma-gemm"
     for ex in EXERCISES:
         for section in README_SECTIONS:
             assert section in ex.readme, f"{ex.id}: README lacks {section}"
@@ -105,4 +114,82 @@ def test_every_solution_scores_full_marks_on_what_this_backend_runs(ex):
 
     if not current().is_gpu:   # on a CPU the program cannot reach the GPU: run checks say so
         runs = report.check("runs")
-        assert runs.status == "skipped" and ("no GPU" in runs.message or "cannot start here" in runs.message)
+        assert runs.status == "skipped" and ("no GPU" in runs.message or "cannot start here" in runs.message
+                                             or "needs an AMD GPU" in runs.message)
+
+
+# --- the new exercises: a wrong variant of each loses points on every backend ------------------------
+
+def _edit(eid, old, new):
+    src = load(eid).solution
+    assert old in src, f"{eid}: {old!r} not in the solution"
+    return src.replace(old, new)
+
+
+WRONG_VARIANTS = {
+    # CAS loop on gfx90a: the learner kept atomicAdd
+    "fp-atomics": (lambda: _edit("fp-atomics", "unsafeAtomicAdd(&out", "atomicAdd(&out"), "hw-atomics-gfx90a"),
+    # CUDA's (512, 2) kept: 3 waves per SIMD
+    "launch-bounds": (lambda: _edit("launch-bounds", "__launch_bounds__(kThreads, kWavesPerSimd)",
+                                    "__launch_bounds__(kThreads, 2)").replace("TN = 8;", "TN = 12;"), "occupancy-gfx942"),
+    # the right bound, but a 12 x 12 tile: 128 VGPRs are not enough, it spills to scratch
+    "launch-bounds/spills": (lambda: _edit("launch-bounds", "TM = 8, TN = 8;", "TM = 12, TN = 12;"), "occupancy-gfx942"),
+    # no graph: the step launched directly
+    "hip-graphs": (lambda: _edit("hip-graphs", "for (int t = 1; t < kSteps; ++t) HIP_CHECK(hipGraphLaunch(exec, s));",
+                                 "for (int t = 1; t < kSteps; ++t) step(y, x, n, s);").replace(
+        "HIP_CHECK(hipGraphLaunch(exec, s));                       // step 1", "step(y, x, n, s);  // step 1"),
+        "captures-a-graph"),
+    # a warp of 32 by hand instead of a tile
+    "cg-tiles": (lambda: _edit("cg-tiles", "const int r = static_cast<int>(tile.thread_rank());",
+                               "const int r = threadIdx.x % 32;"), "no-warp-assumptions"),
+    # a scalar FMA loop instead of the matrix core
+    "mfma-gemm": (lambda: _edit("mfma-gemm", "acc[i][j] = __builtin_amdgcn_mfma_f32_16x16x16f16(a[i], b[j], acc[i][j], 0, 0, 0);",
+                                "for (int e = 0; e < 4; ++e) acc[i][j][e] += static_cast<float>(a[i][e]) * static_cast<float>(b[j][e]);"),
+                  "mfma-in-isa"),
+}
+
+
+@pytest.mark.skipif(discover_offline() is None or "gfx942" not in discover_offline().targets,
+                    reason="no offline HIP toolchain with gfx942 (run ./go setup)")
+@pytest.mark.parametrize("name", sorted(WRONG_VARIANTS))
+def test_a_wrong_variant_of_each_new_exercise_fails_here(name):
+    make, fails = WRONG_VARIANTS[name]
+    eid = name.split("/")[0]
+    report = grader.check(eid, make())
+    c = report.check(fails)
+    assert c.status == "failed" and c.points == 0, report.to_text()
+    assert report.earned < report.available
+
+
+@pytest.mark.parametrize("eid", NEW)
+def test_the_mechanical_port_of_each_new_starter_is_not_full_marks(eid):
+    from rocmlab.hip import hipify
+
+    ex = load(eid)
+    report = grader.check(eid, hipify.hipify_source(ex.starter, "starter.cu").hip)
+    assert any(c.status == "failed" for c in report.checks), report.to_text()
+
+
+def test_mfma_run_checks_say_they_need_an_amd_gpu_on_an_nvidia_machine(monkeypatch):
+    from rocmlab.platform import detect
+
+    monkeypatch.setenv("ROCMLAB_BACKEND", "cuda")
+    plat = detect()
+    assert plat.backend == "cuda"
+    report = grader.check("mfma-gemm", load("mfma-gemm").solution, plat=plat, only=("runs", "correct"))
+    for cid in ("runs", "correct"):
+        c = report.check(cid)
+        assert c.status == "skipped" and c.points == 0 and "not run: MFMA needs an AMD GPU" in c.message
+    assert report.earned == 0 and report.available == 0 and report.possible == 4
+
+
+def test_isa_check_skips_when_no_compiler_has_the_target(monkeypatch):
+    from rocmlab.grader import isa_check
+    from rocmlab.grader.spec import CheckSpec
+
+    ex = load("mfma-gemm")
+    ctx = checks.Context(ex, ex.solution, None, 0)
+    spec = CheckSpec("x", "isa", 1.0, {"target": "gfx1234", "mnemonic": "^v_mfma"})
+    res = isa_check.check_isa(ctx, spec)
+    assert res.status in ("skipped", "failed") and res.points == 0
+    assert "gfx1234" in res.message

@@ -37,7 +37,7 @@ def test_messages_are_clear():
     assert "first mismatch at index 0" in msg["printed hard-coded answer"]
     assert "line " in msg["hard-coded warp of 32"] and "warpSize" in msg["hard-coded warp of 32"]
     assert "hipGetLastError" in msg["no error checks"]
-    assert "__ballot_sync" in msg["mechanical hipify (32-bit ballot mask)"]
+    assert "32-bit lane mask" in msg["mechanical hipify (32-bit shuffle mask)"]
 
 
 @pytest.mark.parametrize("name", [n for n, w in WRONG.items() if w.where == "gpu"])

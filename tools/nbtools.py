@@ -2,6 +2,7 @@
 
 ``python tools/nbtools.py clean labs/*.ipynb`` strips outputs and execution counts and
 resets metadata to the standard kernel, in place. Tests use :func:`problems`.
+``python tools/nbtools.py exercises`` writes one thin notebook per exercise to ``labs/exercises/``.
 """
 
 from __future__ import annotations
@@ -62,9 +63,40 @@ def clean(path: str) -> None:
     nbformat.write(nb, path)
 
 
+def exercise_notebooks(out_dir=None) -> dict:
+    """name -> notebook: one thin notebook per exercise (rocmlab.course.exercise.notebook_cells)."""
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from rocmlab import grader
+    from rocmlab.course.exercise import notebook_cells, notebook_name
+
+    return {notebook_name(ex): new_notebook(notebook_cells(ex)) for ex in grader.exercises()}
+
+
+def write_exercise_notebooks(out_dir) -> list[str]:
+    """Write labs/exercises/NN-<id>.ipynb for every exercise; remove notebooks of retired exercises."""
+    from pathlib import Path
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    books = exercise_notebooks()
+    for old in out.glob("*.ipynb"):
+        if old.name not in books:
+            old.unlink()
+    for name, nb in books.items():
+        nbformat.write(nb, str(out / name))
+    return sorted(books)
+
+
 if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "exercises":
+        target = sys.argv[2] if len(sys.argv) > 2 else "labs/exercises"
+        for name in write_exercise_notebooks(target):
+            print(f"wrote {target}/{name}")
+        sys.exit(0)
     if len(sys.argv) < 3 or sys.argv[1] != "clean":
-        sys.exit("usage: python tools/nbtools.py clean NOTEBOOK...")
+        sys.exit("usage: python tools/nbtools.py clean NOTEBOOK... | python tools/nbtools.py exercises [DIR]")
     for p in sys.argv[2:]:
         clean(p)
         print(f"cleaned {p}")

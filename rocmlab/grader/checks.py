@@ -296,3 +296,7 @@ CHECKS = {"static": check_static, "compile": check_compile, "run": check_run, "c
 def new_seed() -> int:
     """A seed the learner does not control: fresh from the OS for every grading."""
     return secrets.randbits(62)
+
+
+from rocmlab.grader import isa_check  # noqa: E402  (the isa check type and the needs: amd-gpu option)
+isa_check.register(CHECKS)

@@ -12,7 +12,7 @@ import yaml
 
 EXERCISES_DIR = Path(__file__).resolve().parent.parent / "exercises"
 COMMON_DIR = EXERCISES_DIR / "common"
-CHECK_TYPES = ("static", "compile", "run", "compare", "perf")
+CHECK_TYPES = ("static", "compile", "run", "compare", "perf", "isa")
 
 
 class ExerciseError(ValueError):

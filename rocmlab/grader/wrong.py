@@ -49,12 +49,12 @@ def wrong_submissions() -> dict[str, WrongSubmission]:
                             "HIP_CHECK(hipFree(a));", "hipFree(a);"),
                         "errors-checked", "any", "a launch and a free without checks"),
         # The static check catches it everywhere. It also fails to compile against the offline HIP 5.2
-        # headers (no __ballot_sync), but compiles through the HIP->CUDA path and on ROCm 6.2+.
-        WrongSubmission("mechanical hipify (32-bit ballot mask)", "ballot-popcount",
-                        _edit("ballot-popcount", "unsigned long long mask = __ballot(pred);",
-                              "unsigned int mask = __ballot_sync(0xffffffff, pred);"),
+        # headers (no __shfl_down_sync), and ROCm 6.2+ rejects the 32-bit mask.
+        WrongSubmission("mechanical hipify (32-bit shuffle mask)", "block-reduction",
+                        _edit("block-reduction", "v += __shfl_down(v, offset);",
+                              "v += __shfl_down_sync(0xffffffff, v, offset);"),
                         "no-warp-assumptions", "any",
-                        "__ballot_sync(0xffffffff, ...) kept in an unsigned int, as hipify leaves it"),
+                        "__shfl_down_sync(0xffffffff, ...) kept, as hipify leaves it"),
         WrongSubmission("wrong index", "vector-add",
                         _edit("vector-add", "int i = blockIdx.x * blockDim.x + threadIdx.x;",
                               "int i = blockIdx.x + threadIdx.x;"),

@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-VERSION = 2   # part of the build cache key: bump when the translation changes
+VERSION = 3   # part of the build cache key: bump when the translation changes
 FULL_MASK = "0xffffffffu"
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -62,6 +62,8 @@ HIP_ONLY = {
     "__HIP_PLATFORM_NVIDIA__": "__CUDACC__",
     "__HIP_PLATFORM_NVCC__": "__CUDACC__",
     "HIP_KERNEL_NAME": "",          # unwrapped by the launch rule
+    "unsafeAtomicAdd": "atomicAdd",  # the hardware float atomic on AMD; atomicAdd is one already on NVIDIA
+    "safeAtomicAdd": "atomicAdd",
 }
 # Mask-less warp functions: CUDA removed them (CUDA 9+ needs the _sync forms with a mask).
 MASKLESS = {"__shfl": "__shfl_sync", "__shfl_up": "__shfl_up_sync", "__shfl_down": "__shfl_down_sync",

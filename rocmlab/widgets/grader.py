@@ -23,7 +23,9 @@ def mismatch_html(report) -> str:
 
 
 def report_html(report) -> str:
-    return report.to_html() + mismatch_html(report)
+    from rocmlab.course.exercise import availability   # which points this machine cannot award, and why
+
+    return availability(report).html() + report.to_html() + mismatch_html(report)
 
 
 def feedback_widget(exercise_id: str, source, *, seed: int | None = None, time_limit_s: float = 20.0):

@@ -1,0 +1,224 @@
+"""One exercise in a notebook: write the starter into the learner's folder, edit it, grade it, show hints.
+
+    from rocmlab.course.exercise import Workbench
+    bench = Workbench("vector-add")      # the learner's folder: ./my-work/vector-add
+    bench.start()                        # writes starter.cu, README.md and vector_add.hip (hipify's port)
+    # ... edit my-work/vector-add/vector_add.hip ...
+    report = bench.grade()               # the grader on this machine; print(bench.score(report))
+    bench.hint()                         # the next graded hint (level 1 nudges, level 3 nearly tells)
+    bench.widget()                       # the same as buttons: Grade again, Show a hint
+
+The ``.hip`` file starts as the mechanical port of the CUDA starter (PyTorch's hipify): it compiles or not,
+and keeps every trap the exercise is about. :func:`availability` says which points this machine cannot
+award and why, so a full score on the checks a CPU runs never reads as a full score.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rocmlab import grader
+
+#: The learner's folder, relative to the notebook's working directory, unless one is passed.
+DEFAULT_FOLDER = "my-work"
+
+@dataclass
+class Availability:
+    earned: float
+    runnable: float          # points of the checks this machine ran
+    possible: float
+    skipped: list            # (check id, type, points, reason)
+
+    @property
+    def missing(self) -> float:
+        return self.possible - self.runnable
+
+    def text(self) -> str:
+        head = f"{self.earned:g} of {self.possible:g} points"
+        if not self.skipped:
+            return head + " (no check was skipped on this machine)"
+        ids = ", ".join(f"{cid} ({p:g})" for cid, _, p, _ in self.skipped)
+        first = next((r for _, t, _, r in self.skipped if t == "run"), self.skipped[0][3])
+        return (f"{head}; {self.missing:g} need another machine: {ids}. Why: {_short_reason(first)}. "
+                f"Here {self.earned:g}/{self.runnable:g} is the most this machine can check, not a full score.")
+
+    def html(self) -> str:
+        colour = "#b58900" if self.skipped else "#2e7d32"
+        return f'<p style="color:{colour}"><b>{html.escape(self.text())}</b></p>'
+
+
+def _short_reason(reason: str) -> str:
+    r = reason.strip()
+    for cut in ("; run checks need", " (this machine's backend"):
+        if cut in r:
+            r = r.split(cut)[0]
+    return r.rstrip(".")
+
+
+def availability(report) -> Availability:
+    """Which points of ``report`` this machine could not award, with each skipped check's reason."""
+    skipped = [(c.id, c.type, c.max_points, c.message) for c in report.checks if c.status == "skipped"]
+    return Availability(report.earned, report.available, report.possible, skipped)
+
+
+@dataclass
+class Workbench:
+    """The learner's copy of one exercise, and the grade / hint loop over it."""
+
+    exercise_id: str
+    folder: Path | str | None = None
+    seed: int | None = None                  # instructors and tests only; by default every grade is fresh
+    time_limit_s: float | None = None
+    hints_shown: int = 0
+    reports: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.exercise = grader.load(self.exercise_id)
+        base = Path(self.folder) if self.folder is not None else Path.cwd() / DEFAULT_FOLDER / self.exercise.id
+        self.folder = base
+
+    @property
+    def hip_path(self) -> Path:
+        return self.folder / f"{self.exercise.program}.hip"
+
+    @property
+    def starter_path(self) -> Path:
+        return self.folder / "starter.cu"
+
+    def start(self, overwrite: bool = False) -> Path:
+        """Write the starter, the README and the file to edit; an existing edit is kept unless ``overwrite``."""
+        from rocmlab.hip import hipify
+
+        self.folder.mkdir(parents=True, exist_ok=True)
+        self.starter_path.write_text(self.exercise.starter)
+        (self.folder / "README.md").write_text(self.exercise.readme)
+        if overwrite or not self.hip_path.exists():
+            port = hipify.hipify_source(self.exercise.starter, self.starter_path.name)
+            head = (f"// {self.exercise.title}\n// Your port: the mechanical hipify of starter.cu. Edit it, then grade it.\n")
+            self.hip_path.write_text(head + port.hip)
+        return self.hip_path
+
+    def source(self) -> str:
+        if not self.hip_path.exists():
+            raise FileNotFoundError(f"{self.hip_path} does not exist yet: run start() first")
+        return self.hip_path.read_text()
+
+    def grade(self, source: str | None = None):
+        """Grade the learner's file (or ``source``) on this machine; returns the grader's Report."""
+        from rocmlab.settings import RUN_TIME_LIMIT_S
+
+        limit = self.time_limit_s if self.time_limit_s is not None else RUN_TIME_LIMIT_S
+        report = grader.check(self.exercise.id, source if source is not None else self.source(), seed=self.seed,
+                              time_limit_s=limit)
+        self.reports.append(report)
+        return report
+
+    def score(self, report) -> str:
+        return availability(report).text()
+
+    def hint(self):
+        """The next hint, one level at a time; None when all are shown."""
+        levels = sorted(self.exercise.hints, key=lambda h: h.level)
+        if self.hints_shown >= len(levels):
+            return None
+        self.hints_shown += 1
+        return levels[self.hints_shown - 1]
+
+    def shown_hints(self) -> list:
+        return sorted(self.exercise.hints, key=lambda h: h.level)[: self.hints_shown]
+
+    def widget(self):
+        """Buttons over the learner's file: Grade again (re-reads it), Show a hint (one level at a time)."""
+        import ipywidgets as w
+
+        from rocmlab.widgets.grader import report_html
+
+        out, hints_box = w.HTML(), w.HTML()
+        again = w.Button(description="Grade again", icon="refresh")
+        more = w.Button(description="Show a hint", icon="lightbulb-o")
+
+        def grade(_=None):
+            out.value = "<i>grading...</i>"
+            out.value = report_html(self.grade())
+
+        def hint(_=None):
+            self.hint()
+            hints_box.value = "".join(f"<p><b>hint {h.level}</b> ({html.escape(h.check)}): {html.escape(h.text)}</p>"
+                                      for h in self.shown_hints()) or "<p>no hints</p>"
+
+        again.on_click(grade)
+        more.on_click(hint)
+        grade()
+        box = w.VBox([w.HTML(f"<p>Your file: <code>{html.escape(str(self.hip_path))}</code></p>"), out,
+                      w.HBox([again, more]), hints_box])
+        box.report = lambda: self.reports[-1]
+        return box
+
+
+def table_rows(reports: dict | None = None) -> list[list]:
+    """Every exercise in order: id, title, points, and (given reports by id) what this machine can award."""
+    rows = []
+    for ex in grader.exercises():
+        row = [ex.order, ex.id, ex.title, f"{ex.possible:g}"]
+        if reports is not None and ex.id in reports:
+            a = availability(reports[ex.id])
+            row += [f"{a.runnable:g}", ", ".join(cid for cid, *_ in a.skipped) or "-"]
+        rows.append(row)
+    return rows
+
+
+# --- the thin notebook of each exercise (written by `python tools/nbtools.py exercises`) -----------------
+
+NOTEBOOKS_SUBDIR = "exercises"
+
+
+def notebook_name(ex) -> str:
+    return f"{ex.order:02d}-{ex.id}.ipynb"
+
+
+def notebook_cells(ex) -> list[tuple]:
+    """The cells of one exercise's notebook: ("md"|"code", source[, tags])."""
+    checks = ", ".join(f"{c.id} ({c.type}, {c.points:g})" for c in ex.checks)
+    return [
+        ("md", f"# Exercise {ex.order}: {ex.title}\n\n{ex.goal}\n\n"
+               f"The folder `rocmlab/exercises/{ex.id}/` holds the README (description, application flow, key APIs),"
+               f" the CUDA starter and the grader's spec. Checks and points: {checks}.\n\n"
+               "How it works: the next cells write the CUDA starter and its mechanical hipify port into your folder "
+               f"(`my-work/{ex.id}/` beside this notebook). Edit `{ex.program}.hip` there, then press **Grade again**. "
+               "**Show a hint** reveals the graded hints one level at a time. A check this machine cannot run is "
+               "*skipped* and says why: it neither earns nor loses points, and the score line says how many "
+               "points need another machine."),
+        ("code", "quick = None  # None means quick sizes on a CPU or when ROCMLAB_QUICK is 1", ["parameters"]),
+        ("code", "from IPython.display import HTML, Markdown, display\n\n"
+                 "from rocmlab.course.exercise import Workbench\n"
+                 "from rocmlab.hip import hipify\n"
+                 "from rocmlab.platform import current\n"
+                 "from rocmlab.report import headline, resolve_quick\n\n"
+                 "quick = resolve_quick(quick)\n"
+                 "plat = current()\n"
+                 "print(plat.summary())\n"
+                 f"bench = Workbench({ex.id!r})\n"
+                 "path = bench.start()   # keeps your edits if the file exists: bench.start(overwrite=True) starts over\n"
+                 "print('edit this file:', path)"),
+        ("md", "## The CUDA starter and what hipify makes of it\n\nLeft: CUDA; right: the HIP file you edit (as "
+               "hipify wrote it). Yellow lines are the traps the port scanner knows."),
+        ("code", "port = hipify.hipify_source(bench.exercise.starter, bench.starter_path.name)\n"
+                 "display(HTML(port.side_by_side_html()))"),
+        ("md", "## Grade your file\n\nRun the cell, edit the file, press **Grade again**."),
+        ("code", "w = bench.widget()\n"
+                 "display(w)\n"
+                 "print(bench.score(w.report()))"),
+        ("md", "## Hints, one level at a time\n\nEach run of this cell shows one more (level 1 nudges, the last nearly "
+               "gives the answer)."),
+        ("code", "h = bench.hint()\n"
+                 "print(f'hint {h.level} ({h.check}): {h.text}' if h else 'no more hints')"),
+        ("md", "## What full marks look like on this machine\n\nThe reference solution through the same grader "
+               "(its score only, not its source): the most this machine can award."),
+        ("code", "solution = bench.grade(bench.exercise.solution)\n"
+                 "print(bench.score(solution))\n"
+                 "assert solution.full_marks, solution.to_text()\n"
+                 f"headline({(ex.id + ' solution').__repr__()}, "
+                 "f'{solution.earned:g}/{solution.available:g} (of {solution.possible:g})', 'points')"),
+    ]
