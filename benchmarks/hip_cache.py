@@ -1,6 +1,6 @@
 """Cold compile of a HIP cell against a warm cache hit of the same cell, in one run.
 
-    python benchmarks/hip_cache.py [--repeats 20] [--target gfx942]
+    python benchmarks/hip_cache.py [--repeats 20] [--target gfx942] [--out benchmarks/results]
 
 A fresh nonce in the source makes the first compile truly cold (the cache key includes the
 source); the same source compiled again must come from the cache. Prints both times and the
@@ -46,7 +46,25 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--target", default=None)
+    ap.add_argument("--out", default=None, help="folder for hip_cache_<backend>.txt (a copy of what it prints)")
     a = ap.parse_args()
+    if a.out:
+        import contextlib
+        import io
+
+        buf = io.StringIO()
+        with contextlib.redirect_stdout(buf):
+            rc = measure(a)
+        print(buf.getvalue(), end="")
+        from rocmlab.platform import current
+
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / f"hip_cache_{current().backend}.txt").write_text(buf.getvalue())
+        return rc
+    return measure(a)
+
+
+def measure(a) -> int:
     src = CELL.format(nonce=uuid.uuid4().hex)
     # platform detection and toolchain discovery happen once per process: keep them out of both timings
     from rocmlab.platform import current

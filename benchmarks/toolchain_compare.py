@@ -6,7 +6,8 @@ Compiles every exercise solution (``rocmlab/exercises/*/solution.hip``) and ever
 (``rocmlab/hip/kernels/*.hip``) to device assembly with both toolchains, once each, for the
 targets both know (gfx942, gfx90a), and lists every kernel whose VGPRs, SGPRs, AGPRs, LDS,
 scratch, spills or compiler occupancy differ. It also compiles everything for gfx950 with the
-new toolchain (the old one does not know MI355X).
+new toolchain (the old one does not know MI355X), and compiles and links every exercise solution
+for gfx942, gfx950 and gfx90a with the grader's flags.
 
 - new: the offline ROCm 7.2.4 root, through rocmlab's compiler driver (``rocmlab.hip.inspect``);
 - old: Debian 12's clang-19 with the HIP 5.2 headers (``/usr/include/hip``) and the gfx942
@@ -74,6 +75,24 @@ def new_inspect(src: Path, target: str):
     return r.kernels, "", r.toolchain
 
 
+def solutions_built() -> list[tuple]:
+    """Every exercise solution compiled AND linked (the grader's flags) for every AMD target, new toolchain."""
+    from rocmlab import grader
+    from rocmlab.grader import checks
+    from rocmlab.hip import build
+
+    rows = []
+    for ex in grader.exercises():
+        flags, missing = checks.build_flags(checks.Context(ex, ex.solution, None, 0), nvidia=False)
+        for t in settings.AMD_TARGETS:
+            if missing:
+                rows.append((ex.id, t, "not built", missing[:80]))
+                continue
+            r = build.compile(ex.solution, lang="hip", target=t, flags=flags, toolchain="offline")
+            rows.append((ex.id, t, "ok" if r.ok else "FAILED", "" if r.ok else r.summary().splitlines()[-1][:120]))
+    return rows
+
+
 def short(name: str) -> str:
     return name.split("(")[0]
 
@@ -128,6 +147,15 @@ def main() -> int:
     lines.append(f"\n## {title}\n")
     lines.append("| source | target | kernel | " + " | ".join(FIELDS) + " |\n|" + "---|" * (3 + len(FIELDS)))
     lines += [f"| {' | '.join(map(str, r))} |" for r in rows_950]
+    lines.append("\n## Every exercise solution compiled and linked (offline ROCm root, the grader's flags)\n")
+    built = solutions_built()
+    by_ex: dict[str, dict[str, str]] = {}
+    for eid, t, status, _why in built:
+        by_ex.setdefault(eid, {})[t] = status
+    lines.append("| exercise | " + " | ".join(settings.AMD_TARGETS) + " |\n|---|" + "---|" * len(settings.AMD_TARGETS))
+    lines += [f"| {eid} | " + " | ".join(d.get(t, "") for t in settings.AMD_TARGETS) + " |" for eid, d in by_ex.items()]
+    bad = [b for b in built if b[2] != "ok"]
+    lines.append(f"\n{len(built) - len(bad)}/{len(built)} builds ok" + "".join(f"\n- {b}" for b in bad))
     text = "\n".join(lines) + "\n"
     print(text)
     if a.out:
@@ -135,7 +163,7 @@ def main() -> int:
         Path(a.out, "toolchain_compare.md").write_text(text)
         Path(a.out, "toolchain_compare.json").write_text(json.dumps(
             {"new": label, "old": old, "old_absent": why_not, "counts": counts, "differences": diffs,
-             "failures": fails, "new_only": rows_950}, indent=1, default=str))
+             "failures": fails, "new_only": rows_950, "solutions_built": built}, indent=1, default=str))
     return 0
 
 

@@ -122,18 +122,13 @@ def test_apt_txt_is_the_debian_set_up_steps_toolchain():
     setup = (ROOT / "scripts" / "setup" / "10-system.sh").read_text()
     listed = set(re.search(r"for pkg in ([^;]+); do", setup).group(1).split())
     assert apt <= listed, f"apt.txt has packages the set-up step does not install: {sorted(apt - listed)}"
-    for needed in ("clang-19", "lld-19", "hipcc", "libamdhip64-dev", "rocm-device-libs"):
-        assert needed in apt, f"binder/apt.txt lacks {needed} (the offline HIP toolchain)"
+    assert "bubblewrap" in apt, "binder/apt.txt lacks bubblewrap (the sandbox)"
 
 
-def test_postbuild_is_executable_valid_bash_and_finds_the_bitcode(tmp_path):
+def test_postbuild_is_executable_valid_bash_and_says_what_it_skips(tmp_path):
     post = BINDER / "postBuild"
     assert os.access(post, os.X_OK), "binder/postBuild must be executable (chmod +x)"
     _run(["bash", "-n", str(post)], cwd=ROOT)
-    # with the bitcode already unpacked it ends quickly, without the network (the fetch path is set-up's)
-    fake = tmp_path / "rocmlab-home"
-    bc = fake / "device-libs-17/usr/lib/llvm-17/lib/clang/17/amdgcn/bitcode"
-    bc.mkdir(parents=True)
-    (bc / "oclc_isa_version_942.bc").write_bytes(b"BC")
-    out = _run([str(post)], cwd=ROOT, env=dict(os.environ, ROCMLAB_HOME=str(fake)), timeout=60)
-    assert "gfx942 bitcode: present" in out, out
+    assert "20-rocm-root.sh" in post.read_text() and "needs root" in post.read_text()
+
+

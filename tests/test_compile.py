@@ -99,3 +99,16 @@ def test_project_files_compile_archive_and_link_in_the_root(tmp_path, rng):
     assert done.returncode == 0, done.stderr
     missing = driver.link(tc, ["build/obj/main.o"], "build/bin/nolib", cwd=proj)
     assert not missing.ok and any("launch_twice" in d.message for d in missing.diagnostics)
+
+
+def test_toolchain_compare_says_plainly_when_the_old_toolchain_is_absent(monkeypatch):
+    import importlib.util
+    import shutil
+
+    spec = importlib.util.spec_from_file_location("toolchain_compare", Path(__file__).resolve().parents[1]
+                                                  / "benchmarks" / "toolchain_compare.py")
+    tc_cmp = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tc_cmp)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    old, why = tc_cmp.old_toolchain()
+    assert old is None and "not installed here" in why and "ROCm 7.2.4 root" in why
