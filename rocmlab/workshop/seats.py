@@ -28,7 +28,11 @@ KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 
 
 class NoFreeGpu(RuntimeError):
-    pass
+    """Every seat is taken (or there is no GPU). JupyterHub shows ``jupyterhub_message`` to the learner."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.jupyterhub_message = message
 
 
 def count_gpus(kfd_nodes: str = KFD_NODES, env=None) -> int:
