@@ -132,9 +132,15 @@ class Hub:
         status, kernel = self.request(base, "POST", {"name": "python3"}, timeout=timeout_s)
         if status >= 400:
             raise HubError(f"starting a kernel in {user}'s server failed ({status}): {_message(kernel)}")
-        try:
+        from concurrent.futures import ThreadPoolExecutor
+
+        def run():   # its own thread and event loop: the caller may be inside one (Playwright's sync API)
             return asyncio.run(asyncio.wait_for(self._execute_ws(f"{base}/{kernel['id']}/channels", code),
                                                 timeout_s))
+
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                return pool.submit(run).result()
         except asyncio.TimeoutError:
             raise HubError(f"code in {user}'s kernel did not finish in {timeout_s:.0f} s") from None
         finally:
