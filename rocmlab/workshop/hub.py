@@ -33,10 +33,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: the configurable-http-proxy release the set-up step installs from npm (scripts/setup/50-hub.sh)
-CHP_VERSION = "5.3.0"
-NO_PROXY = (f"configurable-http-proxy not found on PATH: install it from npm with "
-            f"`npm install -g configurable-http-proxy@{CHP_VERSION}` (needs node >= 18; scripts/setup/50-hub.sh)")
+NO_PROXY = ("configurable-http-proxy not found on PATH: install it from npm, pinned as scripts/setup/50-hub.sh does: "
+            "`npm install -g configurable-http-proxy@5.3.0` on node >= 20, `@4.6.3` on Debian's node 18")
 
 
 class HubError(RuntimeError):
