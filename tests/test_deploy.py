@@ -136,6 +136,9 @@ def policy_problems(values: dict, pvc_docs: list[dict]) -> list[str]:
             out.append(f"volume mount {m['mountPath']} uses claim {claim!r}, not a PVC in exchange-pvc.yaml")
         if "{username}" not in m.get("subPath", ""):
             out.append(f"{m['mountPath']}: a learner must mount only their own folder (subPath with {{username}})")
+        elif m["mountPath"] != f"{EXCHANGE_MOUNT}/{m['subPath']}":
+            out.append(f"{m['mountPath']}: mount subPath {m['subPath']} at {EXCHANGE_MOUNT}/{m['subPath']}, where "
+                       "rocmlab.workshop.exchange looks for it under ROCMLAB_EXCHANGE")
     fb = [m for m in mounts if "feedback" in m["mountPath"]]
     if not fb or not all(m.get("readOnly") for m in fb):
         out.append("the feedback folder must be mounted read-only")
@@ -154,6 +157,9 @@ def policy_problems(values: dict, pvc_docs: list[dict]) -> list[str]:
     return out
 
 
+EXCHANGE_MOUNT = "/srv/rocmlab/exchange"
+
+
 def _pvc_docs():
     return list(yaml.safe_load_all((HUB / "exchange-pvc.yaml").read_text()))
 
@@ -167,6 +173,8 @@ def test_values_follow_the_workshop_policy():
     (lambda v, d: v["singleuser"]["extraResource"].update(limits={"nvidia.com/gpu": 1}), "must be 1"),
     (lambda v, d: v["singleuser"]["storage"]["extraVolumeMounts"][0].update(subPath="inbound"), "own folder"),
     (lambda v, d: v["singleuser"]["storage"]["extraVolumeMounts"][1].pop("readOnly"), "read-only"),
+    (lambda v, d: v["singleuser"]["storage"]["extraVolumeMounts"][1].update(mountPath="/srv/rocmlab/exchange/feedback"),
+     "where rocmlab.workshop.exchange looks"),
     (lambda v, d: d[0]["spec"].update(accessModes=["ReadWriteOnce"]), "ReadWriteMany"),
     (lambda v, d: v["hub"]["config"]["Authenticator"]["allowed_users"].append("learner09"), "LEARNERS"),
     (lambda v, d: v["singleuser"]["image"].update(tag="latest"), "ROCm image"),
