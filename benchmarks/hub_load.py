@@ -27,7 +27,6 @@ import csv
 import hashlib
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile

@@ -5,7 +5,6 @@ and the ROCm image's torch-preserving install. Each check has a failing case."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import multiprocessing
 import os

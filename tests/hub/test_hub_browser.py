@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import nbformat
@@ -73,6 +74,9 @@ def browser(no_leftovers, tmp_path_factory):
 
 def test_learner_hands_in_instructor_grades_learner_reads_feedback(hub, browser):
     t0 = time.monotonic()
+    # the instructor logs in meanwhile (their server starts while the learner works)
+    instructor = ThreadPoolExecutor(1)
+    instructor_ready = instructor.submit(hub.spawn, "instructor")
     page = browser.new_page()
     page.goto(f"{hub.base}/hub/login", wait_until="domcontentloaded")
     page.fill("#username_input", LEARNER)
@@ -122,7 +126,8 @@ def test_learner_hands_in_instructor_grades_learner_reads_feedback(hub, browser)
     nb.close()
 
     # the instructor grades, in a kernel of their own server (no GPU seat, the whole exchange)
-    hub.spawn("instructor")
+    instructor_ready.result(timeout=300)
+    instructor.shutdown()
     out = hub.execute("instructor", "import os, subprocess, sys\n"
                       "r = subprocess.run([sys.executable, '-m', 'rocmlab.cli', 'grade', '--exchange', "
                       "os.environ['ROCMLAB_EXCHANGE'], '--exercise', 'vector-add', '--no-progress'], "
