@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -26,8 +27,9 @@ def hub(needs_proxy, no_leftovers, tmp_path_factory):
 
 def test_each_learner_gets_their_own_seat_and_the_last_one_a_clear_error(hub):
     got = {}
+    with ThreadPoolExecutor(3) as pool:             # two learners and the instructor log in at once
+        list(pool.map(hub.spawn, [*LEARNERS[:2], "instructor"]))
     for name in LEARNERS[:2]:
-        hub.spawn(name)
         env = hub.server_env(name)
         got[name] = env["HIP_VISIBLE_DEVICES"]
         assert env["ROCMLAB_WORKSHOP_GPU"] == got[name] and env["ROCMLAB_EXCHANGE"] == str(hub.exchange)
@@ -43,7 +45,7 @@ def test_each_learner_gets_their_own_seat_and_the_last_one_a_clear_error(hub):
 
 
 def test_the_instructor_takes_no_seat_and_sees_the_exchange(hub):
-    hub.spawn("instructor")
+    hub.spawn("instructor")                         # already running: returns at once
     env = hub.server_env("instructor")
     assert "HIP_VISIBLE_DEVICES" not in env and env["ROCMLAB_EXCHANGE"] == str(hub.exchange)
 
