@@ -292,7 +292,8 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
     env.pop("JUPYTERHUB_API_TOKEN", None)
     with open(log_path, "wb") as log:
         proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(cfg)], cwd=workdir, env=env,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=_term_with_parent)
     hub = Hub(workdir, port, token, password, exchange, proc, log_path)
     try:
         _wait_healthy(hub, timeout_s)
@@ -301,6 +302,16 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
         left = hub.stop()
         if left:
             raise HubError(f"processes left after the hub stopped: {left}")
+
+
+def _term_with_parent() -> None:
+    """In the hub's process before exec: SIGTERM it when the process that started it dies (even by SIGKILL),
+    so the hub still stops its servers and proxy. Linux only; elsewhere the hub outlives a killed parent."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)      # PR_SET_PDEATHSIG
 
 
 def _wait_healthy(hub: Hub, timeout_s: float) -> None:

@@ -73,3 +73,30 @@ def test_a_hub_that_cannot_start_says_why_and_leaves_nothing(needs_proxy, tmp_pa
     time.sleep(0.5)
     left = [p for p in descendants(os.getpid()) if p.pid not in before and p.status() != "zombie"]
     assert not left, left
+
+
+KILLED_PARENT = """
+import os, signal, sys
+from rocmlab.workshop.hub import jupyterhub
+with jupyterhub(sys.argv[1], ["x"], n_gpus=1) as hub:
+    print(" ".join(map(str, hub.remember_pids())), flush=True)
+    os.kill(os.getpid(), signal.SIGKILL)         # the test process dies without running any clean-up
+"""
+
+
+def test_a_killed_parent_still_stops_the_hub_and_its_proxy(needs_proxy, tmp_path):
+    import subprocess
+    import sys
+
+    import psutil
+
+    r = subprocess.run([sys.executable, "-c", KILLED_PARENT, str(tmp_path)], capture_output=True, text=True,
+                       timeout=120, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert r.returncode == -9, r.stderr
+    pids = [int(p) for p in r.stdout.split()]
+    assert len(pids) >= 2, r.stdout                    # the hub and configurable-http-proxy
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(psutil.pid_exists(p) for p in pids):
+        time.sleep(0.25)
+    alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+    assert not alive, [" ".join(psutil.Process(p).cmdline()) for p in alive]
