@@ -12,7 +12,8 @@ Reports (text and JSON in DIR):
 - lost hand-ins (a learner whose latest hand-in has no result or feedback) and duplicated ones (more than one
   gradebook row, or a result of anything but the latest hand-in): both must be 0.
 Every third learner hands in twice (the starter, then the port): only the second may be graded.
-Each source carries the learner's name, so every one really compiles (no build-cache hit).
+Each source carries the learner's name and a random tag of this run, so every one really compiles (no hit
+in the HIP build cache, not even from an earlier run).
 
 What runs where: JupyterHub 6 with DummyAuthenticator and SimpleLocalProcessSpawner, so every learner's
 server is a real JupyterLab process on this machine, all as one Unix user (rocmlab/workshop/hub.py says what
@@ -27,6 +28,7 @@ import csv
 import hashlib
 import json
 import os
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -38,6 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 EXERCISE = "vector-add"
+RUN_TAG = secrets.token_hex(8)
 
 
 def percentile(xs: list[float], q: float) -> float:
@@ -53,7 +56,7 @@ def source_for(name: str, which: str) -> str:
     from rocmlab.grader.spec import load
 
     ex = load(EXERCISE)
-    return f"// hand-in of {name} ({which})\n" + (ex.solution if which == "port" else ex.starter)
+    return f"// hand-in of {name} ({which}), run {RUN_TAG}\n" + (ex.solution if which == "port" else ex.starter)
 
 
 def hand_in(hub, name: str, which: str) -> dict:
