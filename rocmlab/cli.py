@@ -11,7 +11,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ("doctor", "lab", "preflight", "hip", "grade", "port", "serve")
+COMMANDS = ("doctor", "lab", "preflight", "hip", "grade", "port", "serve", "handin")
 
 
 def build_parser() -> argparse.ArgumentParser:

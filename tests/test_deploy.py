@@ -5,7 +5,6 @@ and the ROCm image's torch-preserving install. Each check has a failing case."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import multiprocessing
 import os
@@ -136,6 +135,9 @@ def policy_problems(values: dict, pvc_docs: list[dict]) -> list[str]:
             out.append(f"volume mount {m['mountPath']} uses claim {claim!r}, not a PVC in exchange-pvc.yaml")
         if "{username}" not in m.get("subPath", ""):
             out.append(f"{m['mountPath']}: a learner must mount only their own folder (subPath with {{username}})")
+        elif m["mountPath"] != f"{EXCHANGE_MOUNT}/{m['subPath']}":
+            out.append(f"{m['mountPath']}: mount subPath {m['subPath']} at {EXCHANGE_MOUNT}/{m['subPath']}, where "
+                       "rocmlab.workshop.exchange looks for it under ROCMLAB_EXCHANGE")
     fb = [m for m in mounts if "feedback" in m["mountPath"]]
     if not fb or not all(m.get("readOnly") for m in fb):
         out.append("the feedback folder must be mounted read-only")
@@ -154,6 +156,9 @@ def policy_problems(values: dict, pvc_docs: list[dict]) -> list[str]:
     return out
 
 
+EXCHANGE_MOUNT = "/srv/rocmlab/exchange"
+
+
 def _pvc_docs():
     return list(yaml.safe_load_all((HUB / "exchange-pvc.yaml").read_text()))
 
@@ -167,6 +172,8 @@ def test_values_follow_the_workshop_policy():
     (lambda v, d: v["singleuser"]["extraResource"].update(limits={"nvidia.com/gpu": 1}), "must be 1"),
     (lambda v, d: v["singleuser"]["storage"]["extraVolumeMounts"][0].update(subPath="inbound"), "own folder"),
     (lambda v, d: v["singleuser"]["storage"]["extraVolumeMounts"][1].pop("readOnly"), "read-only"),
+    (lambda v, d: v["singleuser"]["storage"]["extraVolumeMounts"][1].update(mountPath="/srv/rocmlab/exchange/feedback"),
+     "where rocmlab.workshop.exchange looks"),
     (lambda v, d: d[0]["spec"].update(accessModes=["ReadWriteOnce"]), "ReadWriteMany"),
     (lambda v, d: v["hub"]["config"]["Authenticator"]["allowed_users"].append("learner09"), "LEARNERS"),
     (lambda v, d: v["singleuser"]["image"].update(tag="latest"), "ROCm image"),
@@ -201,14 +208,7 @@ def test_hub_extra_config_gives_the_grading_profile_to_admins_only():
 
 # ----------------------------------------------------------------------------- shared node: one GPU per learner
 
-def _gpus_module():
-    spec = importlib.util.spec_from_file_location("rocmlab_gpus", TLJH / "rocmlab_gpus.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-gpus = _gpus_module()
+from rocmlab.workshop import seats as gpus  # noqa: E402  (the seat assigner the TLJH config loads)
 
 
 def test_eight_learners_get_eight_distinct_gpus_and_keep_them(tmp_path):
@@ -276,11 +276,18 @@ def test_pre_spawn_hook_sets_hip_visible_devices_and_the_hand_in_folder(tmp_path
     hook(sp)
     assert sp.environment["HIP_VISIBLE_DEVICES"] == "1" and sp.environment["KEEP"] == "1"
     inbound = tmp_path / "exchange" / "inbound" / "root"
-    assert inbound.is_dir() and (inbound.stat().st_mode & 0o777) == 0o700 and chowned == [inbound]
+    feedback = tmp_path / "exchange" / "outbound" / "feedback" / "root"
+    assert inbound.is_dir() and (inbound.stat().st_mode & 0o777) == 0o700 and chowned == [inbound, feedback]
+    assert (feedback.stat().st_mode & 0o777) == 0o750 and sp.environment["ROCMLAB_EXCHANGE"] == str(tmp_path / "exchange")
     assert "root gets GPU 1" in logs[0]
     sp2, _ = _fake_spawner("no-such-unix-user-x")
     hook(sp2)
-    assert sp2.environment["HIP_VISIBLE_DEVICES"] == "2" and chowned == [inbound]   # nobody to chown to
+    assert sp2.environment["HIP_VISIBLE_DEVICES"] == "2" and len(chowned) == 2   # nobody to chown to
+    admin, logs = _fake_spawner("instructor")
+    admin.user.admin = True
+    hook(admin)                                      # the instructor takes no seat, and gets the exchange
+    assert "HIP_VISIBLE_DEVICES" not in admin.environment and "instructor" not in a.assignments()
+    assert admin.environment["ROCMLAB_EXCHANGE"] == str(tmp_path / "exchange") and "no GPU seat" in logs[0]
 
 
 def test_tljh_config_d_wires_the_hook(tmp_path, monkeypatch):
@@ -291,13 +298,12 @@ def test_tljh_config_d_wires_the_hook(tmp_path, monkeypatch):
     monkeypatch.setenv("ROCMLAB_EXCHANGE", str(tmp_path / "exchange"))
     conf = tmp_path / "config"
     (conf / "jupyterhub_config.d").mkdir(parents=True)
-    (conf / "rocmlab_gpus.py").write_text((TLJH / "rocmlab_gpus.py").read_text())
     src = conf / "jupyterhub_config.d" / "rocmlab.py"
     src.write_text((TLJH / "jupyterhub_config.d" / "rocmlab.py").read_text())
     c = Config()
     monkeypatch.setattr(sys, "path", list(sys.path))
     exec(compile(src.read_text(), str(src), "exec"), {"c": c, "__file__": str(src)})
-    assert c.JupyterHub.active_server_limit == 8
+    assert c.JupyterHub.active_server_limit == 9          # 8 learners' GPUs and the instructor
     assert c.SystemdSpawner.unit_extra_properties["SupplementaryGroups"] == "video render"
     sp, _ = _fake_spawner("no-such-unix-user-y")
     c.Spawner.pre_spawn_hook(sp)
@@ -312,7 +318,7 @@ def test_tljh_recipe_has_no_more_learners_than_gpus_and_valid_scripts():
     install = TLJH / "install.sh"
     assert os.access(install, os.X_OK)
     subprocess.run(["bash", "-n", str(install)], check=True)
-    r = subprocess.run([sys.executable, str(TLJH / "rocmlab_gpus.py"), "list", "--state", "/nonexistent/s.json"],
+    r = subprocess.run([sys.executable, "-m", "rocmlab.workshop.seats", "list", "--state", "/nonexistent/s.json"],
                        capture_output=True, text=True, env=dict(os.environ, ROCMLAB_WORKSHOP_GPUS="8"))
     assert r.returncode == 0 and r.stdout == "", r.stderr
 

@@ -30,12 +30,13 @@ fi
 
 # 3. config: users and limits, the per-learner GPU hook, the labs copied into each new home
 install -m 0644 "$here/config.yaml" /opt/tljh/config/config.yaml
-install -m 0644 "$here/rocmlab_gpus.py" /opt/tljh/config/rocmlab_gpus.py
+# the GPU seats and the exchange run inside the hub: rocmlab.workshop needs only the standard library
+/opt/tljh/hub/bin/python -m pip install --no-cache-dir --no-deps "$repo"
 install -d /opt/tljh/config/jupyterhub_config.d
 install -m 0644 "$here/jupyterhub_config.d/rocmlab.py" /opt/tljh/config/jupyterhub_config.d/rocmlab.py
 install -d /etc/skel/labs && cp -r "$repo/labs/." /etc/skel/labs/
-install -d -m 0755 /srv/rocmlab/exchange /srv/rocmlab/exchange/inbound /srv/rocmlab/exchange/grades
+/opt/tljh/hub/bin/python -c "from rocmlab.workshop.exchange import prepare; prepare('/srv/rocmlab/exchange')"
 
 # 4. reload the hub with the new config
 /opt/tljh/hub/bin/tljh-config reload hub
-echo "done: learners log in at http://$(hostname -f)/ ; GPU assignments: python3 /opt/tljh/config/rocmlab_gpus.py list"
+echo "done: learners log in at http://$(hostname -f)/ ; GPU seats: /opt/tljh/hub/bin/python -m rocmlab.workshop.seats list"

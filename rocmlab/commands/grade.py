@@ -8,7 +8,7 @@ import sys
 
 def add_parser(sub):
     p = sub.add_parser("grade", help="grade a folder of submissions (grades.csv + per-learner feedback)")
-    p.add_argument("submissions", help="folder with LEARNER.hip or LEARNER/EXERCISE.hip")
+    p.add_argument("submissions", nargs="?", help="folder with LEARNER.hip or LEARNER/EXERCISE.hip")
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--exercise", help="exercise id (rocmlab grade --list shows them)")
     g.add_argument("--assignment", help="YAML file: name: NAME, exercises: [ID, ...]")
@@ -19,6 +19,9 @@ def add_parser(sub):
     p.add_argument("--seed", type=int, default=None, help="fixed input seed (default: a fresh secret one each)")
     p.add_argument("--time-limit", type=float, default=20.0, help="seconds per program run")
     p.add_argument("--no-progress", action="store_true")
+    # workshop: collect the latest hand-ins from an exchange, grade them, return feedback (rocmlab.workshop)
+    p.add_argument("--exchange", default=None, help="a workshop exchange folder to grade instead of SUBMISSIONS "
+                   "(latest hand-in per learner; feedback to outbound/feedback/; --out defaults to DIR/grades)")
     p.set_defaults(func=run)
 
 
@@ -30,6 +33,13 @@ def run(args) -> int:
         for e in exercises():
             print(f"{e.id:<22} {e.possible:>4g} points  {e.title}")
         return 0
+    if args.exchange:
+        from rocmlab.workshop.grading import run_exchange
+
+        return run_exchange(args)
+    if not args.submissions:
+        print("error: give the SUBMISSIONS folder (or --exchange DIR)", file=sys.stderr)
+        return 2
     try:
         if args.assignment:
             name, ids = batch.load_assignment(args.assignment)

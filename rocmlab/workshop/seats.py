@@ -1,4 +1,4 @@
-"""One GPU per learner on a shared 8-GPU node (The Littlest JupyterHub, or any JupyterHub on one machine).
+"""GPU seats: one GPU per learner on a shared node (The Littlest JupyterHub, or any JupyterHub on one machine).
 
 Each learner is given one GPU index the first time their server starts and keeps it for the workshop; the
 index goes into their server's environment as HIP_VISIBLE_DEVICES, so torch and HIP programs see that one
@@ -8,7 +8,11 @@ every GPU is taken, the spawn fails with a message saying so and how to free one
 HIP_VISIBLE_DEVICES is a convention, not a security boundary: a learner who unsets it sees every GPU.
 docs/workshop.md says how to harden it (one container per learner with only its render node).
 
-Used from jupyterhub_config.d/rocmlab.py; no dependency beyond the standard library.
+Used from binder/tljh/jupyterhub_config.d/rocmlab.py and the test hub (:mod:`rocmlab.workshop.hub`); no
+dependency beyond the standard library, so the hub's own environment can import it. Admins (the instructor)
+take no seat: their server gets the whole exchange to grade instead.
+
+    python -m rocmlab.workshop.seats list|release USER --state FILE
 """
 
 from __future__ import annotations
@@ -24,7 +28,11 @@ KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 
 
 class NoFreeGpu(RuntimeError):
-    pass
+    """Every seat is taken (or there is no GPU). JupyterHub shows ``jupyterhub_message`` to the learner."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.jupyterhub_message = message
 
 
 def count_gpus(kfd_nodes: str = KFD_NODES, env=None) -> int:
@@ -73,7 +81,7 @@ class GpuAssigner:
             if not free:
                 owners = ", ".join(f"{i}: {u}" for u, i in sorted(state.items(), key=lambda kv: kv[1]))
                 raise NoFreeGpu(f"all {self.n} GPUs on this node are assigned ({owners}); "
-                                f"an admin frees one with: python3 {__file__} release USER --state {self.path}")
+                                f"an admin frees one with: python -m rocmlab.workshop.seats release USER --state {self.path}")
             state[user] = free[0]
             return free[0]
 
@@ -83,34 +91,43 @@ class GpuAssigner:
 
 
 def make_pre_spawn_hook(assigner: GpuAssigner, exchange: str | os.PathLike | None = None, chown=os.chown):
-    """A JupyterHub pre_spawn_hook: HIP_VISIBLE_DEVICES for this learner, and their hand-in folder."""
+    """A JupyterHub pre_spawn_hook: HIP_VISIBLE_DEVICES for a learner, and their hand-in folders.
+
+    A learner's server gets ``HIP_VISIBLE_DEVICES`` and ``ROCMLAB_WORKSHOP_GPU`` (their seat) and
+    ``ROCMLAB_EXCHANGE``; their ``inbound/NAME`` folder is made (mode 700, owned by their Unix user where
+    one exists: TLJH's ``jupyter-NAME``). An admin takes no seat and gets ``ROCMLAB_EXCHANGE`` only.
+    Raises :class:`NoFreeGpu` (the spawn fails with its message) when every seat is taken.
+    """
+    from rocmlab.workshop import exchange as xchg
 
     def hook(spawner):
         user = spawner.user.name
-        gpu = assigner.assign(user)
         spawner.environment = dict(spawner.environment or {})
+        if exchange is not None:
+            spawner.environment["ROCMLAB_EXCHANGE"] = str(Path(exchange))
+        if getattr(spawner.user, "admin", False):
+            spawner.log.info("rocmlab: %s is an admin: no GPU seat, the whole exchange", user)
+            return
+        gpu = assigner.assign(user)
         spawner.environment["HIP_VISIBLE_DEVICES"] = str(gpu)
         spawner.environment["ROCMLAB_WORKSHOP_GPU"] = str(gpu)
         if exchange is not None:
-            inbound = Path(exchange) / "inbound" / user
-            inbound.mkdir(parents=True, exist_ok=True)
-            spawner.environment["ROCMLAB_EXCHANGE"] = str(Path(exchange))
-            uid = _system_uid(spawner)
-            if uid is not None:
-                chown(inbound, uid, -1)
-            os.chmod(inbound, 0o700)
+            ids = _system_ids(spawner)
+            xchg.prepare_learner(exchange, user, uid=ids[0] if ids else None, gid=ids[1] if ids else None,
+                                 chown=chown)
         spawner.log.info("rocmlab: %s gets GPU %d (HIP_VISIBLE_DEVICES=%d)", user, gpu, gpu)
 
     return hook
 
 
-def _system_uid(spawner):
-    """TLJH's learners are unix users jupyter-NAME (SystemdSpawner's username template)."""
+def _system_ids(spawner):
+    """(uid, gid) of the learner's Unix user: TLJH's jupyter-NAME (SystemdSpawner's template), or NAME."""
     import pwd
 
     for candidate in (f"jupyter-{spawner.user.name}", spawner.user.name):
         try:
-            return pwd.getpwnam(candidate).pw_uid
+            pw = pwd.getpwnam(candidate)
+            return pw.pw_uid, pw.pw_gid
         except KeyError:
             continue
     return None

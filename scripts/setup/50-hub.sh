@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The workshop hub's proxy for tests/hub and benchmarks/hub_load.py: configurable-http-proxy from npm
+# (JupyterHub itself is pinned in pyproject's dev extra and comes with 30-python.sh).
+# Needs node and npm: Debian bookworm's `nodejs` is node 18, which gets configurable-http-proxy 4.6.3;
+# node 20 or newer gets 5.3.0 (which requires node >= 20). Quick and a no-op when the pinned one is there.
+set -euo pipefail
+if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "error: node and npm are missing (the workshop hub's proxy is an npm package)" >&2
+    echo "fix: run as root, or: sudo apt-get install -y nodejs npm" >&2
+    exit 1
+  fi
+  echo "installing: nodejs npm (Debian)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+fi
+major=$(node -p 'process.versions.node.split(".")[0]')
+if [ "$major" -ge 20 ]; then want=5.3.0; elif [ "$major" -ge 12 ]; then want=4.6.3; else
+  echo "error: node $(node --version) is too old for configurable-http-proxy: install node 18 or newer" >&2
+  exit 1
+fi
+have=$(configurable-http-proxy --version 2>/dev/null || true)
+if [ "$have" = "$want" ]; then echo "configurable-http-proxy $want (node $(node --version)): present"; exit 0; fi
+if [ "$(id -u)" -ne 0 ] && [ ! -w "$(npm prefix -g)" ]; then
+  echo "error: configurable-http-proxy $want is missing and npm's global folder is not writable" >&2
+  echo "fix: run as root, or: npm install -g --prefix ~/.local configurable-http-proxy@$want (and put ~/.local/bin on PATH)" >&2
+  exit 1
+fi
+echo "installing: configurable-http-proxy@$want (node $(node --version))"
+npm install -g --no-fund --no-audit --loglevel=error "configurable-http-proxy@$want"
+configurable-http-proxy --version
