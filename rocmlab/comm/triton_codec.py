@@ -422,8 +422,9 @@ def _kernels(kind: str, block_size: int = 32):
                 kw["FLAT"] = flat
             out.append(triton.Config(kw, num_warps=nw))
         return out
-    key = ["n_blocks", "BLOCK", "CODEC", "FNUZ"]
-    ekey = key + ["FP8_HW"]   # variant 'hwfp8' is tuned on its own
+    key = ["n_blocks", "BLOCK", "CODEC"]
+    ekey = key + ["FP8_HW", "FNUZ"]   # variant 'hwfp8' and each FP8 format are tuned on their own
+    key = key + ["FNUZ"]
     try:
         tune = functools.partial(triton.autotune, do_bench=graph_bench)
         enc = tune(configs=cfgs(ENC_CONFIGS), key=ekey)(triton.jit(_encode_kernel))
