@@ -43,6 +43,11 @@ DEFAULT_SIZES_MB = (8, 16, 32, 64, 128, 256, 512, 1024)
 MB = 1 << 20
 
 
+#: FP8 codecs whose hardware cast (variant hwfp8) is tried here: OCP e4m3fn everywhere; e4m3fnuz on ROCm
+#: (gfx942's v_cvt_pk_fp8_f32; NVIDIA has no e4m3fnuz cast)
+HW_CAST_CODECS = ("fp8", "fp8fnuz") if torch.version.hip else ("fp8",)
+
+
 def log(*a):
     print(*a, flush=True)
 
@@ -68,7 +73,7 @@ def bitexact_checks(dev, seed: int) -> list[dict]:
         got3 = T.encode(x, codec, impl="triton", config=(4096, 4, 1, 0, 0))   # runs 1-4's encode layout
         enc_ok = all(torch.equal(ref.payload, gg.payload) for gg in (got, got2, got3))
         hw_ok = None
-        if name == "fp8":   # the backend's e4m3 cast (variant 'hwfp8'): reported, not required
+        if name in HW_CAST_CODECS:   # the backend's fp8 cast (variant 'hwfp8'): reported, not required
             hw_ok = torch.equal(ref.payload, T.encode(x, codec, impl="triton", config=(4096, 4),
                                                       variant="hwfp8").payload)
         yr = C.decode_reference(ref)
@@ -174,7 +179,7 @@ def main(argv=None) -> int:
                 exact = torch.equal(ref.payload, enc.payload) and torch.equal(
                     C.decode_reference(ref).view(torch.int16), y.view(torch.int16))
                 hw = {}
-                if codec.name == "fp8":   # the backend's e4m3 cast (variant hwfp8), same tile as chosen
+                if codec.name in HW_CAST_CODECS:   # the backend's fp8 cast (variant hwfp8), same tile as chosen
                     hw_exact = torch.equal(ref.payload, T.encode(x, codec, impl="triton", variant="hwfp8").payload)
                     t_hw = bench(lambda: T.encode(x, codec, impl="triton", variant="hwfp8"),
                                  warmup=25, rep=100) * 1e-3
@@ -195,12 +200,13 @@ def main(argv=None) -> int:
                 mx = float(diff.abs().max())
                 del diff
                 cfgs = T.best_configs()
+                fnuz = int(codec.name == "fp8fnuz")   # k[4]: FP8_HW, k[5]: FNUZ (encode); k[4]: FNUZ (decode)
                 key_enc = [v for k, v in cfgs.items() if k[0] == "encode" and k[1] == n // codec.block_size
-                           and k[3] == T.CODEC_ID[codec.name] and not k[4]]           # k[4]: FP8_HW
+                           and k[3] == T.CODEC_ID[codec.name] and not k[4] and k[5] == fnuz]
                 key_hw = [v for k, v in cfgs.items() if k[0] == "encode" and k[1] == n // codec.block_size
-                          and k[3] == T.CODEC_ID[codec.name] and k[4]]
+                          and k[3] == T.CODEC_ID[codec.name] and k[4] and k[5] == fnuz]
                 key_dec = [v for k, v in cfgs.items() if k[0] == "decode" and k[1] == n // codec.block_size
-                           and k[3] == T.CODEC_ID[codec.name]]
+                           and k[3] == T.CODEC_ID[codec.name] and k[4] == fnuz]
                 row = dict(size_mb=size, codec=codec.name, numel=n, wire_bytes=wire, copy_gbs=copy_bw / 1e9,
                            copy_us=t_copy * 1e6, encode_us=t_enc * 1e6, decode_us=t_dec * 1e6,
                            encode_gbs=enc_bw / 1e9, decode_gbs=dec_bw / 1e9,

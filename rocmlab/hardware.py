@@ -17,8 +17,10 @@ from rocmlab.paths import datasets_dir
 FIGURES = (
     "memory_gb", "bandwidth_tbs", "fp16_dense_tflops", "bf16_dense_tflops", "fp8_dense_tflops",
     "tf32_dense_tflops", "fp32_vector_tflops", "compute_units", "wavefront_size", "lds_per_cu_kib",
-    "l2_mb", "infinity_cache_mb",
+    "l2_mb", "infinity_cache_mb", "compute_dies", "l2_count",
 )
+#: ``l2_mb`` is the package's total L2; ``l2_count`` how many separate L2s it is made of. MI300X:
+#: 32 MB = 8 x 4 MB, one L2 per XCD, not shared between XCDs (a workgroup only hits its own XCD's).
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,11 @@ class Spec:
 
     def __getitem__(self, name: str):
         return self.figures[name]
+
+    def l2_per_instance_mb(self) -> float | None:
+        """The L2 one compute die's workgroups share (MI300X: 4 MB of the 32 MB)."""
+        total, count = self.figures.get("l2_mb"), self.figures.get("l2_count")
+        return total / count if total is not None and count else None
 
     def source(self, name: str) -> str:
         key = self.sources[name]
@@ -69,6 +76,7 @@ def table():
 
 # Marketing names as they appear in torch / rocminfo / nvidia-smi device names.
 _NAME_PATTERNS = (
+    ("MI355X", r"MI35[05]"),
     ("MI325X", r"MI325"),
     ("MI300X", r"MI300X|MI300\b"),
     ("MI250X", r"MI250"),

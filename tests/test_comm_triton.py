@@ -51,25 +51,30 @@ CHECK = textwrap.dedent("""
         n_checks += 1
         if not torch.equal(T.decode(sub, impl="triton").view(torch.int16), C.decode_reference(p).view(torch.int16)):
             bad.append([name, "offset payload"])
-    # every FP8 code (subnormals, both zeros, 0x7F/0xFF) against random scales, both decode layouts
-    fp8 = C.get_codec("fp8")
-    n8 = 256 * 8
-    g8 = torch.Generator().manual_seed(seed)
-    codes8 = torch.arange(256, dtype=torch.uint8).repeat(8)[torch.randperm(n8, generator=g8)]
-    sc8 = (torch.randn(n8 // 32, generator=g8) * torch.exp2(torch.randint(-24, 4, (n8 // 32,), generator=g8).float())).half()
-    sc8[0] = 0.0; sc8[1] = 6e-8
-    e8 = C.Encoded(torch.cat([codes8, sc8.view(torch.uint8)]), fp8, n8, torch.float16)
-    assert e8.payload.numel() == fp8.wire_bytes(n8)
-    for cfg in [None, (1024, 4, 1, 0, 0)]:
-        for odt, iv in ((torch.float16, torch.int16), (torch.float32, torch.int32)):
-            n_checks += 1
-            if not torch.equal(T.decode(e8, odt, impl="triton", config=cfg).view(iv),
-                               C.decode_reference(e8, odt).view(iv)):
-                bad.append(["fp8 all codes", str(cfg), str(odt)])
+    # every FP8 code (subnormals, both zeros, 0x7F/0xFF, fnuz's 0x80) against random scales, both
+    # decode layouts, in both formats
+    for f8name in C.FP8_CODECS:
+        fp8 = C.get_codec(f8name)
+        n8 = 256 * 8
+        g8 = torch.Generator().manual_seed(seed)
+        codes8 = torch.arange(256, dtype=torch.uint8).repeat(8)[torch.randperm(n8, generator=g8)]
+        sc8 = (torch.randn(n8 // 32, generator=g8) * torch.exp2(torch.randint(-24, 4, (n8 // 32,), generator=g8).float())).half()
+        sc8[0] = 0.0; sc8[1] = 6e-8
+        e8 = C.Encoded(torch.cat([codes8, sc8.view(torch.uint8)]), fp8, n8, torch.float16)
+        assert e8.payload.numel() == fp8.wire_bytes(n8)
+        for cfg in [None, (1024, 4, 1, 0, 0)]:
+            for odt, iv in ((torch.float16, torch.int16), (torch.float32, torch.int32)):
+                n_checks += 1
+                if not torch.equal(T.decode(e8, odt, impl="triton", config=cfg).view(iv),
+                                   C.decode_reference(e8, odt).view(iv)):
+                    bad.append([f8name + " all codes", str(cfg), str(odt)])
+    # the two FP8 formats give different bytes: a kernel that ignored FNUZ would fail above
+    ocp = T.encode(x, "fp8", impl="triton").payload
+    caught_format = not torch.equal(ocp, C.encode_reference(x, "fp8fnuz").payload)
     # a corrupted payload must not pass: the comparison can fail
     enc = T.encode(x, "q6", impl="triton"); enc.payload[3] ^= 0x10
     caught = not torch.equal(enc.payload, C.encode_reference(x, "q6").payload)
-    print(json.dumps(dict(bad=bad, checks=n_checks, caught=caught)))
+    print(json.dumps(dict(bad=bad, checks=n_checks, caught=caught and caught_format)))
 """)
 
 
@@ -81,7 +86,8 @@ def test_triton_interpreter_is_bit_exact_with_the_reference():
                          timeout=400)
     assert res.returncode == 0, res.stderr[-3000:]
     out = json.loads(res.stdout.strip().splitlines()[-1])
-    assert out["checks"] == 44 and out["bad"] == [], f"seed {seed}: {out['bad']}"
+    assert out["checks"] == 3 * 3 * len(C.QUANTIZED) + len(C.QUANTIZED) + 4 * len(C.FP8_CODECS)
+    assert out["bad"] == [], f"seed {seed}: {out['bad']}"
     assert out["caught"]
 
 
@@ -96,7 +102,7 @@ def test_cpu_tensor_without_the_interpreter_is_refused_with_a_fix():
 
 @needs_triton
 def test_hwfp8_variant_is_refused_where_it_cannot_be_exact():
-    with pytest.raises(C.CodecError, match="fp8 codec"):
+    with pytest.raises(C.CodecError, match="fp8 codecs"):
         T.encode(torch.randn(64).half(), "q8", impl="triton", variant="hwfp8")
     if T.INTERPRET:
         with pytest.raises(C.CodecError, match="GPU only"):
@@ -108,6 +114,16 @@ def test_mi300x_compile_report_shows_wave64_and_16_byte_loads():
     rep = T.compile_report("q6", "encode", "gfx942")
     assert rep["wavefront_size"] == 64
     assert rep["loads_16B"] >= 1 and rep["vgpr_count"] and rep["vgpr_count"] <= 128
+
+
+@needs_triton
+def test_gfx942_hwfp8_encode_uses_the_hardware_fnuz_conversion():
+    """Offline AMDGCN for MI300X: the fnuz codec's 'hwfp8' variant compiles to v_cvt_pk_fp8_f32 (the
+    e4m3fnuz conversion); the bit-level default has none, and neither has a q8 kernel (the control)."""
+    default, hw = T.fp8_conversion_report("gfx942")
+    assert default["codec"] == hw["codec"] == "fp8fnuz"
+    assert hw["cvt_to_fp8"] > 0 and default["cvt_to_fp8"] == 0
+    assert T.compile_report("q8", "encode", "gfx942")["cvt_to_fp8"] == 0
 
 
 @pytest.mark.gpu

@@ -57,7 +57,7 @@ def _gather(out: torch.Tensor, inp: torch.Tensor, group) -> None:
 def two_shot_all_reduce(x: torch.Tensor, codec="q4", group=None, impl: str = "auto", block_size: int = 32,
                         scale_dtype: torch.dtype = torch.float16, cast_bf16_to_fp16: bool = False,
                         _die_after_scatter: bool = False) -> torch.Tensor:
-    """The sum over all ranks of ``x`` (float16/bfloat16), through ``codec`` (fp, fp8, q8, q6, q4).
+    """The sum over all ranks of ``x`` (float16/bfloat16), through ``codec`` (fp, fp8, fp8fnuz, q8, q6, q4).
 
     ``cast_bf16_to_fp16`` does what ``VLLM_ROCM_QUICK_REDUCE_CAST_BF16_TO_FP16=1`` does: bfloat16 input
     goes through the codec as float16 and the result is cast back."""
@@ -151,8 +151,9 @@ def two_shot_error_bound(inputs: list[torch.Tensor], codec, block_size: int = 32
     fi = torch.finfo(codec.scale_dtype)
     eps_s = fi.eps
     sub = fi.smallest_normal * fi.eps / 2
-    if codec.name == "fp8":
-        e2 = torch.maximum(zb / 8, a / C.FP8_MAX * 2.0 ** -9) + a * eps_s * 2 + C.FP8_MAX * sub
+    if codec.is_fp8:
+        m = codec.fp8_max
+        e2 = (torch.maximum(zb / 8, a / m * 2 * C.fp8_half_subnormal_step(codec)) + a * eps_s * 2 + m * sub)
     else:
         e2 = (a / codec.levels) * (1 + eps_s) + a * eps_s * 2 + codec.levels * sub
     e2 = e2.expand_as(zb).reshape(-1)

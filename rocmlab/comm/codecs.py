@@ -1,4 +1,4 @@
-"""QuickReduce-style block codecs for all-reduce traffic: FP8 (e4m3), Q8, Q6, Q4, and FP (no codec).
+"""QuickReduce-style block codecs for all-reduce traffic: FP8 (two formats), Q8, Q6, Q4, and FP (no codec).
 
 This is the *exact* reference, written in plain torch so it runs on any device. The fused
 Triton kernels in :mod:`rocmlab.comm.triton_codec` are checked bit for bit against it.
@@ -17,9 +17,19 @@ Integer codecs (bits b = 8, 6, 4; L = 2**(b-1) = 128, 32, 8), per block:
 4. ``code = clamp(round_half_even(x * r), -L, L-1) + L`` in [0, 2**b).
 5. decode: ``y = float32(code - L) * float32(d)``, rounded once to the output dtype.
 
-FP8 (e4m3fn, the OCP format: 4 exponent bits, 3 mantissa bits, max 448), per block:
-``d = scale_dtype(a / 448)`` (positive), ``code = e4m3(clamp(x * r, -448, 448))`` with
-round-half-even, decode ``y = float32(e4m3 value) * d``.
+FP8 comes in two formats with the same 1-4-3 bit layout, and the codec must match the hardware's:
+
+- ``fp8``: **e4m3fn, the OCP format** (exponent bias 7, max 448, +-0, NaN 0x7f/0xff, no inf). Native on
+  NVIDIA (sm_89+) and on AMD gfx950 (MI350X/MI355X).
+- ``fp8fnuz``: **e4m3fnuz** (exponent bias 8, max 240, one zero, NaN is 0x80, no inf). The FP8 of
+  MI300X/MI325X (gfx942): its ``v_cvt_pk_fp8_f32`` writes this format, and QuickReduce's own FP8 codec
+  scales by 1/240 (AMD aiter ``csrc/include/quick_all_reduce.h``, ``CodecFP8::kFP8Max = 240``).
+
+The same bits mean different values: 0x7f is 448 in one and 240 in the other, and 1.0 is 0x38 in e4m3fn
+but 0x40 in e4m3fnuz. :func:`fp8_codec_for` picks the format by target (``rocmlab.settings.FP8_FORMATS``).
+Per block: ``d = scale_dtype(a / MAX)`` (positive), ``code = fp8(clamp(x * r, -MAX, MAX))`` with
+round-half-even, decode ``y = float32(fp8 value) * d``; e4m3fnuz never writes 0x80 (its NaN): a value
+that rounds to zero is +0.
 
 Packed payload, one uint8 tensor (little-endian, like every GPU and CPU torch runs on):
 
@@ -30,7 +40,7 @@ codec      codes region                                                         
 ``q6``     low 4 bits as in q4 (n/2 bytes), then the high 2 bits, 4 per byte    n/block x scale bytes
            (crumb i at bits 2*(i%4) of byte i//4): n/4 bytes
 ``q8``     byte i = code i: n bytes                                             n/block x scale bytes
-``fp8``    byte i = e4m3 bits of value i: n bytes                               n/block x scale bytes
+``fp8*``   byte i = e4m3fn / e4m3fnuz bits of value i: n bytes                  n/block x scale bytes
 ``fp``     the raw float16/bfloat16 bytes: 2n bytes                             none
 =========  ===================================================================  ======================
 
@@ -49,13 +59,20 @@ from dataclasses import dataclass
 
 import torch
 
-CODECS = ("fp", "fp8", "q8", "q6", "q4")
-QUANTIZED = ("fp8", "q8", "q6", "q4")
-BITS = {"fp": 16, "fp8": 8, "q8": 8, "q6": 6, "q4": 4}
+from rocmlab import settings
+
+CODECS = ("fp", "fp8", "fp8fnuz", "q8", "q6", "q4")
+QUANTIZED = ("fp8", "fp8fnuz", "q8", "q6", "q4")
+FP8_CODECS = ("fp8", "fp8fnuz")
+BITS = {"fp": 16, "fp8": 8, "fp8fnuz": 8, "q8": 8, "q6": 6, "q4": 4}
 INPUT_DTYPES = (torch.float16, torch.bfloat16)
 SCALE_DTYPES = (torch.float16, torch.bfloat16, torch.float32)
 BLOCK_SIZES = (16, 32, 64, 128, 256)
+#: The largest finite value of each FP8 format (the scale maps a block's absmax onto it).
 FP8_MAX = 448.0
+FP8_FNUZ_MAX = 240.0
+#: codec -> (format name, max, exponent bias)
+FP8_FORMAT = {"fp8": ("e4m3fn", FP8_MAX, 7), "fp8fnuz": ("e4m3fnuz", FP8_FNUZ_MAX, 8)}
 #: float32's smallest normal number: a scale below it decodes to zeros (its reciprocal would overflow).
 _TINY = 2.0 ** -126
 #: vLLM's accuracy criterion for QuickReduce (tests/distributed/test_quick_all_reduce.py).
@@ -65,7 +82,19 @@ QR_ATOM_BYTES = 4096
 #: vLLM's env-var names for each codec (VLLM_ROCM_QUICK_REDUCE_QUANTIZATION).
 VLLM_NAMES = {"fp": "FP", "q8": "INT8", "q6": "INT6", "q4": "INT4"}
 
-_ALIASES = {"int8": "q8", "int6": "q6", "int4": "q4", "e4m3": "fp8", "none": "fp", "fp16": "fp"}
+_ALIASES = {"int8": "q8", "int6": "q6", "int4": "q4", "e4m3fn": "fp8", "e4m3fnuz": "fp8fnuz",
+            "fp8_fnuz": "fp8fnuz", "none": "fp", "fp16": "fp"}
+
+
+def fp8_codec_for(target: str) -> str:
+    """The FP8 codec whose format a target's hardware converts natively: ``fp8fnuz`` on gfx942
+    (MI300X/MI325X), ``fp8`` (OCP e4m3fn) on gfx950 and NVIDIA. Raises for a target without FP8."""
+    fmt = settings.FP8_FORMATS.get(target)
+    if fmt is None:
+        known = ", ".join(t for t, f in settings.FP8_FORMATS.items() if f)
+        raise CodecError(f"target {target!r} has no FP8 conversion in hardware: use q8 (INT8), or one of the "
+                         f"FP8 targets {known}")
+    return {"e4m3fnuz": "fp8fnuz", "e4m3fn": "fp8"}[fmt]
 
 
 class CodecError(ValueError):
@@ -87,6 +116,15 @@ class Codec:
     @property
     def quantized(self) -> bool:
         return self.name != "fp"
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.name in FP8_CODECS
+
+    @property
+    def fp8_max(self) -> float:
+        """448 (e4m3fn) or 240 (e4m3fnuz)."""
+        return FP8_FORMAT[self.name][1]
 
     @property
     def levels(self) -> int:
@@ -117,14 +155,20 @@ class Codec:
         if not self.quantized:
             return "FP (16-bit, no codec)"
         sd = str(self.scale_dtype).replace("torch.", "")
+        if self.is_fp8:
+            return f"FP8 {FP8_FORMAT[self.name][0]} (block {self.block_size}, {sd} scale)"
         return f"{self.name.upper()} (block {self.block_size}, {sd} scale)"
 
 
 def get_codec(name, block_size: int = 32, scale_dtype: torch.dtype = torch.float16) -> Codec:
-    """A codec by name: ``fp``, ``fp8``, ``q8``, ``q6``, ``q4`` (also vLLM's INT8/INT6/INT4/FP)."""
+    """A codec by name: ``fp``, ``fp8`` (OCP e4m3fn), ``fp8fnuz`` (e4m3fnuz), ``q8``, ``q6``, ``q4``
+    (also vLLM's INT8/INT6/INT4/FP). ``e4m3`` alone is refused: say which of the two formats."""
     if isinstance(name, Codec):
         return name
     key = str(name).strip().lower()
+    if key == "e4m3":
+        raise CodecError("'e4m3' names two formats: 'fp8' (OCP e4m3fn, max 448: NVIDIA, gfx950) or 'fp8fnuz' "
+                         "(e4m3fnuz, max 240: MI300X gfx942); codecs.fp8_codec_for(target) picks one")
     key = _ALIASES.get(key, key)
     if key not in CODECS:
         raise CodecError(f"unknown codec {name!r}: choose one of {', '.join(CODECS)} "
@@ -194,10 +238,10 @@ def block_scales(x: torch.Tensor, codec: Codec) -> tuple[torch.Tensor, torch.Ten
     """(d in scale_dtype, r = 1/d in float32) per block, as the codec defines them."""
     xf = x.reshape(-1, codec.block_size).float()
     a = xf.abs().amax(dim=1)
-    if codec.name == "fp8":
+    if codec.is_fp8:
         # a tensor divisor: torch on CUDA multiplies by the reciprocal when dividing by a scalar,
         # which is not the correctly rounded a / 448 (seen on an H200 with float32 scales)
-        d32 = a / torch.full_like(a, FP8_MAX)
+        d32 = a / torch.full_like(a, codec.fp8_max)
     else:
         d32 = a * (-1.0 / codec.levels)
     fmax = torch.finfo(codec.scale_dtype).max
@@ -210,8 +254,10 @@ def block_scales(x: torch.Tensor, codec: Codec) -> tuple[torch.Tensor, torch.Ten
 def _codes(x: torch.Tensor, codec: Codec, r: torch.Tensor) -> torch.Tensor:
     """int32 codes, one per value, in [0, 2**bits)."""
     w = x.reshape(-1, codec.block_size).float() * r[:, None]
-    if codec.name == "fp8":
-        return e4m3_bits(w.clamp(-FP8_MAX, FP8_MAX)).reshape(-1)
+    if codec.is_fp8:
+        m = codec.fp8_max
+        bits = e4m3_bits if codec.name == "fp8" else e4m3fnuz_bits
+        return bits(w.clamp(-m, m)).reshape(-1)
     L = codec.levels
     return (torch.round(w.clamp(-L, L - 1)).to(torch.int32) + L).reshape(-1)
 
@@ -230,6 +276,33 @@ def e4m3_bits(v: torch.Tensor) -> torch.Tensor:
     av = v.abs()
     sub = torch.round(av * 512.0).to(torch.int32)                  # subnormals: multiples of 2**-9
     return sign | torch.where(av < 2.0 ** -6, sub, normal)
+
+
+def e4m3fnuz_bits(v: torch.Tensor) -> torch.Tensor:
+    """float32 values with |v| <= 240 -> e4m3fnuz bit patterns (int32), round half to even.
+
+    The same integer steps as :func:`e4m3_bits` with exponent bias 8 (rebias 127 -> 8, smallest
+    normal 2**-7, subnormal step 2**-10), and no minus zero: a value that rounds to 0 is 0x00,
+    never 0x80 (e4m3fnuz's NaN). Checked against torch's ``float8_e4m3fnuz`` in the tests."""
+    v = v.float().contiguous()
+    bits = v.view(torch.int32)
+    sign = (bits >> 24) & 0x80
+    ab = bits & 0x7FFFFFFF
+    normal = ((ab + 0x7FFFF + ((ab >> 20) & 1)) >> 20) - 952     # (127 - 8) << 3
+    av = v.abs()
+    sub = torch.round(av * 1024.0).to(torch.int32)                 # subnormals: multiples of 2**-10
+    mag = torch.where(av < 2.0 ** -7, sub, normal)
+    return torch.where(mag == 0, torch.zeros_like(mag), sign | mag)
+
+
+def e4m3fnuz_values(q: torch.Tensor) -> torch.Tensor:
+    """e4m3fnuz bit patterns (ints 0..255; 0x80, the NaN, is never written) -> float32 values."""
+    q = q.to(torch.int32)
+    e = (q >> 3) & 15
+    m = q & 7
+    normal = (((e + 119) << 23) | (m << 20)).view(torch.float32)
+    mag = torch.where(e == 0, m.float() * 2.0 ** -10, normal)
+    return torch.where((q & 0x80) != 0, 0.0 - mag, mag)
 
 
 def e4m3_values(q: torch.Tensor) -> torch.Tensor:
@@ -296,10 +369,29 @@ def decode_reference(enc: Encoded, out_dtype: torch.dtype | None = None) -> torc
         q = codes.to(torch.int32)
     if codec.name == "fp8":
         v = e4m3_values(q)
+    elif codec.name == "fp8fnuz":
+        v = e4m3fnuz_values(q)
     else:
         v = (q - codec.levels).float()
     y = v.reshape(-1, codec.block_size) * ds[:, None]
     return y.reshape(-1).to(out_dtype)
+
+
+def integer_roundtrip(x: torch.Tensor, bits: int, block_size: int = 32,
+                      scale_dtype: torch.dtype = torch.float16) -> torch.Tensor:
+    """decode(encode(x)) in float32 for a b-bit integer codec with QuickReduce's rule (any 2 <= b <= 8),
+    without packing: for codecs with no packed payload here, e.g. vLLM's INT3 (b=3), to measure their
+    error. For b = 4, 6, 8 it equals the packed codecs' decode (the tests check it)."""
+    if not 2 <= bits <= 8:
+        raise CodecError(f"bits must be 2..8, not {bits}")
+    check_input(x, Codec("q8", block_size, scale_dtype))
+    L = 1 << (bits - 1)
+    xf = x.reshape(-1, block_size).float()
+    fmax = torch.finfo(scale_dtype).max
+    d = (xf.abs().amax(dim=1) * (-1.0 / L)).clamp(-fmax, fmax).to(scale_dtype).float()
+    r = torch.where(d.abs() >= _TINY, 1.0 / torch.where(d == 0, torch.ones_like(d), d), torch.zeros_like(d))
+    q = torch.round((xf * r[:, None]).clamp(-L, L - 1))
+    return (q * d[:, None]).reshape(-1)
 
 
 def roundtrip(x: torch.Tensor, codec, impl: str = "auto") -> torch.Tensor:
@@ -315,8 +407,9 @@ def error_bound(x: torch.Tensor, codec) -> torch.Tensor:
 
     Integer codecs: half a step, |d|/2; one full step for values near the block maximum whose
     sign maps them to +L, which is clamped to L-1 (QuickReduce's negative scale puts +a at -L and
-    -a at +L); plus the slack from rounding d to scale_dtype. FP8: half an e4m3 ulp, |x|/16 for normal values,
-    2**-10 * d in the subnormal range, plus the same slack. Add half an ulp of the output dtype for
+    -a at +L); plus the slack from rounding d to scale_dtype. FP8: half an ulp, |x|/16 for normal values,
+    half the subnormal step times d in the subnormal range (2**-10 * d for e4m3fn, 2**-11 * d for
+    e4m3fnuz), plus the same slack. Add half an ulp of the output dtype for
     the rounded output (:func:`ulp`)."""
     codec = get_codec(codec)
     if not codec.quantized:
@@ -328,9 +421,10 @@ def error_bound(x: torch.Tensor, codec) -> torch.Tensor:
     # a scale in the subnormal range (or flushed to 0) is rounded by an absolute half-subnormal,
     # which every code up to the largest magnitude multiplies
     sub = fi.smallest_normal * fi.eps / 2
-    if codec.name == "fp8":
-        d = a / FP8_MAX
-        b = torch.maximum(xf.abs() / 16.0, d * 2.0 ** -10) + a * eps_s * 2 + FP8_MAX * sub
+    if codec.is_fp8:
+        m = codec.fp8_max
+        d = a / m
+        b = torch.maximum(xf.abs() / 16.0, d * fp8_half_subnormal_step(codec)) + a * eps_s * 2 + m * sub
     else:
         L = codec.levels
         d = a / L * (1 + 2 * eps_s)
@@ -338,6 +432,12 @@ def error_bound(x: torch.Tensor, codec) -> torch.Tensor:
         # negative: the scale is negative, so -a maps to +L and is clamped): one full step
         b = torch.where(xf.abs() > (L - 1) * a / L, d, d / 2) + a * eps_s * 2 + L * sub
     return b.expand_as(xf).reshape(-1)
+
+
+def fp8_half_subnormal_step(codec) -> float:
+    """Half the subnormal spacing of the codec's FP8 format: 2**-10 (e4m3fn), 2**-11 (e4m3fnuz)."""
+    bias = FP8_FORMAT[get_codec(codec).name][2]
+    return 2.0 ** (1 - bias - 3 - 1)
 
 
 def ulp(y: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -122,7 +122,9 @@ def latency(codec, nbytes: int, system_name: str = "MI300X", world: int = 8, ove
     codec_t = 0.0
     if codec.quantized:        # FP sends the 16-bit data as it is: no codec work
         tp = throughput or measured_codec_throughput()
-        e_share, d_share = tp.get(codec.name, (copy_share, copy_share))
+        # the two FP8 formats run the same bit-level kernel (the same instructions, other constants)
+        key = "fp8" if codec.is_fp8 else codec.name
+        e_share, d_share = tp.get(key, (copy_share, copy_share))
         enc_b, dec_b = codec_bytes(codec, nbytes, world)
         # a measured share of the copy bandwidth, applied to this system's memory bandwidth
         # (a copy reaches ~88 % of the data-sheet HBM figure on an H200: 4.2 of 4.8 TB/s)

@@ -39,7 +39,8 @@ from rocmlab.comm.codecs import (
     get_codec,
 )
 
-CODEC_ID = {"fp8": 0, "q8": 1, "q6": 2, "q4": 3}
+#: The kernels' CODEC constexpr; both FP8 formats are codec 0, told apart by the FNUZ constexpr.
+CODEC_ID = {"fp8": 0, "fp8fnuz": 0, "q8": 1, "q6": 2, "q4": 3}
 #: Launch configurations the autotuner tries, per size: (TILE values per tile, num_warps,
 #: STAGES of software pipelining in the tile loop, OCC). OCC 0 launches one program per tile;
 #: OCC k launches k programs per multiprocessor that loop over the tiles (persistent), with
@@ -100,7 +101,7 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
                    NW: tl.constexpr, VPW: tl.constexpr, L: tl.constexpr, FMAX: tl.constexpr,
                    SCALE_BF16: tl.constexpr, LOAD_EV: tl.constexpr = "", STORE_CM: tl.constexpr = "",
                    STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0, FLAT: tl.constexpr = 0,
-                   FP8_HW: tl.constexpr = 0):
+                   FP8_HW: tl.constexpr = 0, FNUZ: tl.constexpr = 0):
     """FLAT=1 (run 5): the tile is a 2-D [ROWS, BLOCK] tensor, one row = one block. Triton gives a thread
     8 consecutive values (one 16-byte load) and puts a warp's threads on consecutive pieces of
     consecutive blocks (512 contiguous bytes per load instruction; BLOCK/8 threads per block). The
@@ -114,7 +115,21 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
     FP8_HW=1 (variant 'hwfp8', either layout, GPU only): FP8 codes from the backend's float8e4nv cast
     (sm_89+: one cvt.rn.satfinite.e4m3x2.f32 per two values) of the already clamped value, in place
     of the ~12 integer operations per value. Not checkable in Triton's interpreter, whose fp8 cast
-    does not round to nearest even; the GPU benchmark checks it against the reference."""
+    does not round to nearest even; the GPU benchmark checks it against the reference.
+    FNUZ=1 (codec 'fp8fnuz'): the FP8 codes are e4m3fnuz (bias 8, max 240, no minus zero), the format of
+    MI300X's v_cvt_pk_fp8_f32; with FP8_HW=1 the cast is to Triton's float8e4b8 (that format)."""
+    if FNUZ:   # e4m3fnuz: max 240, rebias 127 -> 8, smallest normal 2**-7, subnormal step 2**-10
+        F8MAX: tl.constexpr = 240.0
+        F8REB: tl.constexpr = 952
+        F8MINN: tl.constexpr = 0x3C000000
+        F8MINF: tl.constexpr = 0.0078125
+        F8SUB: tl.constexpr = 1024.0
+    else:      # e4m3fn (OCP): max 448, rebias 127 -> 7, smallest normal 2**-6, subnormal step 2**-9
+        F8MAX: tl.constexpr = 448.0
+        F8REB: tl.constexpr = 960
+        F8MINN: tl.constexpr = 0x3C800000
+        F8MINF: tl.constexpr = 0.015625
+        F8SUB: tl.constexpr = 512.0
     if FLAT:
         c = tl.arange(0, BLOCK)
         n_tiles = tl.cdiv(n_blocks, ROWS)
@@ -125,7 +140,7 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
                         eviction_policy=LOAD_EV).to(tl.float32)
             a = tl.max(tl.abs(x), axis=1)
             if CODEC == 0:
-                d32 = tl.math.div_rn(a, tl.full(a.shape, 448.0, tl.float32))
+                d32 = tl.math.div_rn(a, tl.full(a.shape, F8MAX, tl.float32))
             else:
                 d32 = a * (-1.0 / L)
             d32 = tl.minimum(tl.maximum(d32, -FMAX), FMAX)
@@ -148,17 +163,23 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
             r = tl.where(ok, tl.math.div_rn(tl.full(ds.shape, 1.0, tl.float32), tl.where(ok, ds, 1.0)), 0.0)
             v = x * r[:, None]
             if CODEC == 0 and FP8_HW:
-                v = tl.minimum(tl.maximum(v, -448.0), 448.0)
-                q = v.to(tl.float8e4nv).to(tl.int8, bitcast=True).to(tl.int32) & 255
+                v = tl.minimum(tl.maximum(v, -F8MAX), F8MAX)
+                if FNUZ:
+                    q = v.to(tl.float8e4b8).to(tl.int8, bitcast=True).to(tl.int32) & 255
+                else:
+                    q = v.to(tl.float8e4nv).to(tl.int8, bitcast=True).to(tl.int32) & 255
             elif CODEC == 0:
-                v = tl.minimum(tl.maximum(v, -448.0), 448.0)
+                v = tl.minimum(tl.maximum(v, -F8MAX), F8MAX)
                 bits = v.to(tl.int32, bitcast=True)
                 ab = bits & 0x7FFFFFFF
-                # the same integer rounding as FLAT=0, with the rebias (960 << 20) folded into the add:
-                # (y >> 20) - 960 == (y - (960 << 20)) >> 20 for an arithmetic shift
-                normal = (ab + (0x7FFFF - (960 << 20)) + ((ab >> 20) & 1)) >> 20
-                sub = (tl.abs(v) * 512.0 + 12582912.0).to(tl.int32, bitcast=True) - 0x4B400000
-                q = ((bits >> 24) & 0x80) | tl.where(ab < 0x3C800000, sub, normal)   # |v| < 2**-6
+                # the same integer rounding as FLAT=0, with the rebias (F8REB << 20) folded into the add:
+                # (y >> 20) - F8REB == (y - (F8REB << 20)) >> 20 for an arithmetic shift
+                normal = (ab + (0x7FFFF - (F8REB << 20)) + ((ab >> 20) & 1)) >> 20
+                sub = (tl.abs(v) * F8SUB + 12582912.0).to(tl.int32, bitcast=True) - 0x4B400000
+                mag = tl.where(ab < F8MINN, sub, normal)   # |v| below the smallest normal
+                q = ((bits >> 24) & 0x80) | mag
+                if FNUZ:   # no minus zero in e4m3fnuz (0x80 is its NaN)
+                    q = tl.where(mag == 0, 0, q)
             else:
                 v = tl.minimum(tl.maximum(v, -L * 1.0), L - 1.0) + 12582912.0
                 q = v.to(tl.int32, bitcast=True) - (0x4B400000 - L)
@@ -191,7 +212,7 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
             x = tl.load(x_ptr + offs, mask=bmask[:, None, None, None], other=0.0, eviction_policy=LOAD_EV).to(tl.float32)
             a = tl.max(tl.max(tl.max(tl.abs(x), axis=3), axis=2), axis=1)
             if CODEC == 0:
-                d32 = tl.math.div_rn(a, tl.full(a.shape, 448.0, tl.float32))
+                d32 = tl.math.div_rn(a, tl.full(a.shape, F8MAX, tl.float32))
             else:
                 d32 = a * (-1.0 / L)
             d32 = tl.minimum(tl.maximum(d32, -FMAX), FMAX)
@@ -207,17 +228,23 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
             r = tl.where(ok, tl.math.div_rn(tl.full(ds.shape, 1.0, tl.float32), tl.where(ok, ds, 1.0)), 0.0)
             v = x * r[:, None, None, None]
             if CODEC == 0 and FP8_HW:
-                v = tl.minimum(tl.maximum(v, -448.0), 448.0)
-                q = v.to(tl.float8e4nv).to(tl.int8, bitcast=True).to(tl.int32) & 255
+                v = tl.minimum(tl.maximum(v, -F8MAX), F8MAX)
+                if FNUZ:
+                    q = v.to(tl.float8e4b8).to(tl.int8, bitcast=True).to(tl.int32) & 255
+                else:
+                    q = v.to(tl.float8e4nv).to(tl.int8, bitcast=True).to(tl.int32) & 255
             elif CODEC == 0:
-                v = tl.minimum(tl.maximum(v, -448.0), 448.0)
+                v = tl.minimum(tl.maximum(v, -F8MAX), F8MAX)
                 bits = v.to(tl.int32, bitcast=True)
                 sign = (bits >> 24) & 0x80
                 ab = bits & 0x7FFFFFFF
-                normal = ((ab + 0x7FFFF + ((ab >> 20) & 1)) >> 20) - 960
+                normal = ((ab + 0x7FFFF + ((ab >> 20) & 1)) >> 20) - F8REB
                 av = tl.abs(v)
-                sub = (av * 512.0 + 12582912.0).to(tl.int32, bitcast=True) - 0x4B400000
-                q = sign | tl.where(av < 0.015625, sub, normal)
+                sub = (av * F8SUB + 12582912.0).to(tl.int32, bitcast=True) - 0x4B400000
+                mag = tl.where(av < F8MINF, sub, normal)
+                q = sign | mag
+                if FNUZ:
+                    q = tl.where(mag == 0, 0, q)
             else:
                 v = tl.minimum(tl.maximum(v, -L * 1.0), L - 1.0) + 12582912.0
                 q = v.to(tl.int32, bitcast=True) - (0x4B400000 - L)
@@ -248,13 +275,23 @@ def _decode_kernel(codes_ptr, hi_ptr, scale_ptr, y_ptr, n_blocks,
                    BLOCK: tl.constexpr, ROWS: tl.constexpr, G: tl.constexpr, CODEC: tl.constexpr,
                    NW: tl.constexpr, VPW: tl.constexpr, L: tl.constexpr,
                    OUT_BF16: tl.constexpr, LOAD_EV: tl.constexpr = "", STORE_CM: tl.constexpr = "",
-                   STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0, FLAT: tl.constexpr = 0):
+                   STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0, FLAT: tl.constexpr = 0,
+                   FNUZ: tl.constexpr = 0):
     """FLAT=1 (run 4): the tile is a 2-D [rows, VPW] tensor, one row = VPW consecutive outputs = one
     code word (Q4/Q6) or pair of words (Q8/FP8). Every load is made in the stores' own layout (one
     row per thread and repetition): no layout conversion, and consecutive threads write consecutive
     16-byte pieces. FLAT=0 is runs 1-3's [ROWS, G, NW, VPW] tile: Triton 3.6 lays its stores out
     with a warp's 32 threads along the ROWS axis, 2 * BLOCK bytes apart (4 partial 32-byte sectors
-    per 16-byte store), and round-trips the scales through shared memory for Q4/Q6."""
+    per 16-byte store), and round-trips the scales through shared memory for Q4/Q6.
+    FNUZ=1: the FP8 codes are e4m3fnuz (exponent bias 8) rather than e4m3fn (bias 7)."""
+    if FNUZ:
+        F8UNB: tl.constexpr = 128.0
+        F8DB: tl.constexpr = 119
+        F8STEP: tl.constexpr = 0.0009765625
+    else:
+        F8UNB: tl.constexpr = 256.0
+        F8DB: tl.constexpr = 120
+        F8STEP: tl.constexpr = 0.001953125
     g = tl.arange(0, G)
     w = tl.arange(0, NW)
     k = tl.arange(0, VPW)
@@ -285,8 +322,8 @@ def _decode_kernel(codes_ptr, hi_ptr, scale_ptr, y_ptr, n_blocks,
             else:
                 word = tl.load(codes_ptr + rr, mask=rmask, other=0, eviction_policy=LOAD_EV)
                 q = (word[:, None] >> (8 * k)[None, :]) & 255
-            if CODEC == 0:   # e4m3's 7 magnitude bits are a float16 (subnormals included) / 2**8: exact
-                mag = ((q & 0x7F) << 7).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32) * 256.0
+            if CODEC == 0:   # e4m3's 7 magnitude bits are a float16 (subnormals included) / 2**(15 - bias): exact
+                mag = ((q & 0x7F) << 7).to(tl.int16).to(tl.float16, bitcast=True).to(tl.float32) * F8UNB
                 v = tl.where((q & 0x80) != 0, 0.0 - mag, mag)
             else:
                 v = (q - L).to(tl.float32)
@@ -325,8 +362,8 @@ def _decode_kernel(codes_ptr, hi_ptr, scale_ptr, y_ptr, n_blocks,
             if CODEC == 0:
                 e = (q >> 3) & 15
                 m = q & 7
-                normal = (((e + 120) << 23) | (m << 20)).to(tl.float32, bitcast=True)
-                mag = tl.where(e == 0, m.to(tl.float32) * 0.001953125, normal)
+                normal = (((e + F8DB) << 23) | (m << 20)).to(tl.float32, bitcast=True)
+                mag = tl.where(e == 0, m.to(tl.float32) * F8STEP, normal)
                 v = tl.where((q & 0x80) != 0, 0.0 - mag, mag)
             else:
                 v = (q - L).to(tl.float32)
@@ -386,7 +423,8 @@ def _kernels(kind: str, block_size: int = 32):
             out.append(triton.Config(kw, num_warps=nw))
         return out
     key = ["n_blocks", "BLOCK", "CODEC"]
-    ekey = key + ["FP8_HW"]   # variant 'hwfp8' is tuned on its own
+    ekey = key + ["FP8_HW", "FNUZ"]   # variant 'hwfp8' and each FP8 format are tuned on their own
+    key = key + ["FNUZ"]
     try:
         tune = functools.partial(triton.autotune, do_bench=graph_bench)
         enc = tune(configs=cfgs(ENC_CONFIGS), key=ekey)(triton.jit(_encode_kernel))
@@ -447,23 +485,26 @@ def _launch_args(codec: Codec, n: int, variant: str = "default"):
         raise CodecError(f"variant must be one of {VARIANTS}, not {variant!r}")
     nw, vpw = _layout(codec, variant)
     meta = dict(BLOCK=codec.block_size, G=codec.block_size // 16, CODEC=CODEC_ID[codec.name], NW=nw, VPW=vpw,
-                L=codec.levels, FP8_HW=0)
+                L=codec.levels, FP8_HW=0, FNUZ=int(codec.name == "fp8fnuz"))
     if "hints" in variant:   # stream through the caches: the data is touched once
         meta.update(LOAD_EV="evict_first", STORE_CM=".cs")
     if variant == "hwfp8":   # encode only: FP8 codes from the backend's own e4m3 cast (see _encode_kernel)
-        if codec.name != "fp8":
-            raise CodecError(f"variant 'hwfp8' is for the fp8 codec, not {codec.name!r}")
+        if not codec.is_fp8:
+            raise CodecError(f"variant 'hwfp8' is for the fp8 codecs (fp8, fp8fnuz), not {codec.name!r}")
         meta["FP8_HW"] = 1
     return meta, n // codec.block_size
 
 
 def default_encode_variant(codec: Codec, device: torch.device) -> str:
-    """'hwfp8' for FP8 on NVIDIA GPUs with an e4m3 cast (compute capability 8.9+), else 'default'.
+    """'hwfp8' for OCP FP8 on NVIDIA GPUs with an e4m3 cast (compute capability 8.9+), else 'default'.
 
     Measured on an H200 (benchmarks/results/codec_bandwidth_h200_run6.log): the bit-level FP8 encode is
     instruction-bound at 69-88% of copy bandwidth; the hardware cast reaches 91-102% from 64 MB and was
     bit-exact with the reference at every size. AMD's gfx942 has no cast for this (OCP e4m3fn) format,
-    and Triton's interpreter rounds its cast differently, so everywhere else the bit-level code stays."""
+    and Triton's interpreter rounds its cast differently, so everywhere else the bit-level code stays.
+    gfx942's own format (codec 'fp8fnuz') does have a hardware cast, v_cvt_pk_fp8_f32 (see
+    :func:`fp8_conversion_report`), but no ROCm GPU has checked it against the reference here yet, so
+    it is not the default there: ask for it with variant='hwfp8'."""
     if codec.name != "fp8" or device.type != "cuda" or not torch.version.cuda:
         return "default"
     return "hwfp8" if torch.cuda.get_device_capability(device) >= (8, 9) else "default"
@@ -577,10 +618,11 @@ __all__ = ["encode", "decode", "available", "resolve_impl", "best_configs", "FP8
 
 
 def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942", tile: int = 4096,
-                   num_warps: int = 4, flat: int = 1) -> dict:
-    """Compile a codec kernel ahead of time for ``target`` (``gfx942`` = MI300X, ``sm_90`` = H100/H200)
-    without a GPU, and read what the hardware would run: wavefront size, registers, LDS, and how
-    many 16-byte global loads and stores the kernel issues per thread."""
+                   num_warps: int = 4, flat: int = 1, variant: str = "default") -> dict:
+    """Compile a codec kernel ahead of time for ``target`` (``gfx942`` = MI300X, ``gfx950`` = MI355X,
+    ``sm_90`` = H100/H200) without a GPU, and read what the hardware would run: wavefront size,
+    registers, LDS, how many 16-byte global loads and stores the kernel issues per thread, and (AMD)
+    how many hardware FP8 conversions (``v_cvt_pk_fp8_f32`` on gfx942, ``v_cvt_scalef32_pk_fp8_f32`` on gfx950) it has."""
     import re
 
     if not HAVE_TRITON:
@@ -589,26 +631,26 @@ def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942"
     from triton.compiler import ASTSource
 
     codec = get_codec(codec)
-    meta, _ = _launch_args(codec, codec.block_size * 64)
+    meta, _ = _launch_args(codec, codec.block_size * 64, variant)
     rows = max(1, tile // codec.block_size)
-    consts = dict(meta, ROWS=rows, LOAD_EV="", STORE_CM="", STAGES=1, OCC=0)
+    consts = dict(meta, ROWS=rows, STAGES=1, OCC=0)
+    consts.setdefault("LOAD_EV", "")
+    consts.setdefault("STORE_CM", "")
     if direction == "encode":
         fn, sig = _encode_kernel, {"x_ptr": "*fp16", "codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16"}
-        consts.update(FMAX=65504.0, SCALE_BF16=False, FLAT=flat, FP8_HW=0)
+        consts.update(FMAX=65504.0, SCALE_BF16=False, FLAT=flat)
     else:
         fn, sig = _decode_kernel, {"codes_ptr": "*i32", "hi_ptr": "*i32", "scale_ptr": "*fp16", "y_ptr": "*fp16"}
         consts.pop("FP8_HW")
         consts.update(OUT_BF16=False, FLAT=flat)
     sig["n_blocks"] = "i32"
     sig.update({k: "constexpr" for k in consts})
-    gpu = GPUTarget("hip", "gfx942", 64) if target.startswith("gfx") else GPUTarget("cuda", 90, 32)
-    if target.startswith("gfx") and target != "gfx942":
-        gpu = GPUTarget("hip", target, 64)
+    gpu = GPUTarget("hip", target, 64) if target.startswith("gfx") else GPUTarget("cuda", int(target[3:]), 32)
     src = ASTSource(fn=triton.jit(fn), signature=sig, constexprs=consts,
                     attrs={(i,): [["tt.divisibility", 16]] for i in range(5)})
     ck = triton.compile(src, target=gpu, options={"num_warps": num_warps})
-    rep = dict(target=target, codec=codec.name, direction=direction, tile=tile, num_warps=num_warps,
-               shared_bytes=ck.metadata.shared)
+    rep = dict(target=target, codec=codec.name, direction=direction, variant=variant, tile=tile,
+               num_warps=num_warps, shared_bytes=ck.metadata.shared)
     if gpu.backend == "hip":
         a = ck.asm["amdgcn"]
         for key in ("wavefront_size", "vgpr_count", "sgpr_count", "group_segment_fixed_size"):
@@ -616,9 +658,25 @@ def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942"
             rep[key] = int(m.group(1)) if m else None
         rep["loads_16B"] = len(re.findall(r"(global|buffer)_load_dwordx4", a))
         rep["stores_16B"] = len(re.findall(r"(global|buffer)_store_dwordx4", a))
+        # gfx942: v_cvt_pk_fp8_f32 (e4m3fnuz); gfx950: v_cvt_scalef32_pk_fp8_f32 (OCP e4m3fn)
+        rep["cvt_to_fp8"] = len(re.findall(r"\bv_cvt_(scalef32_)?(pk|sr)_fp8_f32", a))
+        rep["cvt_from_fp8"] = len(re.findall(r"\bv_cvt_(scalef32_)?(pk_)?f32_fp8", a))
     else:
         p = ck.asm["ptx"]
         rep["wavefront_size"] = 32
         rep["loads_16B"] = len(re.findall(r"ld\.global(\.[a-zA-Z0-9:_]+)*\.v4\.b32", p))
         rep["stores_16B"] = len(re.findall(r"st\.global(\.[a-zA-Z0-9:_]+)*\.v4\.b32", p))
+        rep["cvt_to_fp8"] = len(re.findall(r"cvt\.rn\.satfinite\.e4m3x2\.f32", p))
+        rep["cvt_from_fp8"] = len(re.findall(r"cvt\.rn\.f16x2\.e4m3x2", p))
     return rep
+
+
+def fp8_conversion_report(target: str | None = None) -> list[dict]:
+    """Does the fused FP8 encode use the target's hardware FP8 conversion? One row per variant of the
+    target's own FP8 codec (:func:`rocmlab.comm.codecs.fp8_codec_for`), compiled offline."""
+    from rocmlab import settings
+    from rocmlab.comm.codecs import fp8_codec_for
+
+    target = target or settings.DEFAULT_TARGET
+    name = fp8_codec_for(target)
+    return [compile_report(name, "encode", target, variant=v) for v in ("default", "hwfp8")]

@@ -23,7 +23,7 @@ def _device(backend_is_nccl: bool):
     return torch.device("cuda", torch.cuda.current_device()) if backend_is_nccl else torch.device("cpu")
 
 
-def accuracy(rank: int, world: int, seed: int, numel: int, codecs=("fp", "fp8", "q8", "q6", "q4"),
+def accuracy(rank: int, world: int, seed: int, numel: int, codecs=C.CODECS,
              dtype: str = "float16", kind: str = "normal", impl: str = "auto", cast_bf16_to_fp16: bool = False) -> dict:
     """Two-shot per codec against the exact sum: rank 0 returns errors, bounds and whether every
     rank ended with the same bits."""

@@ -77,17 +77,32 @@ def fp8_dtype(device: str | None = None):
     return torch.float8_e4m3fn
 
 
+#: On ROCm, PyTorch runs float32 GEMMs as TF32 (MI300X's XF32) only when this is 1 *and* allow_tf32 is
+#: set (PyTorch's test_linalg ``_hip_allow_tf32``; datasets/sources.csv ``hipblaslt-tf32``).
+HIPBLASLT_TF32_ENV = "HIPBLASLT_ALLOW_TF32"
+
+
 def _tf32_context(enabled: bool):
+    import os
+
     import torch
 
     @contextlib.contextmanager
     def ctx():
         old = torch.backends.cuda.matmul.allow_tf32
+        old_env = os.environ.get(HIPBLASLT_TF32_ENV)
         torch.backends.cuda.matmul.allow_tf32 = enabled
+        if torch.version.hip and enabled:   # allow_tf32 alone is ignored by PyTorch's ROCm build
+            os.environ[HIPBLASLT_TF32_ENV] = "1"
         try:
             yield
         finally:
             torch.backends.cuda.matmul.allow_tf32 = old
+            if torch.version.hip and enabled:
+                if old_env is None:
+                    os.environ.pop(HIPBLASLT_TF32_ENV, None)
+                else:
+                    os.environ[HIPBLASLT_TF32_ENV] = old_env
     return ctx
 
 
