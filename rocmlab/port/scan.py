@@ -119,6 +119,29 @@ def tokenize(text: str) -> list[list[Tok]]:
     return lines
 
 
+def strip_comments_and_strings(src: str) -> str:
+    """``src`` with comments and string/char literals replaced by spaces (newlines and columns kept):
+    for the few text-level edits (translation) that must not look inside them."""
+    out = []
+    pos = 0
+    for m in _TOKEN.finditer(src):
+        k = m.lastgroup
+        if k in ("lc", "bc"):
+            out.append(src[pos:m.start()])
+            out.append("".join(ch if ch == "\n" else " " for ch in m.group()))
+            pos = m.end()
+        elif k in ("str", "delim"):
+            g = m.group()
+            q = g.find('"') if '"' in g[:4] or g.startswith(("R", "u8R", "uR", "UR", "LR")) else g.find("'")
+            q = max(q, 0)
+            out.append(src[pos:m.start()])
+            inner = "".join(ch if ch == "\n" else " " for ch in g[q + 1:-1]) if len(g) - q >= 2 else ""
+            out.append(g[:q + 1] + inner + (g[-1] if len(g) - q >= 2 else ""))
+            pos = m.end()
+    out.append(src[pos:])
+    return "".join(out)
+
+
 def _int(text: str) -> int | None:
     """The value of an integer literal (32, 0x1fU, 5u, 0b11, '0'), else None."""
     t = text.replace("'", "") if not text.startswith("'") else text
@@ -1190,7 +1213,7 @@ class _Scanner:
                     src = f" ({m[0].text} is {v:#x}, {f}:{ln})"
                 elif in32:
                     src = f" ({in32[0]} holds a ballot kept in 32 bits)"
-                self.add(u.path, t.line, t.col, "sync-mask-32-bit", "warp", "error",
+                self.add(u.path, t.line, t.col, "shfl-sync-32-bit-mask", "warp", "error",
                          f"{t.text} gets a 32-bit lane mask{src}: it covers lanes 0-31 only; a {self.target} wavefront "
                          f"has {W} lanes, and ROCm 7.2 rejects it at compile time (\"The mask must be a 64-bit "
                          "integer\").", "pass a 64-bit mask: __activemask() or 0xffffffffffffffffull "
@@ -1258,7 +1281,7 @@ class _Scanner:
         W = wavefront_size(self.target)
         if (doubling and bound) or (halving and start):
             n = bound or start * 2
-            self.add(u.path, t.line, t.col, "lane-loop-32", "warp", "error",
+            self.add(u.path, t.line, t.col, "lane-loop-32" if bound else "lane-offset-16-or-32", "warp", "error",
                      f"this shuffle/scan loop ({'up to' if bound else 'down from'} {bound or start}) covers {n} lanes; "
                      f"a {self.target} wavefront has {W}, so lanes {n}-{W - 1} are left out.",
                      "loop over warpSize: for (int o = 1; o < warpSize; o *= 2) or "

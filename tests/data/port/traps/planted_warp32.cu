@@ -32,7 +32,7 @@ __global__ void planted(const int *in, int *out, int blockSize, int maskLength) 
   v += __shfl_sync(__activemask(), v, 0, 32);               // TRAP shuffle-width-32
   v += __shfl_down(v, 16);                                  // TRAP lane-offset-16-or-32
   for (int i = 1; i < 32; i *= 2) v += __shfl_up(v, i);     // TRAP lane-loop-32
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor(v, o);    // TRAP lane-loop-32
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor(v, o);    // TRAP lane-offset-16-or-32
   for (int o = warpSize / 2; o > 0; o /= 2) v += __shfl_down(v, o);
   for (int i = 1; i < warpSize; i *= 2) v += __shfl_up(v, i);
   int ok_lane = threadIdx.x % warpSize;
