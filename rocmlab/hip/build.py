@@ -1,6 +1,8 @@
-"""Compile a HIP or CUDA cell with a cache, map its errors to the cell's lines, and run it safely.
+"""Named HIP/CUDA cell builds and sandboxed runs: the façade labs, magics and the grader use.
 
-``compile(source)`` picks the toolchain from the backend (:mod:`rocmlab.platform`):
+Compiling itself is :mod:`rocmlab.hip.compile` (toolchain choice, command lines, diagnostics,
+the cache, the sandbox). ``compile(source)`` picks the toolchain from the backend
+(:mod:`rocmlab.platform`):
 
 =========  =====================================================================
 backend    HIP source (``lang="hip"``)            CUDA source (``lang="cuda"``)
@@ -8,43 +10,39 @@ backend    HIP source (``lang="hip"``)            CUDA source (``lang="cuda"``)
 ``rocm``   hipcc for the GPU's gfx target; runs   hipify (forward tables), then hipcc
 ``cuda``   HIP->CUDA translation, then nvcc;      nvcc; runs
            runs
-``cpu``    clang-19 offline for gfx942 (MI300X):  nvcc for sm_90 if present, compile only;
-           compile and link, never run            else hipify + clang-19 for gfx942
+``cpu``    the offline ROCm 7.2.4 root for        nvcc for sm_90 if present, compile only;
+           settings.DEFAULT_TARGET: compile and   else hipify + the offline root
+           link, never run on a GPU
 =========  =====================================================================
 
 An explicit ``target`` overrides this: ``gfx*`` builds for AMD, ``sm_*`` for NVIDIA, on any
-machine that has the compiler. Builds are cached under ``rocmlab.paths.cache_dir()/hip-builds``,
-keyed by the source, language, flags, mode, target, the toolchain and its version (and the
-translation's version), so compiling the same cell again returns at once with ``cached=True``.
+machine that has the compiler. Builds are cached (one cache, :func:`rocmlab.hip.compile.compile_source`),
+so compiling the same cell again returns at once with ``cached=True``.
 
-``run(result)`` runs a binary through :func:`rocmlab.sandbox.run_limited` (own process group,
-time, memory and output limits), so a kernel that hangs or a program that segfaults never takes
-the notebook kernel down.
+``run(result)`` runs a binary through :mod:`rocmlab.sandbox` (own process group, time, memory
+and output limits); an offline build runs inside the ROCm root it was linked against. A kernel
+that hangs or a program that segfaults never takes the notebook kernel down.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
 import re
-import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rocmlab import sandbox
-from rocmlab.paths import cache_dir
-from rocmlab.hip import hipcuda
-from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover
+from rocmlab import sandbox, settings
+from rocmlab.hip import compile as driver
+from rocmlab.hip.compile import Diagnostic, builds_dir, clear_cache, find_toolchain, parse_diagnostics  # noqa: F401
+from rocmlab.hip.toolchain import Toolchain
 
 LANGS = ("hip", "cuda")
 MODES = ("exe", "obj")
-CACHE_FORMAT = 1
-COMPILE_TIMEOUT_S = 300.0
+COMPILE_TIMEOUT_S = settings.COMPILE_TIME_LIMIT_S
 _DEFAULT = object()
 _NAMED: dict[str, BuildResult] = {}
+_FOUND = driver._FOUND
 
 
 class HipError(RuntimeError):
@@ -55,25 +53,13 @@ class CannotRun(HipError):
     pass
 
 
-@dataclass(frozen=True)
-class Diagnostic:
-    line: int | None        # the cell's own line (1-based); None for link or tool errors
-    column: int | None
-    severity: str           # error | warning | note
-    message: str
-
-    def __str__(self) -> str:
-        where = f"line {self.line}" + (f":{self.column}" if self.column else "") if self.line else "build"
-        return f"{where}: {self.severity}: {self.message}"
-
-
 @dataclass
 class BuildResult:
     ok: bool
     binary: str | None
     log: str
     diagnostics: list[Diagnostic]
-    toolchain: str                 # label, e.g. "clang++-19 19.1.7 (offline, Debian)"
+    toolchain: str                 # label, e.g. "hipcc 7.2.53211 (offline ROCm 7.2.4 root)"
     target: str
     cached: bool
     duration_s: float
@@ -92,6 +78,7 @@ class BuildResult:
     unknown_names: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     flags: tuple[str, ...] = ()
+    root: str | None = None        # the ROCm root an offline build links against (and runs in)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -137,16 +124,11 @@ class BuildResult:
 
 # --- toolchain choice ---------------------------------------------------------------------
 
-def _platform(plat):
-    if plat is not None:
-        return plat
-    from rocmlab.platform import current
-
-    return current()
+_platform = driver._platform
 
 
 def default_target(lang: str = "hip", plat=None, nvcc_present: bool | None = None) -> str:
-    """The target a cell builds for when none is given: the GPU here, else MI300X (gfx942)."""
+    """The target a cell builds for when none is given: the GPU here, else settings.DEFAULT_TARGET."""
     plat = _platform(plat)
     dev = plat.device
     if plat.backend == "rocm" and dev and dev.arch_base.startswith("gfx"):
@@ -157,40 +139,14 @@ def default_target(lang: str = "hip", plat=None, nvcc_present: bool | None = Non
         if nvcc_present is None:
             nvcc_present = find_toolchain("nvcc") is not None
         if nvcc_present:
-            return "sm_90"
-    return "gfx942"
+            return settings.DEFAULT_NVIDIA_TARGET
+    return settings.DEFAULT_TARGET
 
 
 def _choose(lang: str, target: str, plat, toolchain) -> tuple[Toolchain | None, str]:
-    """(toolchain or None, the fix when none is found)."""
-    if isinstance(toolchain, Toolchain):
-        return toolchain, ""
-    if isinstance(toolchain, str):
-        kinds = [toolchain]
-    elif target.startswith(("sm_", "compute_")):
-        kinds = ["nvcc"]
-    elif plat.backend == "rocm":
-        kinds = ["rocm", "offline"]
-    else:
-        kinds = ["offline"]
-    for k in kinds:
-        tc = find_toolchain(k)
-        if tc is not None:
-            return tc, ""
-    fix = "; or ".join(NO_TOOLCHAIN_FIX[k] for k in kinds)
-    want = "NVIDIA compiler (nvcc)" if kinds == ["nvcc"] else "HIP compiler for AMD targets"
-    return None, f"no {want} found for target {target}: {fix}"
-
-
-_FOUND: dict[str, Toolchain | None] = {}
-
-
-def find_toolchain(kind: str, refresh: bool = False) -> Toolchain | None:
-    """:func:`rocmlab.hip.toolchain.discover`, remembered for this process (a warm cache hit
-    must not spend its time asking compilers for their versions)."""
-    if refresh or kind not in _FOUND:
-        _FOUND[kind] = discover(kind)
-    return _FOUND[kind]
+    if isinstance(toolchain, (Toolchain, str)) or toolchain is None:
+        return driver.choose(lang, target, _platform(plat), toolchain)
+    raise TypeError("toolchain must be a Toolchain, a kind ('rocm', 'offline', 'nvcc') or None")
 
 
 def _can_run(tc: Toolchain, target: str, mode: str, plat) -> tuple[bool, str]:
@@ -207,8 +163,8 @@ def _can_run(tc: Toolchain, target: str, mode: str, plat) -> tuple[bool, str]:
         return True, ""
     if tc.kind == "offline":
         if plat.backend == "rocm":
-            return False, (f"compiled for {target} offline (Debian's HIP 5.2 runtime), not with this "
-                           "machine's ROCm: install hipcc (ROCm) to run on the GPU")
+            return False, (f"compiled for {target} in the offline ROCm {tc.rocm_version} root, not with this "
+                           "machine's ROCm: add ROCm's hipcc to PATH to run on the GPU")
         return False, f"compiled for {target} offline: no AMD GPU here"
     # rocm
     if plat.backend != "rocm":
@@ -216,86 +172,6 @@ def _can_run(tc: Toolchain, target: str, mode: str, plat) -> tuple[bool, str]:
     if dev and dev.arch_base != target:
         return False, f"compiled for {target}, but this GPU is {dev.arch_base}: pass target='{dev.arch_base}'"
     return True, ""
-
-
-def _command(tc: Toolchain, src: Path, out: Path, target: str, flags: tuple[str, ...], mode: str,
-             lang_in: str) -> list[str]:
-    opt = [] if any(f.startswith("-O") for f in flags) else ["-O3"]
-    obj = ["-c"] if mode == "obj" else []
-    if tc.kind == "nvcc":
-        return [tc.compiler, f"-arch={target}", *opt, "-Xptxas", "-v", "-lineinfo", *flags, *obj,
-                str(src), "-o", str(out)]
-    # Debian's HIP 5.2 headers mark every API [[nodiscard]]; CUDA's do not: that warning is noise here
-    remarks = ["-Rpass-analysis=kernel-resource-usage", "-Wno-unused-result"]
-    if tc.kind == "offline":
-        cmd = tc.offline.compile_command(str(src), str(out), target, (*opt, *remarks, *flags, *obj))
-        return cmd + ([] if mode == "obj" else ["-lamdhip64"])
-    return [tc.compiler, "-x", "hip", f"--offload-arch={target}", *opt, *remarks, *flags, *obj,
-            str(src), "-o", str(out)]
-
-
-# --- diagnostics ----------------------------------------------------------------------------
-
-_CLANG_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning|note): "
-                         r"(?P<msg>.*)$", re.MULTILINE)
-_NVCC_DIAG = re.compile(r"^(?P<file>[^(\n]+)\((?P<line>\d+)\): (?P<sev>error|warning|remark)(?: #[\w-]+)?: "
-                        r"(?P<msg>.*)$", re.MULTILINE)
-_TOOL_ERR = re.compile(r"^(?:.*undefined reference to .*|ptxas (?:error|fatal)\s*:.*|ld(?:\.lld)?: error: .*|"
-                       r".*error: linker command failed.*|nvlink error.*|clang\S*: error: .*)$", re.MULTILINE)
-
-
-def parse_diagnostics(log: str, cell_file: str, line_offset: int = 0) -> list[Diagnostic]:
-    """Compiler messages about the cell, with the cell's line numbers (remarks are left out)."""
-    out: list[Diagnostic] = []
-    base = os.path.basename(cell_file)
-    seen = set()
-    for rx in (_CLANG_DIAG, _NVCC_DIAG):
-        for m in rx.finditer(log):
-            sev = "error" if m.group("sev") == "fatal error" else m.group("sev")
-            if sev == "remark":
-                continue
-            msg = m.group("msg").strip()
-            col = int(m.group("col")) if "col" in m.groupdict() and m.group("col") else None
-            if os.path.basename(m.group("file").strip()) == base:
-                line = int(m.group("line")) - line_offset
-                d = Diagnostic(line if line >= 1 else None, col, sev, msg)
-            elif sev == "error":
-                d = Diagnostic(None, None, sev, f"{m.group('file').strip()}:{m.group('line')}: {msg}")
-            else:
-                continue
-            if (d.line, d.severity, d.message) not in seen:
-                seen.add((d.line, d.severity, d.message))
-                out.append(d)
-    if not any(d.severity == "error" for d in out):
-        for m in _TOOL_ERR.finditer(log):
-            text = m.group(0).strip()
-            if "linker command failed" in text and any("undefined reference" in d.message for d in out):
-                continue
-            out.append(Diagnostic(None, None, "error", text))
-    out.sort(key=lambda d: (d.line is None, d.line or 0))
-    return out
-
-
-# --- the cache ------------------------------------------------------------------------------
-
-def _key(parts: dict) -> str:
-    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-
-
-def builds_dir() -> Path:
-    p = cache_dir() / "hip-builds"
-    p.mkdir(parents=True, exist_ok=True)
-    return p
-
-
-def clear_cache() -> int:
-    """Delete every cached build; returns how many were removed."""
-    d = builds_dir()
-    n = 0
-    for child in d.iterdir():
-        shutil.rmtree(child, ignore_errors=True)
-        n += 1
-    return n
 
 
 def _validate(lang: str, mode: str, target: str, flags) -> tuple[str, ...]:
@@ -322,7 +198,7 @@ def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=
     """Build ``source``. Never raises for a bad program: the result says what went wrong.
 
     Raises ``ValueError`` for bad arguments (an unknown ``lang``, ``mode`` or ``target``).
-    ``target`` defaults to the GPU here, else gfx942 (MI300X); ``toolchain`` may be a
+    ``target`` defaults to the GPU here, else settings.DEFAULT_TARGET; ``toolchain`` may be a
     :class:`~rocmlab.hip.toolchain.Toolchain` or a kind (``"rocm"``, ``"offline"``, ``"nvcc"``).
     """
     if not isinstance(source, str) or not source.strip():
@@ -340,78 +216,18 @@ def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=
         return _remember(res)
     if tc.kind != "nvcc" and not base.startswith("gfx") or tc.kind == "nvcc" and base.startswith("gfx"):
         raise ValueError(f"toolchain {tc.label} cannot build for {target}")
-    if tc.kind == "offline" and not tc.supports(base):
-        fix = (f"target {base} is not available offline here (have {', '.join(tc.targets)}): "
-               "run bash scripts/setup/20-gfx942-bitcode.sh for gfx942")
-        res = BuildResult(False, None, fix, [Diagnostic(None, None, "error", fix)], tc.label, target, False,
-                          time.monotonic() - start, False, fix, lang, mode, tc.kind, source, "", name=name,
-                          flags=flags)
-        return _remember(res)
-
-    # what the compiler sees
-    unknown, notes = [], []
-    compiled = source
-    if tc.kind == "nvcc" and lang == "hip":
-        tr = hipcuda.translate(source)
-        compiled, unknown, notes = tr.cuda_source, tr.unknown_names, tr.notes
-    elif tc.kind != "nvcc" and lang == "cuda":
-        tr = hipcuda.hipify(source)
-        compiled, unknown, notes = tr.cuda_source, tr.unknown_names, tr.notes
-    ext = ".cu" if tc.kind == "nvcc" else ".hip"
-    key = _key({"format": CACHE_FORMAT, "translation": hipcuda.VERSION, "source": source, "lang": lang,
-                "target": target, "flags": list(flags), "mode": mode, "toolchain": [tc.kind, tc.compiler, tc.version],
-                "bitcode": tc.offline.bitcode_dir if tc.offline else None})
-    can_run, why = _can_run(tc, base, mode, plat)
-    final = builds_dir() / key[:24]
-    meta = final / "meta.json"
-    if use_cache and meta.is_file():
-        try:
-            res = BuildResult.from_json(json.loads(meta.read_text()))
-            if not res.ok or (res.binary and Path(res.binary).exists()):
-                res.cached, res.duration_s = True, time.monotonic() - start
-                res.can_run, res.cannot_run_reason, res.name = can_run, why, name or res.name
-                return _remember(res)
-        except (OSError, ValueError, TypeError, KeyError):
-            pass   # a damaged entry: rebuild it
-
-    work = Path(tempfile.mkdtemp(prefix="tmp-", dir=builds_dir()))
-    stem = re.sub(r"\W", "_", name) if name else "cell"
-    src = work / (stem + ext)
-    src.write_text(compiled)
-    out = work / (stem + (".o" if mode == "obj" else ""))
-    cmd = _command(tc, src, out, base if tc.kind == "nvcc" else target, flags, mode, lang)
-    done = sandbox.run_limited(cmd, timeout_s=COMPILE_TIMEOUT_S, memory_bytes=None, output_bytes=4 << 20,
-                               cwd=str(work), env=tc.env())
-    log = (done.stdout + done.stderr).replace(str(work) + os.sep, "")
-    ok = done.ok and out.exists()
-    diags = parse_diagnostics(log, src.name)
+    out = driver.compile_source(source, tc, lang=lang, output_kind=mode, target=target, flags=flags,
+                                stem=name or "cell", use_cache=use_cache)
+    unknown = list((out.translation or {}).get("unknown_names", []))
+    notes = list((out.translation or {}).get("notes", []))
     if unknown:
         notes = [f"HIP names with no CUDA translation (fix them if the build fails): {', '.join(unknown)}", *notes]
-    if "clang-offload-bundler" in log and "exist" in log:
-        diags.append(Diagnostic(None, None, "error", "clang cannot find clang-offload-bundler: apt-get install -y "
-                                "clang-tools-19 (or hipcc, which pulls clang-tools-15)"))
-    if not ok and not diags:
-        msg = (f"the compiler {done.explain()}" if not done.ok else "the compiler made no output")
-        diags = [Diagnostic(None, None, "error", msg)]
-    final_bin = str(final / out.name) if ok else None
-    res = BuildResult(ok, final_bin, log, diags, tc.label, target, False, 0.0, can_run and ok,
-                      why if ok else "the build failed", lang, mode, tc.kind, source, compiled,
-                      str(final / src.name), [str(c).replace(str(work), str(final)) for c in cmd], key, name,
-                      unknown, notes, flags)
-    if use_cache:
-        (work / "meta.json").write_text(json.dumps(res.to_json()))
-        try:
-            os.replace(work, final)
-        except OSError:   # a concurrent build of the same key won: use it
-            shutil.rmtree(final, ignore_errors=True)
-            try:
-                os.replace(work, final)
-            except OSError:
-                shutil.rmtree(work, ignore_errors=True)
-    else:
-        res.binary = str(out) if ok else None
-        res.source_path = str(src)
-    res.duration_s = time.monotonic() - start
+    can_run, why = _can_run(tc, base, mode, plat)
+    res = BuildResult(out.ok, out.output if out.ok else None, out.log, list(out.diagnostics), tc.label, target,
+                      out.cached, time.monotonic() - start, can_run and out.ok, why if out.ok else "the build failed",
+                      lang, mode, tc.kind, source, out.compiled_source,
+                      str(Path(out.directory) / out.source_file), list(out.command), out.key, name, unknown, notes,
+                      flags, tc.root)
     return _remember(res)
 
 
@@ -433,14 +249,15 @@ def named(name: str) -> BuildResult:
 
 def run(result: BuildResult, args=(), timeout_s: float = 10.0, memory_bytes=_DEFAULT,
         output_bytes: int = 1 << 20, *, host_only: bool = False, stdin: bytes | None = None,
-        env: dict | None = None) -> sandbox.Completed:
+        env: dict | None = None, scratch: str | None = None) -> sandbox.Completed:
     """Run a built program with limits. Raises :class:`CannotRun` (with the reason and the fix)
     when the build failed or cannot run on this machine.
 
     ``host_only=True`` runs an offline AMD build's host code anyway (its GPU calls fail with
     ``hipErrorNoDevice``): useful to show the sandbox stopping a hanging or crashing program.
     ``memory_bytes`` defaults to no address-space limit on a GPU (its runtime reserves large
-    virtual ranges) and 2 GiB otherwise.
+    virtual ranges) and settings.RUN_MEMORY_BYTES otherwise. ``scratch`` is the folder the
+    program may write (default: the folder of its file arguments, else a fresh one).
     """
     if not isinstance(result, BuildResult):
         raise TypeError("run() takes the BuildResult that compile() returned")
@@ -459,6 +276,22 @@ def run(result: BuildResult, args=(), timeout_s: float = 10.0, memory_bytes=_DEF
 
         args = shlex.split(args)
     if memory_bytes is _DEFAULT:
-        memory_bytes = None if result.can_run else 2 << 30
-    return sandbox.run_limited([result.binary, *map(str, args)], timeout_s=timeout_s, memory_bytes=memory_bytes,
-                               output_bytes=output_bytes, stdin_data=stdin, env=env)
+        memory_bytes = None if result.can_run else settings.RUN_MEMORY_BYTES
+    args = [str(a) for a in args]
+    # the program may read and write files named in its arguments: their folder is its scratch
+    folders = {str(Path(a).parent) for a in args if a.startswith("/") and Path(a).parent.is_dir()}
+    own = None
+    if scratch is None:
+        if len(folders) == 1:
+            scratch = folders.pop()
+        else:
+            own = tempfile.TemporaryDirectory(prefix="rocmlab-run-")
+            scratch = own.name
+    try:
+        return driver.run_program(result.toolchain_kind, result.root, [result.binary, *args], scratch=scratch,
+                                  time_limit=timeout_s, memory_bytes=memory_bytes, output_bytes=output_bytes,
+                                  stdin_data=stdin, env=env, gpu=result.can_run,
+                                  ro_binds=(str(Path(result.binary).parent), *sorted(folders)))
+    finally:
+        if own is not None:
+            own.cleanup()

@@ -15,21 +15,17 @@ spill bytes) and ``cuobjdump -sass`` for the listing, or the PTX (``nvcc -ptx``)
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
 import shutil
 import subprocess
-import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import yaml
 
-from rocmlab import sandbox
-from rocmlab.paths import cache_dir
+from rocmlab import sandbox, settings
 from rocmlab.hip import build as _build
-from rocmlab.hip import hipcuda
+from rocmlab.hip import compile as driver
 
 
 @dataclass(frozen=True)
@@ -241,7 +237,7 @@ def parse_amdgcn(asm: str, target: str) -> tuple[list[KernelResources], list[Ker
     return res, isa
 
 
-_REMARK = re.compile(r"remark:\s+(Function Name|SGPRs|VGPRs|AGPRs|ScratchSize \[bytes/lane\]|Occupancy \[waves/SIMD\]|"
+_REMARK = re.compile(r"remark:\s+(Function Name|TotalSGPRs|SGPRs|VGPRs|AGPRs|ScratchSize \[bytes/lane\]|Occupancy \[waves/SIMD\]|"
                      r"SGPRs Spill|VGPRs Spill|LDS Size \[bytes/block\]): (\S+)")
 
 
@@ -254,6 +250,7 @@ def resources_from_log(log: str, kind: str, target: str) -> list[KernelResources
     rows: list[dict] = []
     for m in _REMARK.finditer(log):
         key, val = m.group(1), m.group(2)
+        key = "SGPRs" if key == "TotalSGPRs" else key     # clang-22 says TotalSGPRs
         if key == "Function Name":
             rows.append({"symbol": val})
         elif rows:
@@ -342,98 +339,48 @@ def _source_of(source_or_build, lang, flags):
 
 def inspect(source_or_build, target: str | None = None, *, lang: str = "hip", flags=(), toolchain=None,
             plat=None, use_cache: bool = True) -> Inspection:
-    """Compile device code only and return resources and the ISA listing for every kernel."""
+    """Compile device code only and return resources and the ISA listing for every kernel.
+
+    ``target``: the build's, else settings.DEFAULT_TARGET for HIP. With no compiler for the
+    target, the result has ``ok=False`` and a diagnostic that names the fix (it never raises)."""
     src, lang, flags, b_target = _source_of(source_or_build, lang, flags)
     plat = _build._platform(plat)
-    target = target or b_target or ("gfx942" if lang == "hip" else _build.default_target(lang, plat))
+    target = target or b_target or (settings.DEFAULT_TARGET if lang == "hip" else _build.default_target(lang, plat))
     flags = _build._validate(lang, "obj", target, flags)
     base = target.split(":")[0]
     tc, fix = _build._choose(lang, base, plat, toolchain)
     if tc is None:
-        return Inspection(False, target, "", "", [], [], fix, [_build.Diagnostic(None, None, "error", fix)])
-    if tc.kind == "offline" and not tc.supports(base):
-        fix = f"target {base} is not available offline here (have {', '.join(tc.targets)})"
-        return Inspection(False, target, tc.label, "", [], [], fix, [_build.Diagnostic(None, None, "error", fix)])
-    compiled = src
-    if tc.kind == "nvcc" and lang == "hip":
-        compiled = hipcuda.translate(src).cuda_source
-    elif tc.kind != "nvcc" and lang == "cuda":
-        compiled = hipcuda.hipify(src).cuda_source
-    key = hashlib.sha256(json.dumps({"v": 1, "src": src, "lang": lang, "t": target, "f": list(flags),
-                                     "tc": [tc.kind, tc.compiler, tc.version], "tr": hipcuda.VERSION},
-                                    sort_keys=True).encode()).hexdigest()[:24]
-    cdir = cache_dir() / "hip-inspect"
-    cdir.mkdir(parents=True, exist_ok=True)
-    entry = cdir / f"{key}.json"
-    if use_cache and entry.is_file():
-        try:
-            d = json.loads(entry.read_text())
-            return _from_json(d, cached=True)
-        except (ValueError, KeyError, TypeError):
-            pass
-    with tempfile.TemporaryDirectory(dir=cdir) as tmp:
-        ext = ".cu" if tc.kind == "nvcc" else ".hip"
-        cell = Path(tmp) / ("cell" + ext)
-        cell.write_text(compiled)
-        opt = [] if any(f.startswith("-O") for f in flags) else ["-O3"]
-        if tc.kind == "nvcc":
-            cmd = [tc.compiler, f"-arch={base}", *opt, "-Xptxas", "-v", "-cubin", *flags, cell.name, "-o", "cell.cubin"]
-        elif tc.kind == "offline":
-            cmd = tc.offline.compile_command(cell.name, "cell.s", base, (*opt, "--cuda-device-only", "-S", *flags))
-        else:
-            cmd = [tc.compiler, "-x", "hip", f"--offload-arch={base}", *opt, "--cuda-device-only", "-S", *flags,
-                   cell.name, "-o", "cell.s"]
-        done = sandbox.run_limited(cmd, timeout_s=_build.COMPILE_TIMEOUT_S, memory_bytes=None,
-                                   output_bytes=4 << 20, cwd=tmp, env=tc.env())
-        log = done.stdout + done.stderr
-        diags = _build.parse_diagnostics(log, cell.name)
-        if tc.kind == "nvcc":
-            ok = done.ok and (Path(tmp) / "cell.cubin").exists()
-            kernels = parse_ptxas(log, base) if ok else []
-            isa, listing = [], ""
-            if ok:
-                isa, listing = _nvidia_listing(tc, Path(tmp), cell.name, base, opt, flags)
-        else:
-            ok = done.ok and (Path(tmp) / "cell.s").exists()
-            kernels, isa = parse_amdgcn((Path(tmp) / "cell.s").read_text(), base) if ok else ([], [])
-            listing = "AMDGCN assembly (clang -S)"
-    if not ok and not diags:
-        diags = [_build.Diagnostic(None, None, "error", f"the compiler {done.explain()}")]
-    res = Inspection(ok, target, tc.label, listing, kernels, isa, log, diags)
-    if use_cache and ok:
-        entry.write_text(json.dumps(_to_json(res)))
-    return res
+        return Inspection(False, target, "", "", [], [], fix, [driver.Diagnostic(None, None, "error", fix)])
+    if tc.kind == "nvcc":
+        out = driver.compile_source(src, tc, lang=lang, output_kind="cubin", target=base, flags=flags,
+                                    use_cache=use_cache)
+        kernels = parse_ptxas(out.log, base) if out.ok else []
+        isa, listing = _nvidia_listing(tc, src, lang, base, flags, use_cache) if out.ok else ([], "")
+    else:
+        out = driver.compile_source(src, tc, lang=lang, output_kind="asm", target=base, flags=flags,
+                                    use_cache=use_cache)
+        kernels, isa = parse_amdgcn(out.read(), base) if out.ok else ([], [])
+        listing = "AMDGCN assembly (clang -S)"
+    return Inspection(out.ok, target, tc.label, listing, kernels, isa, out.log, list(out.diagnostics), out.cached)
 
 
-def _nvidia_listing(tc, tmp: Path, cell: str, arch: str, opt, flags) -> tuple[list[KernelIsa], str]:
+def _nvidia_listing(tc, src: str, lang: str, arch: str, flags, use_cache: bool) -> tuple[list[KernelIsa], str]:
     cuobjdump = shutil.which("cuobjdump") or str(Path(tc.compiler).resolve().parent / "cuobjdump")
     if Path(cuobjdump).exists():
-        done = sandbox.run_limited([cuobjdump, "-sass", "cell.cubin"], timeout_s=60, memory_bytes=None, cwd=str(tmp))
+        cub = driver.compile_source(src, tc, lang=lang, output_kind="cubin", target=arch, flags=flags,
+                                    use_cache=use_cache)
+        done = sandbox.run_limited([cuobjdump, "-sass", cub.output], timeout_s=60, memory_bytes=None)
         if done.ok:
             return parse_sass(done.stdout), "SASS (cuobjdump -sass)"
-    done = sandbox.run_limited([tc.compiler, f"-arch={arch}", *opt, "-ptx", *flags, cell, "-o", "cell.ptx"],
-                               timeout_s=_build.COMPILE_TIMEOUT_S, memory_bytes=None, cwd=str(tmp), env=tc.env())
-    if done.ok and (tmp / "cell.ptx").exists():
-        return parse_sass((tmp / "cell.ptx").read_text()), "PTX (cuobjdump is not installed here, so no SASS)"
+    ptx = driver.compile_source(src, tc, lang=lang, output_kind="ptx", target=arch, flags=flags, use_cache=use_cache)
+    if ptx.ok:
+        return parse_sass(ptx.read()), "PTX (cuobjdump is not installed here, so no SASS)"
     return [], "none (cuobjdump missing and nvcc -ptx failed)"
-
-
-def _to_json(r: Inspection) -> dict:
-    d = asdict(r)
-    d["diagnostics"] = [asdict(x) for x in r.diagnostics]
-    return d
-
-
-def _from_json(d: dict, cached: bool) -> Inspection:
-    return Inspection(d["ok"], d["target"], d["toolchain"], d["listing"],
-                      [KernelResources(**k) for k in d["kernels"]],
-                      [KernelIsa(k["name"], k["symbol"], [IsaLine(**x) for x in k["lines"]]) for k in d["isa"]],
-                      d["log"], [_build.Diagnostic(**x) for x in d["diagnostics"]], cached)
 
 
 def resources(source_or_build, target: str | None = None, **kw) -> list[KernelResources]:
     """VGPRs, SGPRs, AGPRs, LDS, scratch, spills, wavefront size and the compiler's occupancy for
-    each kernel (``target``: the build's, else gfx942). Raises :class:`rocmlab.hip.build.HipError` (with the compiler's errors) if it
+    each kernel (``target``: the build's, else settings.DEFAULT_TARGET). Raises :class:`rocmlab.hip.build.HipError` (with the compiler's errors) if it
     does not compile."""
     r = inspect(source_or_build, target, **kw)
     if not r.ok:

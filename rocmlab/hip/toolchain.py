@@ -1,143 +1,120 @@
-"""Find the HIP compilers on this machine.
+"""Which HIP/CUDA compilers this machine has. Discovery only: :mod:`rocmlab.hip.compile` builds
+every command line and runs every compiler.
 
 Three kinds, in the order labs prefer them:
 
-- ``rocm``: hipcc / amdclang++ from a ROCm install: compile and run on an AMD GPU.
-- ``offline``: Debian's clang-19 + lld-19 with the HIP 5.2 headers and runtime library
-  (``apt-get install clang-19 lld-19 hipcc libamdhip64-dev rocm-device-libs``) and the
-  gfx942 device bitcode unpacked from trixie's rocm-device-libs-17
-  (``scripts/setup/20-gfx942-bitcode.sh``): compile and link for MI300X without a GPU.
-  The fallback, clang-15 with bookworm's bitcode, reaches gfx90a and gfx940 only
-  (gfx940 is the pre-production CDNA3 ID, not MI300X's gfx942): it is labelled so.
-- ``cuda``: nvcc, for CUDA sources and for HIP sources through the HIP->CUDA path.
+- ``rocm``: hipcc from a ROCm install (``/opt/rocm``, a rocm/pytorch image): compile and run on
+  an AMD GPU.
+- ``offline``: the ROCm 7.2.4 root file system that ``scripts/setup/20-rocm-root.sh`` builds from
+  Debian's packages (hipcc, clang-22, HIP 7.2 headers, device libraries, rocPRIM/rocThrust/hipCUB,
+  hipBLAS headers and link libraries) at :func:`rocmlab.paths.rocm_root`. The compiler runs
+  inside that root (bubblewrap, read-only), so the host keeps its own system. It compiles and
+  links for gfx942, gfx950 and gfx90a without a GPU.
+- ``nvcc``: for CUDA sources, and for HIP sources through the HIP->CUDA path.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
 from rocmlab.platform import Probe
+from rocmlab.settings import AMD_TARGETS, OFFLINE_ROCM_VERSION
 
-# AMD Instinct targets the course teaches; clang knows many more.
-INSTINCT_TARGETS = ("gfx942", "gfx90a", "gfx940")
-_ISA_FILE = {"gfx942": "oclc_isa_version_942.bc", "gfx90a": "oclc_isa_version_90a.bc",
-             "gfx940": "oclc_isa_version_940.bc"}
-# Targets each clang major version knows (clang-15 predates gfx942's final ID).
-_CLANG_TARGETS = {19: ("gfx942", "gfx90a", "gfx940"), 15: ("gfx90a", "gfx940")}
+#: The file the set-up script writes last inside the root; without it the root is incomplete.
+READY_STAMP = ".rocmlab-ready"
+#: Targets a ROCm install's hipcc is offered for (clang knows many more; any gfx target is accepted).
+ROCM_TARGETS = (*AMD_TARGETS, "gfx908", "gfx1100")
 
-
-@dataclass(frozen=True)
-class OfflineToolchain:
-    clang: str               # clang++ driver
-    clang_major: int
-    bitcode_dir: str         # --rocm-device-lib-path
-    rocm_path: str           # --rocm-path (holds include/hip)
-    targets: tuple[str, ...]
-
-    def describe(self) -> str:
-        labels = [t + (" (pre-production CDNA3 ID, not MI300X)" if t == "gfx940" else "") for t in self.targets]
-        return f"clang-{self.clang_major} at {self.clang}, targets {', '.join(labels)}; bitcode {self.bitcode_dir}"
-
-    def compile_command(self, source: str, output: str, target: str = "gfx942", flags: tuple[str, ...] = ()) -> list[str]:
-        if target not in self.targets:
-            raise ValueError(f"target {target} is not available offline here (have {', '.join(self.targets)}); "
-                             "run scripts/setup/20-gfx942-bitcode.sh for gfx942")
-        return [self.clang, "-x", "hip", f"--offload-arch={target}", f"--rocm-path={self.rocm_path}",
-                f"--rocm-device-lib-path={self.bitcode_dir}", *flags, source, "-o", output]
-
-
-def _bitcode_candidates(probe: Probe) -> list[Path]:
-    home = probe.env.get("ROCMLAB_HOME") or os.path.join(probe.env.get("HOME", os.path.expanduser("~")),
-                                                         ".cache", "rocmlab")
-    dirs = []
-    if probe.env.get("ROCMLAB_DEVICE_LIBS"):
-        dirs.append(Path(probe.env["ROCMLAB_DEVICE_LIBS"]))
-    dirs += [Path(home) / "device-libs-17/usr/lib/llvm-17/lib/clang/17/amdgcn/bitcode",
-             probe.path("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode"),
-             probe.path("/usr/lib/aarch64-linux-gnu/amdgcn/bitcode")]
-    return dirs
-
-
-def discover_offline(probe: Probe | None = None) -> OfflineToolchain | None:
-    """The best offline AMD toolchain here, or None. Prefers clang-19 with gfx942 bitcode."""
-    probe = probe or Probe()
-    if not probe.path("/usr/include/hip/hip_runtime.h").is_file():
-        return None
-    best = None
-    for major in (19, 15):
-        clang = probe.find(f"clang++-{major}")
-        if not clang:
-            continue
-        for bc in _bitcode_candidates(probe):
-            targets = tuple(t for t in _CLANG_TARGETS[major] if (bc / _ISA_FILE[t]).is_file())
-            if targets and (best is None or len(targets) > len(best.targets)):
-                best = OfflineToolchain(clang, major, str(bc), str(probe.path("/usr")), targets)
-        if best and "gfx942" in best.targets:
-            return best
-    return best
-
-
-def clang_version(clang: str) -> str | None:
-    from rocmlab.platform import _run_command
-
-    out = _run_command([clang, "--version"])
-    m = re.search(r"version (\S+)", out or "")
-    return m.group(1) if m else None
-
-
-# --- every toolchain, as one descriptor -------------------------------------------------
-
-OFFLINE_APT = "apt-get install -y clang-19 lld-19 hipcc libamdhip64-dev rocm-device-libs"
 NO_TOOLCHAIN_FIX = {
     "rocm": "install ROCm (hipcc lives in /opt/rocm/bin: add it to PATH), or use a rocm/pytorch image",
-    "offline": f"run ./go setup, or by hand: {OFFLINE_APT} && bash scripts/setup/20-gfx942-bitcode.sh",
+    "offline": (f"build the offline ROCm {OFFLINE_ROCM_VERSION} root once: bash scripts/setup/20-rocm-root.sh "
+                "(as root; about 2 minutes and 1.2 GB; needs debootstrap and bubblewrap), or run ./go setup"),
     "nvcc": "install the CUDA toolkit (nvcc) or add /usr/local/cuda/bin to PATH",
 }
 
 
 @dataclass(frozen=True)
 class Toolchain:
-    """A compiler rocmlab can drive: ``kind`` is ``rocm`` (hipcc), ``offline`` (clang, AMD targets,
-    no GPU) or ``nvcc`` (NVIDIA targets)."""
+    """A compiler rocmlab can drive.
+
+    ``kind`` is ``rocm``, ``offline`` or ``nvcc``. ``compiler`` is the path the command line uses:
+    for ``offline`` that is the path *inside* ``root`` (``/usr/bin/hipcc``), where it runs.
+    """
 
     kind: str
     compiler: str
-    version: str
-    targets: tuple[str, ...]          # AMD targets it can build; ("sm_*",) for nvcc
-    offline: OfflineToolchain | None = None
-    extra_path: str | None = None     # a folder prepended to PATH (offline: clang-offload-bundler)
+    version: str                    # the compiler's version (HIP version for hipcc)
+    targets: tuple[str, ...]        # AMD targets it builds; ("sm_*",) for nvcc
+    root: str | None = None         # offline: the ROCm root file system the compiler runs in
+    rocm_version: str = ""          # the ROCm release, where known (offline: the pinned one)
 
     @property
     def label(self) -> str:
         name = Path(self.compiler).name
-        where = {"rocm": "ROCm", "offline": "offline, Debian", "nvcc": "CUDA"}[self.kind]
+        if self.kind == "offline":
+            return f"{name} {self.version} (offline ROCm {self.rocm_version} root)"
+        where = {"rocm": "ROCm", "nvcc": "CUDA"}[self.kind]
         return f"{name} {self.version} ({where})"
 
-    def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        if self.extra_path:
-            env["PATH"] = self.extra_path + os.pathsep + env.get("PATH", "")
-        return env
+    def describe(self) -> str:
+        where = f" in {self.root}" if self.root else f" at {self.compiler}"
+        return f"{self.label}{where}; targets {', '.join(self.targets)}"
 
     def supports(self, target: str) -> bool:
         if self.kind == "nvcc":
             return target.startswith(("sm_", "compute_"))
-        return target in self.targets
+        return target.startswith("gfx") and (self.kind == "rocm" or target in self.targets)
+
+    def inside(self, path: str) -> Path:
+        """A path as the compiler sees it, on the host (offline: under the root)."""
+        return Path(self.root) / path.lstrip("/") if self.root else Path(path)
 
 
-def _bundler_dir(clang: str, probe: Probe) -> str | None:
-    """clang needs ``clang-offload-bundler`` (package clang-tools-N) to embed device code.
-    Debian's clang-19 comes without it; clang-tools-15 (pulled by hipcc) has one that works."""
-    here = Path(clang).resolve().parent
-    if (here / "clang-offload-bundler").exists() or probe.find("clang-offload-bundler"):
+def _stamp_facts(root: Path) -> dict[str, str]:
+    facts = {}
+    try:
+        for line in (root / READY_STAMP).read_text().splitlines():
+            key, _, value = line.partition(" ")
+            facts.setdefault(key, value)
+    except OSError:
+        pass
+    return facts
+
+
+def offline_root(probe: Probe | None = None) -> Path:
+    """Where the offline root is expected (``ROCMLAB_ROCM_ROOT``, else ``ROCMLAB_HOME/rocm-7.2.4``)."""
+    probe = probe or Probe()
+    if probe.env.get("ROCMLAB_ROCM_ROOT"):
+        return Path(probe.env["ROCMLAB_ROCM_ROOT"])
+    home = probe.env.get("ROCMLAB_HOME") or os.path.join(probe.env.get("HOME", os.path.expanduser("~")),
+                                                         ".cache", "rocmlab")
+    return Path(home) / f"rocm-{OFFLINE_ROCM_VERSION}"
+
+
+def offline_problem(probe: Probe | None = None) -> str:
+    """'' when the offline root is usable, else what is missing and the fix."""
+    probe = probe or Probe()
+    root = offline_root(probe)
+    if not (root / READY_STAMP).is_file() or not (root / "usr/bin/hipcc").exists():
+        return f"no offline ROCm {OFFLINE_ROCM_VERSION} root at {root}: {NO_TOOLCHAIN_FIX['offline']}"
+    if not probe.find("bwrap"):
+        return ("the offline ROCm root needs bubblewrap to run its compiler: apt-get install -y bubblewrap "
+                "(Debian/Ubuntu), or dnf install bubblewrap")
+    return ""
+
+
+def discover_offline(probe: Probe | None = None) -> Toolchain | None:
+    probe = probe or Probe()
+    if offline_problem(probe):
         return None
-    for d in ("/usr/lib/llvm-19/bin", "/usr/lib/llvm-18/bin", "/usr/lib/llvm-17/bin", "/usr/lib/llvm-15/bin"):
-        if probe.path(d + "/clang-offload-bundler").exists():
-            return str(probe.path(d))
-    return None
+    root = offline_root(probe)
+    facts = _stamp_facts(root)
+    return Toolchain("offline", "/usr/bin/hipcc", facts.get("hip") or "unknown", AMD_TARGETS, str(root),
+                     facts.get("rocm", OFFLINE_ROCM_VERSION))
 
 
 def discover(kind: str, probe: Probe | None = None) -> Toolchain | None:
@@ -148,27 +125,31 @@ def discover(kind: str, probe: Probe | None = None) -> Toolchain | None:
         for cand in (probe.find("hipcc") if probe.path(rocm).is_dir() else None,
                      str(probe.path(rocm) / "bin" / "hipcc"), str(probe.path(rocm) / "bin" / "amdclang++")):
             if cand and Path(cand).exists() and str(Path(cand).resolve()).startswith(str(probe.path(rocm))):
-                ver = _tool_version([cand, "--version"], r"(?:HIP version|clang version)[: ]+(\S+)") or "unknown"
-                return Toolchain("rocm", cand, ver, INSTINCT_TARGETS + ("gfx950", "gfx908", "gfx1100"))
+                ver = _tool_version(probe, [cand, "--version"], r"(?:HIP version|clang version)[: ]+(\S+)") or "unknown"
+                rv = _tool_version(probe, ["cat", str(probe.path(rocm) / ".info" / "version")], r"(\d+\.\d+\.\d+)")
+                return Toolchain("rocm", cand, ver, ROCM_TARGETS, None, rv or "")
         return None
     if kind == "offline":
-        tc = discover_offline(probe)
-        if tc is None:
-            return None
-        return Toolchain("offline", tc.clang, clang_version(tc.clang) or str(tc.clang_major), tc.targets, tc,
-                         _bundler_dir(tc.clang, probe))
+        return discover_offline(probe)
     if kind == "nvcc":
         nvcc = probe.find("nvcc") or (str(probe.path("/usr/local/cuda/bin/nvcc"))
                                       if probe.path("/usr/local/cuda/bin/nvcc").exists() else None)
         if not nvcc:
             return None
-        ver = _tool_version([nvcc, "--version"], r"release [\d.]+, V(\S+)") or "unknown"
+        ver = _tool_version(probe, [nvcc, "--version"], r"release [\d.]+, V(\S+)") or "unknown"
         return Toolchain("nvcc", nvcc, ver, ("sm_*",))
     raise ValueError(f"unknown toolchain kind {kind!r}: use 'rocm', 'offline' or 'nvcc'")
 
 
-def _tool_version(cmd: list[str], pattern: str) -> str | None:
-    from rocmlab.platform import _run_command
-
-    m = re.search(pattern, _run_command(cmd) or "")
+def _tool_version(probe: Probe, cmd: list[str], pattern: str) -> str | None:
+    """A version string from a tool's output (``--version``: it compiles nothing)."""
+    m = re.search(pattern, probe.run(cmd) or "")
     return m.group(1) if m else None
+
+
+def host_tool(*names: str) -> str | None:
+    for n in names:
+        p = shutil.which(n)
+        if p:
+            return p
+    return None

@@ -117,8 +117,7 @@ class PortResult:
         return {
             "tool": "rocmlab port", "format": 1, "src": self.src, "out": self.out, "archs": list(self.archs),
             "toolchain": self.toolchain, "toolchain_kind": self.toolchain_kind,
-            "compat_header": {"used": self.compat_used, "note": self.compat_note,
-                              "file": build.COMPAT_HEADER.name},
+            "compat_header": {"used": self.compat_used, "note": self.compat_note, "file": ""},
             "workers": self.workers, "compiled": self.compiled, "engine": self.engine, "summary": self.summary(),
             "files": self.files, "outside_src": self.outside_src, "not_followed": self.not_followed,
             "scan_config": self.scan_config,
@@ -275,8 +274,8 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
     ``arch``: one of settings.AMD_TARGETS, or several comma-separated. ``include``: -I folders,
     inside SRC or outside it (relative to SRC, or absolute): headers the project includes from
     outside SRC are read (never written) and ported into ``OUT/external/``. ``engine``: "torch"
-    (torch.utils.hipify) or "perl" (ROCm's hipify-perl). ``compat``: "auto" uses the warp-sync
-    compatibility header with the old offline HIP 5.2 toolchain only; False turns it off.
+    (torch.utils.hipify) or "perl" (ROCm's hipify-perl). ``compat`` is accepted for old callers and
+    ignored (ROCm 7.2's headers have the warp-sync builtins).
     ``compile=False`` only translates and scans. ``report`` is the HTML report's path (default
     OUT/rocmlab-port.html). SRC is only read, never written.
     """
@@ -380,16 +379,9 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
 
     t_compile = t_link = 0.0
     if tc is not None:
-        use_compat = tc.kind == "offline" and compat not in (False, "off", "no", "0")
+        use_compat = False   # ROCm 7.2 (offline root) and ROCm installs have the warp-sync builtins
         result.compat_used = use_compat
-        if use_compat:
-            result.compat_note = (f"offline HIP 5.2 headers: compiled with {build.COMPAT_HEADER.name}, which "
-                                  "declares the ROCm 6.2+ warp-sync builtins (64-bit masks) so results match a "
-                                  "current ROCm; it is not part of the port")
-        elif tc.kind == "rocm":
-            result.compat_note = "ROCm toolchain: its own headers, no compatibility header"
-        else:
-            result.compat_note = "compatibility header turned off: warp-sync builtins are missing in HIP 5.2"
+        result.compat_note = f"{tc.label}: its own HIP headers, no compatibility header"
         units = {names[r]: r for r in proj.translation_units if names[r] in written}
         mains = {names[r] for r in proj.translation_units if build.has_main(proj.sources[r])}
         t1 = time.monotonic()

@@ -1,0 +1,531 @@
+"""THE compiler driver: every HIP/CUDA compile, link and archive in rocmlab goes through here.
+
+It does four jobs, each in one place:
+
+1. **Chooses the toolchain** (:func:`choose`): ROCm's hipcc on an AMD machine or in a ROCm image;
+   the offline ROCm 7.2.4 root (``scripts/setup/20-rocm-root.sh``) for AMD targets without a GPU;
+   nvcc for NVIDIA targets (HIP sources go through :mod:`rocmlab.hip.hipcuda` first, see
+   :func:`prepare_source`).
+2. **Builds every command line** (:func:`command`): ``exe`` (compile and link), ``obj`` (``-c``),
+   ``asm`` (device code only, AMDGCN assembly with the ``; Kernel info`` block and code-object
+   metadata), ``cubin``/``ptx`` (nvcc), ``link`` (objects to a program) and ``archive``.
+3. **Runs the compiler through** :mod:`rocmlab.sandbox` (:func:`run`): read-only system,
+   only the build folder writable, no network, time/memory/output limits. The offline compiler
+   runs *inside* the ROCm root (it becomes ``/``); folders the command names (``-I DIR``, the
+   sources) are bound in read-only at the same path.
+4. **Parses diagnostics** (:func:`parse_diagnostics`): clang and nvcc messages mapped to the
+   cell's or file's own lines; and keeps **one cache** (:func:`compile_source`, under
+   ``rocmlab.paths.cache_dir()/hip-builds``).
+
+Public API
+----------
+For cells (``%%hip``, the grader, ``rocmlab hip``): :func:`compile_source` (used by
+:func:`rocmlab.hip.build.compile` and :func:`rocmlab.hip.inspect.inspect`).
+
+For whole projects (``rocmlab port``)::
+
+    tc, fix = compile.choose("hip", "gfx942")                 # or compile.find_toolchain("offline")
+    r = compile.compile_file(tc, "src/a.hip", "build/a.o", targets=("gfx942", "gfx950"),
+                             include_dirs=["include"], defines=["N=4"], flags=["-O2"], cwd="proj")
+    r.ok, r.log, r.diagnostics, r.command, r.timed_out
+    compile.archive(tc, ["build/a.o"], "build/liba.a", cwd="proj")
+    compile.link(tc, ["build/main.o", "build/liba.a"], "build/main", libs=["-lhipblas"], cwd="proj")
+
+``cwd`` is the project folder (bound read-write: objects and programs are written there);
+relative paths are relative to it. Every call returns a :class:`FileResult`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from rocmlab import sandbox, settings
+from rocmlab.hip import hipcuda
+from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover
+from rocmlab.paths import cache_dir
+
+OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive")
+CACHE_FORMAT = 2
+#: Bytes of compiler output kept (remarks for many kernels are long).
+COMPILER_OUTPUT_BYTES = 4 << 20
+#: The PATH the offline compiler sees inside the root.
+_ROOT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+
+
+# --- toolchain choice ------------------------------------------------------------------------
+
+_FOUND: dict[str, Toolchain | None] = {}
+
+
+def find_toolchain(kind: str, refresh: bool = False) -> Toolchain | None:
+    """:func:`rocmlab.hip.toolchain.discover`, remembered for this process (a warm cache hit must
+    not spend its time asking compilers for their versions)."""
+    if refresh or kind not in _FOUND:
+        _FOUND[kind] = discover(kind)
+    return _FOUND[kind]
+
+
+def _platform(plat):
+    if plat is not None:
+        return plat
+    from rocmlab.platform import current
+
+    return current()
+
+
+def choose(lang: str, target: str, plat=None, toolchain=None) -> tuple[Toolchain | None, str]:
+    """(toolchain, "") or (None, the fix). ``toolchain``: a :class:`Toolchain`, a kind
+    (``"rocm"``, ``"offline"``, ``"nvcc"``) or None (the machine decides)."""
+    if isinstance(toolchain, Toolchain):
+        return toolchain, ""
+    base = target.split(":")[0]
+    if isinstance(toolchain, str):
+        kinds = [toolchain]
+    elif base.startswith(("sm_", "compute_")):
+        kinds = ["nvcc"]
+    elif _platform(plat).backend == "rocm":
+        kinds = ["rocm", "offline"]
+    else:
+        kinds = ["offline"]
+    for k in kinds:
+        tc = find_toolchain(k)
+        if tc is not None:
+            if not tc.supports(base):
+                return None, (f"target {base} is not one {tc.label} builds (it has {', '.join(tc.targets)}): "
+                              f"use one of {', '.join(settings.AMD_TARGETS)}")
+            return tc, ""
+    if "offline" in kinds:
+        from rocmlab.hip.toolchain import offline_problem
+
+        fixes = [NO_TOOLCHAIN_FIX[k] for k in kinds if k != "offline"] + [offline_problem()]
+    else:
+        fixes = [NO_TOOLCHAIN_FIX[k] for k in kinds]
+    want = "NVIDIA compiler (nvcc)" if kinds == ["nvcc"] else "HIP compiler for AMD targets"
+    return None, f"no {want} found for target {target}: " + "; or ".join(f for f in fixes if f)
+
+
+def available(target: str | None = None) -> str:
+    """'' when this machine can compile for the AMD ``target`` (default: settings.DEFAULT_TARGET),
+    else the reason and the fix. Labs ask this before a cell that needs an AMD compiler."""
+    _, fix = choose("hip", target or settings.DEFAULT_TARGET)
+    return fix
+
+
+def prepare_source(source: str, lang: str, tc: Toolchain) -> hipcuda.Translation | None:
+    """What the compiler must see: HIP through nvcc is translated to CUDA, CUDA for an AMD
+    compiler is hipified. None when the source goes in as it is."""
+    if tc.kind == "nvcc" and lang == "hip":
+        return hipcuda.translate(source)
+    if tc.kind != "nvcc" and lang == "cuda":
+        return hipcuda.hipify(source)
+    return None
+
+
+# --- command lines ---------------------------------------------------------------------------
+
+def _opt(flags) -> list[str]:
+    return [] if any(str(f).startswith("-O") for f in flags) else ["-O3"]
+
+
+def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flags=(), include_dirs=(),
+            defines=(), libs=(), remarks: bool = False) -> list[str]:
+    """The one command line for every output kind (see the module docstring)."""
+    if output_kind not in OUTPUTS:
+        raise ValueError(f"output_kind={output_kind!r} is not one of {OUTPUTS}")
+    inputs = [str(i) for i in ([inputs] if isinstance(inputs, (str, Path)) else inputs)]
+    targets = [t for t in ([targets] if isinstance(targets, str) else targets)]
+    flags = [str(f) for f in flags]
+    pre = [f"-I{d}" for d in include_dirs] + [f"-D{d}" for d in defines]
+    if output_kind == "archive":
+        return [archiver(tc), "rcs", str(output), *inputs]
+    if output_kind == "link":
+        return [tc.compiler, *flags, *inputs, *libs, "-o", str(output)]
+    if tc.kind == "nvcc":
+        if len(targets) != 1:
+            raise ValueError("nvcc builds for one target at a time here: pass one sm_XX")
+        what = {"exe": [], "obj": ["-c"], "cubin": ["-cubin"], "ptx": ["-ptx"]}.get(output_kind)
+        if what is None:
+            raise ValueError(f"output_kind={output_kind!r} is for AMD targets; nvcc makes exe, obj, cubin or ptx")
+        verbose = ["-Xptxas", "-v"] if output_kind != "ptx" else []
+        lineinfo = ["-lineinfo"] if output_kind in ("exe", "obj") else []
+        return [tc.compiler, f"-arch={targets[0]}", *_opt(flags), *verbose, *lineinfo, *pre, *flags, *what,
+                *inputs, *libs, "-o", str(output)]
+    if not targets:
+        raise ValueError("no AMD target given: pass targets=('gfx942',) or another of " + ", ".join(settings.AMD_TARGETS))
+    what = {"exe": [], "obj": ["-c"], "asm": ["--cuda-device-only", "-S"]}.get(output_kind)
+    if what is None:
+        raise ValueError(f"output_kind={output_kind!r} is for nvcc; an AMD compiler makes exe, obj or asm")
+    if output_kind == "asm" and len(targets) != 1:
+        raise ValueError("device assembly is for one target at a time: pass one gfx target")
+    rem = ["-Rpass-analysis=kernel-resource-usage"] if remarks else []
+    return [tc.compiler, "-x", "hip", *[f"--offload-arch={t}" for t in targets], *_opt(flags), *rem,
+            "-Wno-unused-result", *pre, *flags, *what, *inputs,
+            *(libs if output_kind == "exe" else []), "-o", str(output)]
+
+
+def archiver(tc: Toolchain) -> str:
+    """The archiver for this toolchain's objects (inside the root for the offline one)."""
+    if tc.kind == "offline":
+        return "/usr/bin/llvm-ar-22" if tc.inside("/usr/bin/llvm-ar-22").exists() else "/usr/bin/ar"
+    if tc.kind == "rocm":
+        cand = Path(tc.compiler).resolve().parent.parent / "llvm" / "bin" / "llvm-ar"
+        if cand.exists():
+            return str(cand)
+    for name in ("llvm-ar", "ar"):
+        p = shutil.which(name)
+        if p:
+            return p
+    raise RuntimeError("no archiver found (llvm-ar or ar): apt-get install binutils")
+
+
+# --- running the compiler ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Diagnostic:
+    line: int | None        # the cell's or file's own line (1-based); None for link or tool errors
+    column: int | None
+    severity: str           # error | warning | note
+    message: str
+    file: str = ""          # the file it is about ("" for the cell itself or a tool)
+
+    def __str__(self) -> str:
+        where = f"line {self.line}" + (f":{self.column}" if self.column else "") if self.line else "build"
+        if self.file and self.line:
+            where = f"{self.file}:{self.line}"
+        return f"{where}: {self.severity}: {self.message}"
+
+
+def _host_paths(cmd, tc: Toolchain, exclude=()) -> list[str]:
+    """Existing host folders a command names (sources, -I/-L dirs) that the offline root lacks:
+    they are bound in read-only at the same path."""
+    out: list[str] = []
+    for arg in cmd[1:]:
+        s = str(arg)
+        for pre in ("-I", "-L", "-isystem", "-include", "--rocm-path="):
+            if s.startswith(pre) and len(s) > len(pre):
+                s = s[len(pre):]
+                break
+        if not s.startswith("/"):
+            continue
+        p = Path(s)
+        d = p if p.is_dir() else p.parent
+        if not d.is_dir() or tc.inside(str(d)).exists():
+            continue
+        d = str(d.resolve())
+        if any(d == e or d.startswith(e.rstrip("/") + "/") for e in (*exclude, *out)):
+            continue
+        out.append(d)
+    return out
+
+
+def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=(), env=None,
+        memory_bytes: int | None = settings.COMPILE_MEMORY_BYTES) -> sandbox.Completed:
+    """Run one compiler (or archiver) command: THE place rocmlab starts a compiler.
+
+    ``cwd`` is the build folder: the only place it can write. The offline toolchain runs inside
+    its ROCm root; rocm and nvcc run on the host's own (read-only) system.
+    """
+    cwd = str(Path(cwd).resolve())
+    cmd = [str(c) for c in cmd]
+    wall = time_limit or settings.COMPILE_TIME_LIMIT_S
+    binds = tuple(dict.fromkeys([*map(str, ro_binds), *_host_paths(cmd, tc, exclude=(cwd,))]))
+    if tc.kind == "offline":
+        run_env = dict(_ROOT_ENV, **(env or {}))
+        root = tc.root
+    else:
+        run_env = dict(os.environ, **(env or {}))
+        root = "/"
+    if hasattr(sandbox, "run") and hasattr(sandbox, "Limits"):
+        limits = sandbox.Limits(wall_s=wall, cpu_s=None, memory_bytes=memory_bytes, processes=None,
+                                file_bytes=None, output_bytes=COMPILER_OUTPUT_BYTES)
+        return sandbox.run(cmd, limits=limits, root=root, scratch=cwd, ro_binds=binds, env=run_env, cwd=cwd)
+    # until rocmlab.sandbox.run exists: the same isolation for the offline root, by hand
+    if tc.kind == "offline":
+        cmd = [*_bwrap_root(root, cwd, binds), *cmd]
+    return sandbox.run_limited(cmd, timeout_s=wall, memory_bytes=memory_bytes, output_bytes=COMPILER_OUTPUT_BYTES,
+                               cwd=cwd, env=run_env)
+
+
+#: The root's folders that are the system (home, root, mnt... stay out: the host's paths are bound there).
+_SYSTEM_DIRS = ("usr", "etc", "var")
+
+
+def _bwrap_root(root: str, scratch: str, ro_binds) -> list[str]:
+    """bubblewrap arguments that make ``root``'s folders the (read-only) system and bind
+    ``scratch`` read-write at its own path (a tmpfs / holds the mount points)."""
+    args = ["bwrap"]
+    for e in sorted(Path(root).iterdir()):
+        if e.is_symlink():
+            args += ["--symlink", os.readlink(e), f"/{e.name}"]
+        elif e.name in _SYSTEM_DIRS or e.is_dir() and e.name == "opt" and any(e.iterdir()):
+            args += ["--ro-bind", str(e), f"/{e.name}"]
+    args += ["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    for b in ro_binds:
+        args += ["--ro-bind", b, b]
+    args += ["--bind", scratch, scratch, "--remount-ro", "/", "--chdir", scratch, "--unshare-all",
+             "--die-with-parent", "--new-session"]
+    return args
+
+
+def run_program(tc_kind: str, root: str | None, cmd, *, scratch, time_limit: float, memory_bytes, output_bytes,
+                stdin_data=None, env=None, gpu: bool = False, ro_binds=()) -> sandbox.Completed:
+    """Run a program this driver built: an offline build runs inside the ROCm root it was
+    linked against (its libamdhip64 and glibc live there); others on the host."""
+    cmd = [str(c) for c in cmd]
+    scratch = str(Path(scratch).resolve())
+    binds = tuple(dict.fromkeys(str(b) for b in ro_binds))
+    if hasattr(sandbox, "run") and hasattr(sandbox, "Limits"):
+        limits = sandbox.Limits(wall_s=time_limit, cpu_s=None, memory_bytes=memory_bytes, processes=None,
+                                file_bytes=None, output_bytes=output_bytes)
+        return sandbox.run(cmd, limits=limits, root=root or "/", scratch=scratch, ro_binds=binds,
+                           env=dict(_ROOT_ENV, **(env or {})) if root else env, gpu=gpu,
+                           stdin_data=stdin_data, cwd=scratch)
+    if root:
+        cmd = [*_bwrap_root(root, scratch, binds), *cmd]
+        env = dict(_ROOT_ENV, **(env or {}))
+    return sandbox.run_limited(cmd, timeout_s=time_limit, memory_bytes=memory_bytes, output_bytes=output_bytes,
+                               stdin_data=stdin_data, env=env, cwd=scratch)
+
+
+# --- diagnostics ----------------------------------------------------------------------------
+
+_CLANG_DIAG = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?P<sev>fatal error|error|warning|note): "
+                         r"(?P<msg>.*)$", re.MULTILINE)
+_NVCC_DIAG = re.compile(r"^(?P<file>[^(\n]+)\((?P<line>\d+)\): (?P<sev>error|warning|remark)(?: #[\w-]+)?: "
+                        r"(?P<msg>.*)$", re.MULTILINE)
+_TOOL_ERR = re.compile(r"^(?:.*undefined (?:reference to|symbol:?) .*|ptxas (?:error|fatal)\s*:.*|"
+                       r"(?:ld|ld\.lld|lld|/usr/bin/ld): error: .*|.*error: linker command failed.*|nvlink error.*|"
+                       r"\S*clang\S*: error: .*|bwrap: .*)$", re.MULTILINE)
+
+
+def parse_diagnostics(log: str, cell_file: str, line_offset: int = 0) -> list[Diagnostic]:
+    """Compiler messages about ``cell_file`` with its own line numbers (remarks are left out);
+    errors in other files (headers) keep their file and line; link and tool errors have no line."""
+    out: list[Diagnostic] = []
+    base = os.path.basename(cell_file)
+    seen = set()
+    for rx in (_CLANG_DIAG, _NVCC_DIAG):
+        for m in rx.finditer(log):
+            sev = "error" if m.group("sev") == "fatal error" else m.group("sev")
+            if sev == "remark":
+                continue
+            msg = m.group("msg").strip()
+            col = int(m.group("col")) if "col" in m.groupdict() and m.group("col") else None
+            fname = m.group("file").strip()
+            if os.path.basename(fname) == base:
+                line = int(m.group("line")) - line_offset
+                d = Diagnostic(line if line >= 1 else None, col, sev, msg)
+            elif sev == "error":
+                d = Diagnostic(None, None, sev, f"{fname}:{m.group('line')}: {msg}", fname)
+            else:
+                continue
+            if (d.line, d.severity, d.message) not in seen:
+                seen.add((d.line, d.severity, d.message))
+                out.append(d)
+    if not any(d.severity == "error" for d in out):
+        for m in _TOOL_ERR.finditer(log):
+            text = m.group(0).strip()
+            if "linker command failed" in text and any("undefined" in d.message for d in out):
+                continue
+            out.append(Diagnostic(None, None, "error", text))
+    out.sort(key=lambda d: (d.line is None, d.line or 0))
+    return out
+
+
+def first_error(log: str) -> Diagnostic | None:
+    """The first error of a log, wherever it is (file diagnostics first, then tool errors)."""
+    m = _CLANG_DIAG.search(log.replace("fatal error:", "error:"))
+    while m and m.group("sev") != "error":
+        m = _CLANG_DIAG.search(log, m.end())
+    if m:
+        return Diagnostic(int(m.group("line")), int(m.group("col")), "error", m.group("msg").strip(), m.group("file"))
+    t = _TOOL_ERR.search(log)
+    return Diagnostic(None, None, "error", t.group(0).strip()) if t else None
+
+
+# --- files (rocmlab port) ---------------------------------------------------------------------
+
+@dataclass
+class FileResult:
+    ok: bool
+    output: str
+    command: list[str]
+    log: str
+    duration_s: float
+    timed_out: bool = False
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    explain: str = ""
+
+
+def _file_result(tc, cmd, out: Path, cwd: Path, time_limit, src_name: str = "") -> FileResult:
+    t0 = time.monotonic()
+    try:
+        done = run(tc, cmd, cwd=cwd, time_limit=time_limit)
+    except (OSError, FileNotFoundError) as exc:
+        return FileResult(False, str(out), cmd, f"cannot run {cmd[0]}: {exc}", time.monotonic() - t0,
+                          diagnostics=[Diagnostic(None, None, "error", f"cannot run {cmd[0]}: {exc}")])
+    log = done.stderr + done.stdout
+    ok = done.ok and out.exists()
+    diags = parse_diagnostics(log, src_name) if src_name else []
+    if not ok and not any(d.severity == "error" for d in diags):
+        fe = first_error(log)
+        diags.append(fe or Diagnostic(None, None, "error", f"the compiler {done.explain()}"))
+    return FileResult(ok, str(out), cmd, log, time.monotonic() - t0, done.timed_out, diags, done.explain())
+
+
+def _abs(p, cwd: Path) -> Path:
+    p = Path(p)
+    return p if p.is_absolute() else cwd / p
+
+
+def compile_file(tc: Toolchain, src, obj, *, targets=None, include_dirs=(), defines=(), flags=(), cwd=None,
+                 time_limit: float | None = None) -> FileResult:
+    """Compile one translation unit to an object (``-c``) for ``targets`` (default:
+    settings.DEFAULT_TARGET), through the sandbox. ``cwd``: the project folder (writable)."""
+    cwd = Path(cwd or Path(obj).parent).resolve()
+    obj = _abs(obj, cwd)
+    obj.parent.mkdir(parents=True, exist_ok=True)
+    targets = tuple(targets or ((settings.DEFAULT_NVIDIA_TARGET,) if tc.kind == "nvcc" else (settings.DEFAULT_TARGET,)))
+    cmd = command(tc, [_abs(src, cwd)], obj, output_kind="obj", targets=targets, flags=flags,
+                  include_dirs=[_abs(d, cwd) for d in include_dirs], defines=defines)
+    return _file_result(tc, cmd, obj, cwd, time_limit, Path(src).name)
+
+
+def link(tc: Toolchain, objects, output, *, libs=(), flags=(), cwd=None, time_limit: float | None = None) -> FileResult:
+    """Link objects and archives into a program (hipcc adds the HIP runtime)."""
+    cwd = Path(cwd or Path(output).parent).resolve()
+    out = _abs(output, cwd)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cmd = command(tc, [_abs(o, cwd) for o in objects], out, output_kind="link", flags=flags, libs=libs)
+    return _file_result(tc, cmd, out, cwd, time_limit)
+
+
+def archive(tc: Toolchain, objects, output, *, cwd=None, time_limit: float | None = None) -> FileResult:
+    """A static archive of objects (``ar rcs``), made with the toolchain's archiver."""
+    cwd = Path(cwd or Path(output).parent).resolve()
+    out = _abs(output, cwd)
+    out.unlink(missing_ok=True)
+    cmd = command(tc, [_abs(o, cwd) for o in objects], out, output_kind="archive")
+    return _file_result(tc, cmd, out, cwd, time_limit or 120.0)
+
+
+# --- sources with a cache (cells) -------------------------------------------------------------
+
+@dataclass
+class Outcome:
+    """One cached compile of a source text."""
+
+    ok: bool
+    log: str
+    diagnostics: list[Diagnostic]
+    directory: str            # where the source and output live (the cache entry)
+    source_file: str          # file name of the source in ``directory``
+    output_file: str          # file name of the output in ``directory``
+    command: list[str]
+    key: str
+    cached: bool
+    duration_s: float
+    compiled_source: str
+    translation: dict | None = None   # unknown_names, notes of the HIP<->CUDA step
+
+    @property
+    def output(self) -> str:
+        return str(Path(self.directory) / self.output_file)
+
+    def read(self) -> str:
+        return Path(self.output).read_text(errors="replace")
+
+
+def builds_dir() -> Path:
+    p = cache_dir() / "hip-builds"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def clear_cache() -> int:
+    """Delete every cached build; returns how many were removed."""
+    n = 0
+    for child in builds_dir().iterdir():
+        shutil.rmtree(child, ignore_errors=True)
+        n += 1
+    return n
+
+
+def cache_key(**parts) -> str:
+    return hashlib.sha256(json.dumps({"format": CACHE_FORMAT, **parts}, sort_keys=True,
+                                     default=str).encode()).hexdigest()
+
+
+_OUT_NAME = {"exe": "", "obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx"}
+
+
+def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind: str = "exe",
+                   target: str, flags=(), stem: str = "cell", use_cache: bool = True,
+                   remarks: bool | None = None) -> Outcome:
+    """Compile a source text (a cell) once per (source, toolchain, target, flags, output kind):
+    a second call returns the cached outcome at once. Failures are cached too."""
+    start = time.monotonic()
+    tr = prepare_source(source, lang, tc)
+    compiled = tr.cuda_source if tr else source
+    trans = {"unknown_names": list(tr.unknown_names), "notes": list(tr.notes)} if tr else None
+    remarks = output_kind in ("exe", "obj") if remarks is None else remarks
+    key = cache_key(source=source, lang=lang, kind=output_kind, target=target, flags=list(flags),
+                    toolchain=[tc.kind, tc.compiler, tc.version, tc.root], translation=hipcuda.VERSION,
+                    remarks=remarks)
+    final = builds_dir() / key[:24]
+    meta = final / "outcome.json"
+    if use_cache and meta.is_file():
+        try:
+            d = json.loads(meta.read_text())
+            d["diagnostics"] = [Diagnostic(**x) for x in d["diagnostics"]]
+            res = Outcome(**d)
+            if not res.ok or Path(res.output).exists():
+                res.cached, res.duration_s = True, time.monotonic() - start
+                return res
+        except (OSError, ValueError, TypeError, KeyError):
+            pass   # a damaged entry: build it again
+    work = Path(tempfile.mkdtemp(prefix="tmp-", dir=builds_dir()))
+    stem = re.sub(r"\W", "_", stem) or "cell"
+    src = work / (stem + (".cu" if tc.kind == "nvcc" else ".hip"))
+    src.write_text(compiled)
+    out = work / (stem + _OUT_NAME[output_kind])
+    base = target.split(":")[0] if tc.kind == "nvcc" else target
+    cmd = command(tc, [src.name], out.name, output_kind=output_kind, targets=(base,), flags=flags, remarks=remarks)
+    done = run(tc, cmd, cwd=work)
+    log = (done.stdout + done.stderr).replace(str(work) + os.sep, "")
+    ok = done.ok and out.exists()
+    diags = parse_diagnostics(log, src.name)
+    if not ok and not any(d.severity == "error" for d in diags):
+        diags.append(Diagnostic(None, None, "error", f"the compiler {done.explain()}" if not done.ok
+                                else "the compiler made no output"))
+    res = Outcome(ok, log, diags, str(final), src.name, out.name, cmd, key, False, 0.0, compiled, trans)
+    # a failure of the machine (time limit, a signal, the sandbox) is not the source's: never cached
+    machine_fault = done.timed_out or done.returncode is None or done.returncode < 0 or "bwrap:" in log
+    if use_cache and (ok or not machine_fault):
+        (work / "outcome.json").write_text(json.dumps(_outcome_json(res)))
+        try:
+            os.replace(work, final)
+        except OSError:   # a concurrent build of the same key won, or a stale entry: replace it
+            shutil.rmtree(final, ignore_errors=True)
+            try:
+                os.replace(work, final)
+            except OSError:
+                shutil.rmtree(work, ignore_errors=True)
+    else:
+        res.directory = str(work)
+    res.duration_s = time.monotonic() - start
+    return res
+
+
+def _outcome_json(o: Outcome) -> dict:
+    d = asdict(o)
+    d["diagnostics"] = [asdict(x) for x in o.diagnostics]
+    return d
