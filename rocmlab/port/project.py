@@ -343,6 +343,12 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
             result.problems.append(Problem(rel, "path-too-long", "its path in OUT is too long: not copied.",
                                            "port into a shorter --out folder"))
 
+    # the port's own replacement headers (cg::reduce ...), when a fix points at them
+    if any(f.after and translate.SHIMS_INCLUDE and "rocmlab_port/" in f.after for f in tr.fixes):
+        shutil.copytree(translate.SHIMS_DIR, out_r / translate.SHIMS_INCLUDE, dirs_exist_ok=True)
+        ext_keys = [*ext_keys, translate.SHIMS_INCLUDE]
+        for shim in sorted((out_r / translate.SHIMS_INCLUDE).rglob("*.h")):
+            written[str(shim.relative_to(out_r))] = shim.read_text()
     # THE scanner, on the ported tree, as the AMD compiler compiles it
     out_inc = [str(out_r / d) for d in inc_dirs + ext_keys]
     rep = scan_project(out_r, files=sorted(written), target=archs[0], include_dirs=out_inc, defines=defines,
@@ -359,6 +365,16 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
         shown = ext_origin.get(src_rel, src_rel)
         result.traps.append(PortTrap(f.file, f.line, f.column, f.rule, f.kind, f.severity, f.snippet, f.message,
                                      f.fix, f.compiled, origin, shown, maps.get(src_rel, {}).get(f.line, 0)))
+    for fx in tr.fixes:
+        if fx.kind in translate.CHECK_FIXES:
+            src_rel = back.get(fx.path, "")
+            result.traps.append(PortTrap(
+                fx.path, fx.line, 1, fx.kind, "warp" if fx.kind == "full-mask-64" else "preprocessor", "warning",
+                fx.after.strip()[:160], f"fixed by the port, check it: {fx.why}.",
+                "read the code after this line: it now runs for all lanes of a wavefront / the new-API branch",
+                True, "included" if src_rel.startswith(EXTERNAL + "/") else "own", ext_origin.get(src_rel, src_rel),
+                0))
+    result.traps.sort(key=lambda t: (t.origin != "own", t.path, t.line, t.rule))
     per_file: dict[str, int] = {}
     for t in result.traps:
         per_file[t.path] = per_file.get(t.path, 0) + 1

@@ -61,6 +61,88 @@ HEADER_FIXES = {
     "sm_32_intrinsics.h": "hip/hip_runtime.h",
     "cuda_device_runtime_api.h": "hip/hip_runtime.h",
 }
+# CUDA headers with a rocmlab replacement the port writes into OUT (see SHIMS_DIR).
+PATH_HEADER_FIXES = {"cooperative_groups/reduce.h": "rocmlab_port/cg_reduce.h"}
+#: Where the port's own replacement headers live (copied into OUT/SHIMS_INCLUDE).
+SHIMS_DIR = Path(__file__).parent / "shims"
+SHIMS_INCLUDE = "rocmlab_port_include"
+# Names hipify leaves (or maps wrongly) whose HIP spelling is known: whole-word replacements in code.
+NAME_FIXES = {
+    "umin": ("min", "CUDA's umin() (unsigned min) does not exist in HIP; HIP's min() has the unsigned overload"),
+    "umax": ("max", "CUDA's umax() (unsigned max) does not exist in HIP; HIP's max() has the unsigned overload"),
+    "CUDART_CB": ("", "CUDART_CB is CUDA's calling-convention macro for callbacks (empty on Linux); HIP has none"),
+    "hipDeviceAttributeGpuOverlap": ("hipDeviceAttributeAsyncEngineCount",
+                                     "torch's hipify maps cudaDevAttrGpuOverlap to a name HIP does not have; ROCm's "
+                                     "hipify-perl maps it to hipDeviceAttributeAsyncEngineCount"),
+}
+# CUDA version macros: HIP has none of them; a version test becomes a HIP_VERSION test.
+VERSION_MACROS = ("CUDART_VERSION", "CUDA_VERSION", "TORCH_HIP_VERSION")
+FULL_MASK_64 = "0xffffffffffffffffull"
+_FULL32 = r"(?:0[xX][fF]{8}[uU]?[lL]{0,2}(?![0-9a-fA-F])|~0[uU]?\b(?![lL]))"
+_SYNC_LITERAL = re.compile(r"\b(__\w+_sync)\s*\(\s*(" + _FULL32 + r")\s*,")
+_SYNC_NAME = re.compile(r"\b__\w+_sync\s*\(\s*([A-Za-z_]\w*)\s*,")
+_DECL32 = re.compile(r"\b((?:const\s+)?(?:unsigned\s+int|unsigned|int|uint32_t|int32_t|uint))\s+([A-Za-z_]\w*)\s*=\s*")
+_DEFINE_MASK = re.compile(r"^(\s*#\s*define\s+)([A-Za-z_]\w*)(\s+\(?\s*)(" + _FULL32 + r")")
+#: Fix kinds that change what the code does (all of them faithful), reported as warnings to check.
+CHECK_FIXES = ("full-mask-64", "cuda-version-guard")
+
+
+def sync_mask_names(texts) -> set[str]:
+    """Names used as the mask argument of a *_sync warp builtin anywhere in the project."""
+    out: set[str] = set()
+    for t in texts:
+        out |= {m.group(1) for m in _SYNC_NAME.finditer(strip_comments_and_strings(t))}
+    return out - {"__activemask"}
+
+
+def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], own: set[str]) -> tuple[str, list]:
+    """Whole-word fixes on one code line (positions from the comment-free line); returns (line, fixes)."""
+    edits = []   # (start, end, new, kind, why)
+    for m in re.finditer(r"\b[A-Za-z_]\w*\b", clean):
+        w = m.group()
+        if w in NAME_FIXES and w not in own:
+            new, why = NAME_FIXES[w]
+            if w in ("umin", "umax") and not re.match(r"\s*\(", clean[m.end():]):
+                continue
+            edits.append((m.start(), m.end(), new, "cuda-name", why))
+        elif (w.startswith("cuda") and w[4:5].isupper() or w.startswith("CUDA_")) and w not in own:
+            hip = ("hip" + w[4:]) if w.startswith("cuda") else ("HIP_" + w[5:])
+            if hip in hip_header_names():
+                edits.append((m.start(), m.end(), hip, "cuda-name",
+                              f"hipify left {w}; HIP's headers declare {hip} (the same API under its HIP name)"))
+    for m in _SYNC_LITERAL.finditer(clean):
+        edits.append((m.start(2), m.end(2), FULL_MASK_64, "full-mask-64",
+                      f"{m.group(1)} got the 32-bit mask {m.group(2)} ('all 32 lanes of a warp'); ROCm rejects "
+                      "32-bit masks, and 'all lanes' of a 64-lane wavefront is 0xffffffffffffffffull"))
+    for m in _DECL32.finditer(clean):
+        if m.group(2) in masks:
+            edits.append((m.start(1), m.end(1), "unsigned long long", "full-mask-64",
+                          f"{m.group(2)} is passed as a warp-sync mask: it must be 64 bits on ROCm"))
+            lit = re.match(_FULL32, clean[m.end():])
+            if lit:
+                edits.append((m.end(), m.end() + lit.end(), FULL_MASK_64, "full-mask-64",
+                              "0xffffffff meant all 32 lanes of a warp: all lanes of a 64-lane wavefront is "
+                              "0xffffffffffffffffull"))
+    if not edits:
+        return line, []
+    edits.sort()
+    new_line, pos, kinds = [], 0, []
+    for a, b, new, kind, why in edits:
+        if a < pos:
+            continue
+        new_line.append(line[pos:a])
+        new_line.append(new)
+        pos = b
+        kinds.append((kind, why))
+    new_line.append(line[pos:])
+    text = "".join(new_line)
+    fixes = []
+    for kind in dict.fromkeys(k for k, _ in kinds):
+        why = "; ".join(dict.fromkeys(w for k, w in kinds if k == kind))
+        fixes.append(Fix(out_rel, i + 1, kind, line, text, why))
+    return text, fixes
+
+
 _INCLUDE = re.compile(r'^(?P<lead>\s*#\s*include\s*)(?P<open>[<"])(?P<name>[^>"]+)(?P<close>[>"])', re.MULTILINE)
 _DIRECTIVE = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif|elifdef|elifndef|define|undef)\b")
 _HAS_RUNTIME = re.compile(r'^\s*#\s*include\s*[<"]hip/hip_runtime\.h[>"]', re.MULTILINE)
@@ -183,11 +265,56 @@ def translate(sources: dict[str, str], *, engine: str = "torch", include_dirs=()
     names, notes = plan_names(sources)
     texts, fixes = {}, []
     inc = list(include_dirs) or ["."]
+    masks = sync_mask_names(hip.values())
+    own = _own_functions(hip.values())
     for rel in sorted(sources):
-        text, fx = fix_file(rel, names[rel], hip[rel], names, inc)
+        text, fx = fix_file(rel, names[rel], hip[rel], names, inc, masks, own)
         texts[rel] = text
         fixes += fx
     return Translation(engine, names, hip, texts, fixes, notes)
+
+
+_HIP_NAMES: set[str] | None = None
+
+
+def hip_header_names() -> set[str]:
+    """Every hip*/HIP_* name HIP's own headers declare (from the ROCm root or /opt/rocm; empty when neither
+    is here). Used to finish what hipify left: cudaX whose hipX exists."""
+    global _HIP_NAMES
+    if _HIP_NAMES is None:
+        from rocmlab.paths import rocm_root
+
+        names: set[str] = set()
+        for inc in (rocm_root() / "usr" / "include" / "hip", Path("/opt/rocm/include/hip")):
+            if inc.is_dir():
+                for h in inc.rglob("*.h"):
+                    try:
+                        names |= set(re.findall(r"\b(?:hip[A-Z]\w*|HIP_[A-Z]\w*)", h.read_text(errors="replace")))
+                    except OSError:
+                        continue
+                break
+        _HIP_NAMES = names
+    return _HIP_NAMES
+
+
+_DEFINES_NAME = re.compile(r"#\s*define\s+([A-Za-z_]\w*)|\b(?:struct|class|enum|typedef[^;]*?)\s+([A-Za-z_]\w*)\s*[;{]|"
+                           r"\b[A-Za-z_]\w*[\s*&]+([A-Za-z_]\w*)\s*\([^;{}()]*\)\s*(?:const\s*)?\{")
+
+
+def _own_functions(texts) -> set[str]:
+    """Names the project defines itself (macros, types, functions: a CUDA_CHECK, a cudaCheck, a umin of its
+    own): never renamed."""
+    out = set()
+    for t in texts:
+        c = strip_comments_and_strings(t)
+        for m in _DEFINES_NAME.finditer(c):
+            n = m.group(1) or m.group(2) or m.group(3)
+            if n and (n.startswith(("cuda", "CUDA", "cu")) or n in NAME_FIXES):
+                out.add(n)
+        for w in NAME_FIXES:
+            if re.search(rf"#\s*define\s+{w}\b|\b[A-Za-z_]\w*[\s*&]+{w}\s*\([^;{{}}()]*\)\s*\{{", c):
+                out.add(w)
+    return out
 
 
 def _resolve_include(name: str, quote: bool, including_rel: str, include_dirs: list[str], known: set[str]) -> str | None:
@@ -202,8 +329,10 @@ def _resolve_include(name: str, quote: bool, including_rel: str, include_dirs: l
     return None
 
 
-def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], include_dirs: list[str]) -> tuple[str, list[Fix]]:
-    """Apply the mechanical fixes to one hipified file; returns (text, fixes)."""
+def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], include_dirs: list[str],
+             masks: set[str] = frozenset(), own: set[str] = frozenset()) -> tuple[str, list[Fix]]:
+    """Apply the mechanical fixes to one hipified file; returns (text, fixes). ``masks``: names the
+    project passes as warp-sync masks (:func:`sync_mask_names`); ``own``: names it defines itself."""
     fixes: list[Fix] = []
     known = set(names)
     lines = text.split("\n")
@@ -221,6 +350,10 @@ def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], inclu
                 new_name = posixpath.join(posixpath.dirname(name), posixpath.basename(names[target])) \
                     if "/" in name else posixpath.basename(names[target])
                 why = f"hipify renamed {target} to {names[target]}, but this #include still named the old file"
+            elif target is None and name in PATH_HEADER_FIXES:
+                new_name = PATH_HEADER_FIXES[name]
+                why = (f"<{name}> (cg::reduce and its operators) does not exist in HIP; the port adds its own "
+                       f"{new_name} (in OUT/{SHIMS_INCLUDE}/), written with shfl_down over the group's lanes")
             elif target is None and posixpath.basename(name) in HEADER_FIXES and not name.startswith("hip/"):
                 new_name = HEADER_FIXES[posixpath.basename(name)]
                 why = f"<{name}> is CUDA-only and hipify has no mapping for it; HIP declares its content in {new_name}"
@@ -235,6 +368,23 @@ def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], inclu
             continue
         if _DIRECTIVE.match(clean):
             new_line = line
+            if re.match(r"\s*#\s*(?:if|elif|ifdef|ifndef)\b", clean):
+                vers = [v for v in VERSION_MACROS if re.search(rf"\b{v}\b", clean)]
+                if vers:
+                    for v in vers:
+                        new_line = re.sub(rf"\b{v}\b", "HIP_VERSION", new_line)
+                    fixes.append(Fix(out_rel, i + 1, "cuda-version-guard", line, new_line,
+                                     f"{', '.join(vers)} is never defined under HIP, so this test would silently "
+                                     "take the 'old CUDA' branch; ROCm 7.2's HIP_VERSION (70200000+) passes every "
+                                     "'CUDA is new enough' test, as a current HIP has those APIs: check the branch"))
+                    lines[i] = line = new_line
+            dm = _DEFINE_MASK.match(clean)
+            if dm and dm.group(2) in masks:
+                new_line = line[:dm.start(4)] + FULL_MASK_64 + line[dm.end(4):]
+                fixes.append(Fix(out_rel, i + 1, "full-mask-64", line, new_line,
+                                 f"{dm.group(2)} is passed as a warp-sync mask: 0xffffffff meant all 32 lanes of a "
+                                 "warp; all lanes of a 64-lane wavefront is 0xffffffffffffffffull"))
+                lines[i] = line = new_line
             for cuda, hip in MACRO_FIXES.items():
                 if re.search(rf"\b{re.escape(cuda)}\b", clean):
                     new_line = re.sub(rf"\b{re.escape(cuda)}\b", hip, new_line)
@@ -247,6 +397,11 @@ def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], inclu
             if "__CUDA_ARCH__" in clean and not line.rstrip().endswith("\\") and ARCH_NOTE.strip() not in line:
                 cr = "\r" if lines[i].endswith("\r") else ""
                 lines[i] = lines[i][: len(lines[i]) - len(cr)] + ARCH_NOTE + cr
+            continue
+        new_line, fx = _code_fixes(out_rel, i, line, clean, masks, own)
+        if fx:
+            lines[i] = new_line
+            fixes += fx
     text = "\n".join(lines)
     text, moved, moved_from = _runtime_first(text)
     if moved:
