@@ -59,7 +59,8 @@ class Port:
 
     @property
     def wrong(self) -> list[Trap]:
-        return [t for t in self.traps if t.severity == "wrong"]
+        """The error-level traps."""
+        return [t for t in self.traps if t.level == "error"]
 
     def diff(self) -> str:
         return "".join(difflib.unified_diff(self.cuda.splitlines(True), self.hip.splitlines(True),
@@ -110,9 +111,26 @@ class Port:
 
     def report(self) -> str:
         lines = [f"{self.name}: {len(self.renames)} renames by {self.tool}, {len(self.traps)} traps "
-                 f"({len(self.wrong)} wrong on AMD)"]
+                 f"({len(self.wrong)} error-level)"]
         lines.append(format_traps(self.traps))
         return "\n".join(lines)
+
+
+_HIP_API = re.compile(r"\b(?:hip[A-Z]\w*|hipblas\w+)\s*\(|#\s*include\s*[<\"]hip/|\bhipLaunchKernelGGL\b")
+
+
+def looks_like(source: str) -> str | None:
+    """"cuda" when the source calls CUDA's API and none of HIP's, "hip" for the reverse, else None."""
+    from rocmlab.port.scan import strip_comments_and_strings
+
+    clean = strip_comments_and_strings(source)
+    cuda = bool(re.search(r"\b(?:cuda[A-Z]\w*|cublas\w+)\s*\(|#\s*include\s*[<\"]cuda", clean))
+    hip = bool(_HIP_API.search(clean))
+    if cuda and not hip:
+        return "cuda"
+    if hip and not cuda:
+        return "hip"
+    return None
 
 
 def available_tools() -> list[str]:

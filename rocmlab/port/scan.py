@@ -613,6 +613,10 @@ _T32 = {"int", "unsigned", "uint32_t", "int32_t", "uint", "u32", "DWORD", "unsig
 _T64 = {"long", "uint64_t", "int64_t", "size_t", "auto", "lanemask_t", "ull", "u64"}
 _CUDA_ONLY_MACROS = ("__CUDA_ARCH__", "CUDART_VERSION", "CUDA_VERSION", "TORCH_HIP_VERSION", "__CUDA_API_VERSION",
                      "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__", "__CUDA_ARCH_LIST__", "__NVCC__", "__CUDACC__")
+_CUDA_HEADER = re.compile(r"(?:cuda(?:_runtime(?:_api)?|_fp16|_bf16|_fp8|_texture_types|_profiler_api|_gl_interop|"
+                         r"_occupancy|_device_runtime_api)?\.h|cuda/.+|cu(?:blas|fft|rand|sparse|solver|dnn)\w*\.h|"
+                         r"nvrtc\.h|cooperative_groups(?:\.h|/.+)|device_launch_parameters\.h|nvToolsExt\.h|"
+                         r"nvtx3/.+|sm_\d+_\w+\.h|device_functions\.h|driver_types\.h|vector_types\.h)$")
 _LAUNCH_FUNCS = ("hipLaunchKernelGGL", "hipLaunchKernelEx", "hipLaunchCooperativeKernel", "hipModuleLaunchKernel",
                  "hipLaunchKernel", "cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunchKernel")
 _DEVICE_PROP = {"sharedMemPerMultiprocessor", "maxSharedMemoryPerMultiProcessor", "regsPerMultiprocessor",
@@ -859,8 +863,7 @@ class _Scanner:
             if d == "include" and rest and active:
                 spec = "".join(t.text for t in rest)
                 inc = spec[1:-1]
-                if re.match(r"(?:cuda|cublas|cufft|curand|cusparse|cusolver|cudnn|nvrtc|cooperative_groups\.h|"
-                            r"cuda_runtime|device_launch_parameters|nvToolsExt)", inc):
+                if _CUDA_HEADER.match(inc) and self.resolve(spec, self.root / u.path) is None:
                     self.add(u.path, line, 1, "cuda-header", "cuda-left", "error",
                              f"<{inc}> is a CUDA header: it does not exist on ROCm.",
                              "include its HIP twin (hip/hip_runtime.h, hipblas/hipblas.h, ...)", True)
@@ -1114,7 +1117,8 @@ class _Scanner:
                      "hipify mapped this cuBLAS call to rocBLAS directly; rocBLAS's handle and enums differ.",
                      "prefer hipBLAS (hipblasSgemm), which keeps cuBLAS's signatures.", a)
         if (re.match(r"cuda[A-Z]", tx) or (re.match(r"cu[A-Z][a-z]", tx) and nxt == "(") or
-                re.match(r"CU(?:FFT|RAND|SPARSE|SOLVER|DA)_[A-Z_]+$", tx)) and tx not in self.own_names:
+                (re.match(r"CU(?:FFT|RAND|SPARSE|SOLVER|DA)_[A-Z0-9_]+$", tx) and nxt != "(")) \
+                and tx not in self.own_names:
             if i > 0 and flat[i - 1].text in (".", "->"):
                 return
             self.add(u.path, t.line, t.col, "cuda-left", "cuda-left", "error",

@@ -95,12 +95,13 @@ def sync_mask_names(texts) -> set[str]:
     return out - {"__activemask"}
 
 
-def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], own: set[str]) -> tuple[str, list]:
+def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], own: set[str],
+                file_own: set[str] = frozenset()) -> tuple[str, list]:
     """Whole-word fixes on one code line (positions from the comment-free line); returns (line, fixes)."""
     edits = []   # (start, end, new, kind, why)
     for m in re.finditer(r"\b[A-Za-z_]\w*\b", clean):
         w = m.group()
-        if w in NAME_FIXES and w not in own:
+        if w in NAME_FIXES and w not in own and w not in file_own:
             new, why = NAME_FIXES[w]
             if w in ("umin", "umax") and not re.match(r"\s*\(", clean[m.end():]):
                 continue
@@ -266,7 +267,7 @@ def translate(sources: dict[str, str], *, engine: str = "torch", include_dirs=()
     texts, fixes = {}, []
     inc = list(include_dirs) or ["."]
     masks = sync_mask_names(hip.values())
-    own = _own_functions(hip.values())
+    own = {n for n in _own_functions(hip.values()) if n not in NAME_FIXES}
     for rel in sorted(sources):
         text, fx = fix_file(rel, names[rel], hip[rel], names, inc, masks, own)
         texts[rel] = text
@@ -302,8 +303,9 @@ _DEFINES_NAME = re.compile(r"#\s*define\s+([A-Za-z_]\w*)|\b(?:struct|class|enum|
 
 
 def _own_functions(texts) -> set[str]:
-    """Names the project defines itself (macros, types, functions: a CUDA_CHECK, a cudaCheck, a umin of its
-    own): never renamed."""
+    """cuda-looking names the texts define themselves (macros, types, functions: a CUDA_CHECK, a
+    cudaCheck): never renamed. (NAME_FIXES names are checked per file: a host umin() in one file does
+    not make CUDA's device umin() of another file the project's.)"""
     out = set()
     for t in texts:
         c = strip_comments_and_strings(t)
@@ -335,6 +337,7 @@ def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], inclu
     project passes as warp-sync masks (:func:`sync_mask_names`); ``own``: names it defines itself."""
     fixes: list[Fix] = []
     known = set(names)
+    file_own = _own_functions([text])
     lines = text.split("\n")
     clean_lines = strip_comments_and_strings(text).split("\n")
     for i, line in enumerate(lines):
@@ -398,7 +401,7 @@ def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], inclu
                 cr = "\r" if lines[i].endswith("\r") else ""
                 lines[i] = lines[i][: len(lines[i]) - len(cr)] + ARCH_NOTE + cr
             continue
-        new_line, fx = _code_fixes(out_rel, i, line, clean, masks, own)
+        new_line, fx = _code_fixes(out_rel, i, line, clean, masks, own, file_own)
         if fx:
             lines[i] = new_line
             fixes += fx
