@@ -369,7 +369,8 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
         if fx.kind in translate.CHECK_FIXES:
             src_rel = back.get(fx.path, "")
             result.traps.append(PortTrap(
-                fx.path, fx.line, 1, fx.kind, "warp" if fx.kind == "full-mask-64" else "preprocessor", "warning",
+                fx.path, fx.line, 1, {"full-mask-64": "shfl-sync-32-bit-mask"}.get(fx.kind, fx.kind),
+                "warp" if fx.kind == "full-mask-64" else "preprocessor", "warning",
                 fx.after.strip()[:160], f"fixed by the port, check it: {fx.why}.",
                 "read the code after this line: it now runs for all lanes of a wavefront / the new-API branch",
                 True, "included" if src_rel.startswith(EXTERNAL + "/") else "own", ext_origin.get(src_rel, src_rel),

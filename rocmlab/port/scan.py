@@ -1047,7 +1047,7 @@ class _Scanner:
                 arg = sp[0][0]
                 names = {x.text for x in arg if x.kind == "id"}
                 if names & set(_BALLOTS) or names & self.masks64 or names & self.masks32:
-                    self.add(u.path, t.line, t.col, "popc-of-ballot", "warp", "error",
+                    self.add(u.path, t.line, t.col, "popc-on-mask", "warp", "error",
                              f"{tx}() works on 32 bits, but a ballot on {self.target} has {W} bits: lanes 32-63 "
                              "are not counted.", f"use {tx}ll() on the 64-bit (unsigned long long) mask.", a)
         if tx in _SHFL and nxt == "(":
@@ -1086,7 +1086,7 @@ class _Scanner:
                      f"a compute-capability test (.{tx} {nxt} ...) means nothing on AMD: {self.target} reports its "
                      "own numbers.", "test the architecture name instead: prop.gcnArchName.", a)
         elif tx in _DEVICE_PROP and i > 0 and flat[i - 1].text in (".", "->"):
-            self.add(u.path, t.line, t.col, "device-prop-field", "device-prop", "info",
+            self.add(u.path, t.line, t.col, "device-prop-field", "device-prop", "warning",
                      f".{tx} has different values on AMD (64 KiB LDS per CU, wavefront {W}, L2 per XCD).",
                      "read it at run time; never carry NVIDIA's numbers over.", a)
         if tx == "warpSize" and self._in_constant_context(flat, i):

@@ -23,7 +23,7 @@ __global__ void planted(const int *in, int *out, int blockSize, int maskLength) 
   int32_t b2 = __ballot_sync(__activemask(), v > 1);        // TRAP ballot-in-32-bits
   uint32_t b3 = __ballot_sync(__activemask(), v > 2);       // TRAP ballot-in-32-bits
   unsigned long long good = __ballot_sync(__activemask(), v > 3);
-  int count = __popc(good);                                 // TRAP popc-of-ballot
+  int count = __popc(good);                                 // TRAP popc-on-mask
   int count2 = __popcll(good);
   unsigned mask = 0xffffffffu;                              // TRAP full-mask-32
   v += __shfl_sync(mask, v, 0);                             // TRAP shfl-sync-32-bit-mask
