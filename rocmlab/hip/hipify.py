@@ -190,9 +190,14 @@ def _scan_port(tr, rel: str, hip_texts: dict[str, str]) -> list[Trap]:
     from rocmlab.hip.traps import to_trap
     from rocmlab.port.scan import scan_project
 
+    from rocmlab.port.translate import fix_traps
+
     rep = scan_project("/rocmlab-hipify", sources=hip_texts, include_dirs=["."])
     name = tr.names[rel]
-    return [to_trap(f) for f in rep.findings if f.file == name and f.compiled]
+    traps = [to_trap(f) for f in rep.findings if f.file == name and f.compiled]
+    traps += [Trap(t["line"], 1, t["rule"], t["kind"], "check", t["snippet"], t["why"], t["fix"], t["level"])
+              for t in fix_traps(tr.fixes) if t["path"] == name]
+    return sorted(traps, key=lambda t: (t.line, t.column, t.rule))
 
 
 def hipify_source(cuda_source: str, name: str = "kernel.cu", tool: str = "torch") -> Port:
@@ -235,12 +240,15 @@ def hipify_folder(src_dir, out_dir, tool: str = "torch") -> dict[str, Port]:
     hip_texts = {tr.names[r]: tr.texts[r] for r in sources}
     from rocmlab.hip.traps import to_trap
     from rocmlab.port.scan import scan_project
+    from rocmlab.port.translate import fix_traps
 
     rep = scan_project("/rocmlab-hipify", sources=hip_texts, include_dirs=["."])
     ports: dict[str, Port] = {}
     for rel, text in sources.items():
         name = tr.names[rel]
         traps = [to_trap(f) for f in rep.findings if f.file == name and f.compiled]
+        traps += [Trap(t["line"], 1, t["rule"], t["kind"], "check", t["snippet"], t["why"], t["fix"], t["level"])
+                  for t in fix_traps(tr.fixes) if t["path"] == name]
         ports[rel] = Port(rel, tool, text, tr.texts[rel], traps)
         target = out_dir / name
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -365,16 +365,12 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
         shown = ext_origin.get(src_rel, src_rel)
         result.traps.append(PortTrap(f.file, f.line, f.column, f.rule, f.kind, f.severity, f.snippet, f.message,
                                      f.fix, f.compiled, origin, shown, maps.get(src_rel, {}).get(f.line, 0)))
-    for fx in tr.fixes:
-        if fx.kind in translate.CHECK_FIXES:
-            src_rel = back.get(fx.path, "")
-            result.traps.append(PortTrap(
-                fx.path, fx.line, 1, {"full-mask-64": "shfl-sync-32-bit-mask"}.get(fx.kind, fx.kind),
-                "warp" if fx.kind == "full-mask-64" else "preprocessor", "warning",
-                fx.after.strip()[:160], f"fixed by the port, check it: {fx.why}.",
-                "read the code after this line: it now runs for all lanes of a wavefront / the new-API branch",
-                True, "included" if src_rel.startswith(EXTERNAL + "/") else "own", ext_origin.get(src_rel, src_rel),
-                0))
+    for ft in translate.fix_traps(tr.fixes):
+        src_rel = back.get(ft["path"], "")
+        result.traps.append(PortTrap(ft["path"], ft["line"], 1, ft["rule"], ft["kind"], ft["level"], ft["snippet"],
+                                     ft["why"], ft["fix"], True,
+                                     "included" if src_rel.startswith(EXTERNAL + "/") else "own",
+                                     ext_origin.get(src_rel, src_rel), 0))
     result.traps.sort(key=lambda t: (t.origin != "own", t.path, t.line, t.rule))
     per_file: dict[str, int] = {}
     for t in result.traps:

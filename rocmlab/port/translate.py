@@ -87,6 +87,19 @@ _DEFINE_MASK = re.compile(r"^(\s*#\s*define\s+)([A-Za-z_]\w*)(\s+\(?\s*)(" + _FU
 CHECK_FIXES = ("full-mask-64", "cuda-version-guard")
 
 
+def fix_traps(fixes) -> list[dict]:
+    """The fixes that change what code does (CHECK_FIXES), as warning-level traps to read: the trap they
+    fixed keeps its name (a widened 0xffffffff mask is still reported as shfl-sync-32-bit-mask)."""
+    out = []
+    for fx in fixes:
+        if fx.kind in CHECK_FIXES:
+            out.append({"path": fx.path, "line": fx.line, "rule": {"full-mask-64": "shfl-sync-32-bit-mask"}.get(
+                fx.kind, fx.kind), "kind": "warp" if fx.kind == "full-mask-64" else "preprocessor",
+                "level": "warning", "snippet": fx.after.strip()[:160], "why": f"fixed by the port, check it: {fx.why}.",
+                "fix": "read the code after this line: it now runs for all lanes of a wavefront / the new-API branch"})
+    return out
+
+
 def sync_mask_names(texts) -> set[str]:
     """Names used as the mask argument of a *_sync warp builtin anywhere in the project."""
     out: set[str] = set()
