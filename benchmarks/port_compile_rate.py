@@ -1,11 +1,17 @@
-"""rocmlab port against plain torch.utils.hipify on the same CUDA code bases (CPU, offline compile).
+"""rocmlab port against plain torch.utils.hipify on the same CUDA projects (offline compile, no GPU needed).
 
-For each sample code base in tests/data/port/ it prints the fraction of translation units that
-compile for gfx942 after ``rocmlab port`` and after plain ``torch.utils.hipify`` (same compiler,
-flags, include folders and warp-sync compatibility header), the ratio, the traps found, and
-then the wall time of port + compile of the largest code base with 1 and with 2 workers.
+Without ``--samples`` it ports the sample code bases in tests/data/port/. With ``--samples DIR``
+every project folder under DIR is ported (a folder holding a .cu file; ``--only`` picks some by
+name), each with the ``-I`` folders given (relative to the project, e.g. ``-I ../../../Common``
+for a Samples/<category>/<name>/ layout, or absolute). For each project it prints: translation
+units compiling for the target after ``rocmlab port`` (ok/total) and after plain torch hipify
+(same compiler, flags and include folders) in the same run, the first blocker's category, and
+the trap counts by severity (error/warning/info) for the project's own files and for the headers
+it includes from outside. A project "compiles" when all its translation units do.
 
-    .venv/bin/python benchmarks/port_compile_rate.py [--arch gfx942] [--json results.json] [--skip-timing]
+    python benchmarks/port_compile_rate.py [--target gfx942] [--json results.json]
+    python benchmarks/port_compile_rate.py --samples ~/cuda-samples/Samples -I ../../../Common \\
+        --only vectorAdd,reduction --json results.json [--engine torch|perl] [--no-baseline]
 
 Nothing is cached between runs: each port and each baseline compiles from scratch.
 """
@@ -20,15 +26,38 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SAMPLES = ROOT / "tests" / "data" / "port"
+sys.path.insert(0, str(ROOT))
+TEST_DATA = ROOT / "tests" / "data" / "port"
+SOURCE = (".cu", ".cpp", ".cc", ".c")
+
+
+def projects(samples: Path | None, only: list[str] | None) -> list[Path]:
+    if samples is None:
+        return sorted(p for p in TEST_DATA.iterdir() if p.is_dir() and p.name != "traps")
+    found = sorted({p.parent for p in samples.rglob("*") if p.suffix in SOURCE and p.is_file()})
+    # a project is the top-most folder holding sources (its sub-folders are part of it)
+    tops = [p for p in found if not any(q in p.parents for q in found)]
+    if only:
+        by_name = {p.name: p for p in tops}
+        missing = [n for n in only if n not in by_name]
+        if missing:
+            raise SystemExit(f"--only: no project named {', '.join(missing)} under {samples}")
+        tops = [by_name[n] for n in only]
+    return tops
 
 
 def main(argv=None) -> int:
+    from rocmlab import settings
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--arch", default="gfx942")
+    ap.add_argument("--target", default=settings.DEFAULT_TARGET, choices=settings.AMD_TARGETS)
+    ap.add_argument("--samples", type=Path, default=None, help="a tree of CUDA projects (default: tests/data/port)")
+    ap.add_argument("--only", default=None, help="comma-separated project folder names under --samples")
+    ap.add_argument("-I", "--include", action="append", default=[], help="-I folder, relative to each project")
+    ap.add_argument("--engine", default="torch", choices=("torch", "perl"))
+    ap.add_argument("--no-baseline", action="store_true", help="leave out plain torch hipify")
+    ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--json", default=None, help="also write the figures here")
-    ap.add_argument("--skip-timing", action="store_true", help="leave out the 1-vs-2-worker timing")
-    ap.add_argument("--workers", type=int, default=2, help="workers for the comparison runs")
     args = ap.parse_args(argv)
 
     from rocmlab.platform import current
@@ -36,56 +65,62 @@ def main(argv=None) -> int:
     from rocmlab.port.baseline import plain_hipify
 
     plat = current()
-    bases = sorted(p for p in SAMPLES.iterdir() if p.is_dir())
-    rows, out = [], {"backend": plat.backend, "device": plat.device.name if plat.device else "cpu",
-                     "arch": args.arch, "codebases": {}}
+    device = plat.device.name if plat.device else "cpu"
+    only = [n.strip() for n in args.only.split(",")] if args.only else None
+    bases = projects(args.samples.expanduser().resolve() if args.samples else None, only)
+    out = {"backend": plat.backend, "device": device, "target": args.target, "engine": args.engine,
+           "samples": str(args.samples or "tests/data/port"), "include": args.include, "projects": {}}
+    t_all = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rocmlab-port-bench-") as tmp:
-        for cb in bases:
-            r = port(cb, Path(tmp) / f"{cb.name}-port", args.arch, workers=args.workers)
-            b = plain_hipify(cb, Path(tmp) / f"{cb.name}-plain", (args.arch,), compat=r.compat_used,
-                             workers=args.workers)
-            lv = r.traps_by_level()
-            rec = {"units": r.n_units, "port_compiled": r.n_compiled, "plain_compiled": b.n_compiled,
-                   "port_fraction": r.compile_fraction, "plain_fraction": b.compile_fraction,
-                   "port_linked": sum(x.status == "ok" for x in r.links), "programs": len(r.links),
-                   "fixes": len(r.fixes), "traps": lv,
-                   "arch_guards": sum(t.rule == "cuda-arch-guard" for t in r.traps),
-                   "port_categories": r.categories(), "plain_categories": b.categories(),
-                   "compat_header": r.compat_used}
-            out["codebases"][cb.name] = rec
-            rows.append((cb.name, rec))
-        print(f"rocmlab port vs plain torch.utils.hipify, offline compile for {args.arch}  "
-              f"[{plat.backend}: {out['device']}]")
-        print(f"{'code base':20s} {'TUs':>4s} {'port':>10s} {'plain':>10s} {'fixes':>6s} "
-              f"{'traps e/w/i':>12s} {'#if ARCH':>8s}")
-        for name, rec in rows:
-            lv = rec["traps"]
-            print(f"{name:20s} {rec['units']:4d} {rec['port_compiled']:4d} ({rec['port_fraction']:4.0%}) "
-                  f"{rec['plain_compiled']:4d} ({rec['plain_fraction']:4.0%}) {rec['fixes']:6d} "
-                  f"{lv['error']:4d}/{lv['warning']}/{lv['info']:<4d} {rec['arch_guards']:8d}")
-        tot_u = sum(r["units"] for _, r in rows)
-        tot_p = sum(r["port_compiled"] for _, r in rows)
-        tot_b = sum(r["plain_compiled"] for _, r in rows)
-        out["total"] = {"units": tot_u, "port_compiled": tot_p, "plain_compiled": tot_b}
-        print(f"{'all':20s} {tot_u:4d} {tot_p:4d} ({tot_p / tot_u:4.0%}) {tot_b:4d} ({tot_b / tot_u:4.0%})")
+        for n, cb in enumerate(bases):
+            r = port(cb, Path(tmp) / f"{n}-port", args.target, workers=args.workers, include=args.include,
+                     engine=args.engine)
+            rec = {"units": r.n_units, "port_ok": r.n_compiled,
+                   "first_blocker": next((u.category for u in r.units if u.status != "ok"), ""),
+                   "first_error": next((u.error[:200] for u in r.units if u.status != "ok"), ""),
+                   "linked": sum(x.status == "ok" for x in r.links), "programs": len(r.links),
+                   "traps_own": r.traps_by_level("own"), "traps_included": r.traps_by_level("included"),
+                   "errors_never_compiled": sum(t.level == "error" and not t.compiled for t in r.traps),
+                   "outside_src": len(r.outside_src), "fixes": len(r.fixes), "libraries": r.libraries}
+            if not args.no_baseline:
+                b = plain_hipify(cb, Path(tmp) / f"{n}-plain", (args.target,), workers=args.workers,
+                                 include=args.include)
+                rec["plain_ok"] = b.n_compiled
+                rec["plain_first_blocker"] = next((u.category for u in b.units if u.status != "ok"), "")
+            out["projects"][cb.name] = rec
+            print(f"  {cb.name}: port {r.n_compiled}/{r.n_units}"
+                  + (f", plain {rec['plain_ok']}/{r.n_units}" if "plain_ok" in rec else "") + f"  {rec['first_error']}",
+                  flush=True)
+    rows = out["projects"]
+    print(f"\nrocmlab port ({args.engine} hipify) vs plain torch.utils.hipify, compiled for {args.target}  "
+          f"[{plat.backend}: {device}]")
+    head = f"{'project':34s} {'port ok/TUs':>11s} {'plain':>6s}  {'first blocker':18s} {'own e/w/i':>10s} {'incl e/w/i':>11s}"
+    print(head)
+    for name, rec in rows.items():
+        o, i = rec["traps_own"], rec["traps_included"]
+        print(f"{name[:34]:34s} {rec['port_ok']:>5d}/{rec['units']:<5d} "
+              f"{(str(rec['plain_ok']) if 'plain_ok' in rec else '-'):>6s}  {rec['first_blocker'] or '-':18s} "
+              f"{o['error']:>3d}/{o['warning']}/{o['info']:<4d} {i['error']:>3d}/{i['warning']}/{i['info']:<4d}")
+    n_proj = len(rows)
+    port_proj = sum(r["port_ok"] == r["units"] and r["units"] > 0 for r in rows.values())
+    tot_u = sum(r["units"] for r in rows.values())
+    tot_p = sum(r["port_ok"] for r in rows.values())
+    out["total"] = {"projects": n_proj, "projects_compiling_port": port_proj, "units": tot_u, "port_ok": tot_p,
+                    "errors_never_compiled": sum(r["errors_never_compiled"] for r in rows.values()),
+                    "wall_s": round(time.monotonic() - t_all, 1)}
+    print(f"projects compiling with no manual edit after rocmlab port: {port_proj}/{n_proj}; "
+          f"translation units {tot_p}/{tot_u}")
+    if not args.no_baseline:
+        plain_proj = sum(r["plain_ok"] == r["units"] and r["units"] > 0 for r in rows.values())
+        tot_b = sum(r["plain_ok"] for r in rows.values())
         ratio = tot_p / tot_b if tot_b else float("inf")
-        out["total"]["ratio"] = ratio
-        print(f"ratio, translation units compiling after rocmlab port / after plain torch.utils.hipify: {ratio:.2f}x")
-        print("first-error categories after port:", {n: r["port_categories"] for n, r in rows})
-        print("first-error categories after plain hipify:", {n: r["plain_categories"] for n, r in rows})
-
-        if not args.skip_timing:
-            largest = max(bases, key=lambda p: sum(1 for f in p.rglob("*") if f.suffix in (".cu", ".cpp")))
-            times = {}
-            for w in (1, 2):
-                t0 = time.monotonic()
-                r = port(largest, Path(tmp) / f"timing-{w}", args.arch, workers=w)
-                times[w] = time.monotonic() - t0
-                print(f"port + compile of {largest.name} ({r.n_units} TUs) with {w} worker(s): "
-                      f"{times[w]:.1f} s  [{plat.backend}: {out['device']}]")
-            print(f"speed-up 1 -> 2 workers: {times[1] / times[2]:.2f}x")
-            out["timing"] = {"codebase": largest.name, "workers_1_s": times[1], "workers_2_s": times[2],
-                             "speedup": times[1] / times[2]}
+        out["total"].update(projects_compiling_plain=plain_proj, plain_ok=tot_b, ratio_units=ratio,
+                            ratio_projects=port_proj / plain_proj if plain_proj else float("inf"))
+        print(f"plain torch.utils.hipify (baseline, same run): {plain_proj}/{n_proj} projects, {tot_b}/{tot_u} "
+              f"translation units")
+        print(f"ratio rocmlab port / plain hipify: {out['total']['ratio_projects']:.2f}x projects, {ratio:.2f}x "
+              "translation units")
+    print(f"error-level traps in code never compiled for {args.target}: {out['total']['errors_never_compiled']}")
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))
     return 0

@@ -33,18 +33,18 @@ def test_torch_hipify_renames_and_leaves_the_traps():
 @pytest.mark.parametrize("code, rule", [
     ("asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));", "inline-ptx"),
     ("texture<float, 1> tex; float v = tex1Dfetch(tex, i);", "texture-reference"),
-    ("cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &a, A, m, B, k, &b, C, m);", "cublas-left"),
-    ("cudnnCreate(&h);", "cudnn-to-miopen"),
+    ("cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &a, A, m, B, k, &b, C, m);", "library-left"),
+    ("cudnnCreate(&h);", "library-left"),
     ("if (prop.major >= 7) fast();", "compute-capability"),
     ("size_t s = prop.sharedMemPerMultiprocessor;", "device-prop-field"),
     ("auto t = cg::tiled_partition<32>(block);", "cg-tile-32"),
-    ("unsigned m = __activemask();", "activemask-32"),
+    ("unsigned m = __activemask();", "ballot-in-32-bits"),
     ("#define WARP_SIZE 32", "hard-coded-warp-size"),
     ("int lane = threadIdx.x & 31;", "lane-arithmetic-32"),
     ("__shared__ float tile[TILE][TILE + 1];", "shared-padding-32-banks"),
-    ("unsigned mask = 0xffffffff;", "full-mask-literal"),
+    ("unsigned mask = 0xffffffff;", "full-mask-32"),
     ("__syncwarp();", "syncwarp"),
-    ("cudaStream_t s;", "cuda-api-left"),
+    ("cudaStream_t s;", "cuda-left"),
 ])
 def test_each_trap_rule_fires(code, rule):
     found = [t.rule for t in traps.find_traps(code)]
@@ -83,6 +83,10 @@ def test_bad_input_messages(tmp_path):
         hipify.hipify_source(CUDA, tool="nope")
     with pytest.raises(FileNotFoundError, match="no such CUDA file"):
         hipify.hipify_file(tmp_path / "missing.cu")
-    if "hipify-perl" not in hipify.available_tools():
-        with pytest.raises(hipify.HipifyError, match="not on PATH"):
-            hipify.hipify_source(CUDA, tool="hipify-perl")
+    if "perl" not in hipify.available_tools():
+        with pytest.raises(hipify.HipifyError, match="hipify-perl is not here"):
+            hipify.hipify_source(CUDA, tool="perl")
+    else:                                    # ROCm's hipify-perl: the same fixes and the same scanner follow
+        perl = hipify.hipify_source(CUDA, tool="hipify-perl")
+        assert "hipMalloc" in perl.hip and perl.tool == "perl"
+        assert {t.rule for t in perl.traps} >= {"lane-offset-16-or-32", "ballot-in-32-bits"}

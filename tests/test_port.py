@@ -1,5 +1,6 @@
-"""rocmlab port on the three sample code bases, compiled offline for gfx942 (the CI machine's
-toolchain). The expected traps are marked in the samples with ``expect-trap:`` comments."""
+"""rocmlab port on the three sample code bases, compiled for gfx942 with the offline ROCm 7.2 root
+(the CI machine's toolchain). The expected traps are marked in the samples with ``expect-trap:``
+comments."""
 
 from __future__ import annotations
 
@@ -25,8 +26,8 @@ def _toolchain_or_skip():
 
 
 def _offline_only(res):
-    if res.toolchain_kind != "offline":
-        pytest.skip(f"expected results are for the offline ROCm 7.2.4 toolchain (this is {res.toolchain})")
+    if res.toolchain_kind != "offline" or "7.2" not in res.toolchain:
+        pytest.skip(f"expected results are for the offline ROCm 7.2 root (this is {res.toolchain})")
 
 
 def tree_digest(root: Path) -> dict[str, str]:
@@ -74,19 +75,20 @@ def _expected_traps(text: str) -> set[tuple[int, str]]:
 def test_every_marked_trap_found_and_nothing_else(ported, base):
     res = ported[0][base]
     out = Path(res.out)
-    found_all = {(t.path, t.line, t.rule) for t in res.traps}
+    found_all = {(t.path, t.line, t.rule, t.level, t.compiled) for t in res.traps}
     for f in res.files:
         text = (out / f["ported"]).read_text()
         expected = _expected_traps(text)
-        found = {(line, rule) for path, line, rule in found_all if path == f["ported"]}
+        found = {(line, rule) for path, line, rule, level, compiled in found_all
+                 if path == f["ported"] and compiled and level != "info"}
         assert found == expected, f"{f['ported']}: missing {expected - found}, unexpected {found - expected}"
 
 
 def test_clean_wave_agnostic_file_has_no_traps(ported):
     res = ported[0]["reduce_intrinsics"]
-    assert [t for t in res.traps if t.path == "src/ballot_count.hip"] == []
+    assert [t for t in res.traps if t.path == "src/ballot_count.hip" and t.level != "info"] == []
     row = next(f for f in res.files if f["ported"] == "src/ballot_count.hip")
-    assert row["traps"] == 0 and row["compile"] == "ok"
+    assert row["compile"] == "ok"
 
 
 def test_every_cuda_arch_guard_is_an_error_and_code_is_kept(ported):
@@ -103,8 +105,7 @@ def test_every_cuda_arch_guard_is_an_error_and_code_is_kept(ported):
     reduce = (Path(ported[0]["reduce_intrinsics"].out) / "src" / "reduce.hip").read_text()
     assert "atomicAdd(out, v);" in reduce and "atomicCAS(p, assumed" in reduce   # both branches still there
     why = {t.line: t.why for t in ported[0]["reduce_intrinsics"].traps if t.rule == "cuda-arch-guard"}
-    assert any("whole body of kernel scale_half()" in w for w in why.values())
-    assert any("is used instead" in w for w in why.values())
+    assert all("NEVER compiled" in w or "ALWAYS compiled" in w for w in why.values())
 
 
 def test_mechanical_fixes_with_file_and_line(ported):
@@ -123,12 +124,11 @@ def test_mechanical_fixes_with_file_and_line(ported):
     assert any(f.kind == "include-renamed" and "hip_utils.cuh" in f.after for f in r1.fixes)
 
 
-EXPECTED_STATUS = {
-    "reduce_intrinsics": {"src/reduce.hip": "warp-sync", "src/ballot_count.hip": "ok", "src/main.hip": "ok",
+EXPECTED_STATUS = {   # ROCm 7.2 for gfx942, after the port's fixes (64-bit masks, cg::reduce header, ...)
+    "reduce_intrinsics": {"src/reduce.hip": "ok", "src/ballot_count.hip": "ok", "src/main.hip": "ok",
                           "src/count_main.hip": "ok"},
-    "coop_streams": {"kernels/grid_sum.hip": "ok", "kernels/tile_reduce.hip": "cooperative-groups",
-                     "kernels/histogram.hip": "warp-sync", "app/pipeline.hip": "ok",
-                     "app/graph_capture.hip": "ok"},   # ROCm 7.2 has the graph APIs
+    "coop_streams": {"kernels/grid_sum.hip": "ok", "kernels/tile_reduce.hip": "ok",
+                     "kernels/histogram.hip": "ok", "app/pipeline.hip": "ok", "app/graph_capture.hip": "ok"},
     "blas_atomics": {"src/gemm_cublas.hip": "ok", "src/sort_thrust.hip": "ok",
                      "src/lane_ptx.hip": "inline-ptx", "src/texture_lookup.hip": "texture-surface",
                      "src/atomics_scan.hip": "ok", "src/driver_api.cpp": "ok", "src/device_query.cpp": "ok",
@@ -146,18 +146,22 @@ def test_compile_status_and_first_error_category(ported, base):
         assert (u.status == "ok") == (u.category == "ok")
         if u.status != "ok":
             assert u.error and u.error_file and u.error_line > 0
-    assert not res.compat_used and "no compatibility header" in res.compat_note    # ROCm 7.2's own headers
+    assert not res.compat_used
 
 
 def test_links_where_there_is_a_main(ported):
     _offline_only(ported[0]["reduce_intrinsics"])
     links = {(b, link.main): link for b in BASES for link in ported[0][b].links}
     assert links[("reduce_intrinsics", "src/count_main.hip")].status == "ok"      # needs only ballot_count
-    assert links[("reduce_intrinsics", "src/main.hip")].category == "link-undefined"   # reduce.hip failed
-    assert "launch_block_sum" in links[("reduce_intrinsics", "src/main.hip")].error
-    assert links[("blas_atomics", "src/main.hip")].status == "ok"
-    prog = Path(ported[0]["blas_atomics"].out) / links[("blas_atomics", "src/main.hip")].program
-    assert prog.is_file() and prog.read_bytes()[:4] == b"\x7fELF"
+    assert links[("reduce_intrinsics", "src/main.hip")].status == "ok"   # reduce.hip compiles after the fixes
+    blas = links[("blas_atomics", "src/main.hip")]
+    assert "-lhipblas" in blas.command            # a library used in compiled code is linked
+    if blas.status != "ok":                        # the offline root ships hipBLAS's .so without rocBLAS's
+        assert blas.category == "link-undefined" and "rocblas" in blas.error
+    else:
+        prog = Path(ported[0]["blas_atomics"].out) / blas.program
+        assert prog.is_file() and prog.read_bytes()[:4] == b"\x7fELF"
+    assert "-lhipblas" not in links[("reduce_intrinsics", "src/main.hip")].command
 
 
 def test_libraries_needed(ported):
@@ -169,44 +173,43 @@ def test_reports_json_and_html(ported):
     res = ported[0]["coop_streams"]
     _offline_only(res)
     data = json.loads(Path(res.report_json).read_text())
-    assert data["summary"]["compiled"] == res.n_compiled == 3
-    assert data["compat_header"]["used"] is False
+    assert data["summary"]["compiled"] == res.n_compiled == 5
+    assert data["scan_config"]["device_pass"]["__HIP_DEVICE_COMPILE__"] == "1"
     assert {t["level"] for t in data["traps"]} <= {"error", "warning", "info"}
     assert all(t["why"] and t["fix"] for t in data["traps"])
     page = Path(res.report_html).read_text()
     assert page.startswith("<!DOCTYPE html>")
-    assert page.count("Plotly.newPlot") == 3                    # files, traps, categories
-    assert "cooperative-groups" in page and "kernels/grid_sum.hip:12" in page
+    assert "Plotly" not in page and "<script" not in page and page.count("<svg") >= 2   # inline SVG, no JS
+    assert len(page.encode()) < 500_000
+    assert page.index("Traps in the project's own code") < page.index("Translation units")
+    assert "kernels/grid_sum.hip:12" in page
 
 
 def test_baseline_plain_hipify_compiles_fewer(ported, tmp_path):
     from rocmlab.port.baseline import plain_hipify
 
     res = ported[0]["reduce_intrinsics"]
-    base = plain_hipify(SAMPLES / "reduce_intrinsics", tmp_path / "plain", ("gfx942",), compat=True, workers=2)
+    base = plain_hipify(SAMPLES / "reduce_intrinsics", tmp_path / "plain", ("gfx942",), workers=2)
     assert len(base.units) == res.n_units == 4
     assert all("/hip/" in u.path for u in base.units)           # torch's own layout
     assert base.n_compiled < res.n_compiled
     assert base.categories().get("missing-hip-api", 0) >= 1      # hipMalloc undeclared: no implicit include
 
 
-def test_rocm7_warp_sync_on_gfx90a(tmp_path):
-    """ROCm 7.2's headers have the warp-sync builtins (no compatibility header) and reject a 32-bit mask."""
+def test_gfx90a_compiles_textures_gfx942_does_not(tmp_path):
+    """ROCm 7.2: gfx90a (MI200) has image instructions, gfx942 (MI300X) has none."""
     tc = _toolchain_or_skip()
-    if "gfx90a" not in tc.targets:
-        pytest.skip("no gfx90a offline here")
-    res = port(SAMPLES / "reduce_intrinsics", tmp_path / "hip", "gfx90a", workers=2, compat=False)
+    if not tc.supports("gfx90a"):
+        pytest.skip("no gfx90a here")
+    res = port(SAMPLES / "blas_atomics", tmp_path / "hip", "gfx90a", workers=2)
     _offline_only(res)
     cats = {u.path: u for u in res.units}
-    assert not res.compat_used
-    assert cats["src/reduce.hip"].category == "warp-sync"
-    assert "The mask must be a 64-bit integer" in cats["src/reduce.hip"].error
-    assert cats["src/ballot_count.hip"].category == "ok"                # __activemask is in ROCm 6.2+
+    assert cats["src/texture_lookup.hip"].status == "ok"
     assert any("--offload-arch=gfx90a" in c for c in cats["src/main.hip"].command)
 
 
 def test_report_renders_in_a_real_browser(ported):
-    """The HTML report opened from disk in Chromium (offline): three plotly charts with data, tables readable."""
+    """The HTML report opened from disk in Chromium with JavaScript off and no network: charts and tables readable."""
     import shutil
 
     pw = pytest.importorskip("playwright.sync_api")
@@ -219,17 +222,14 @@ def test_report_renders_in_a_real_browser(ported):
             "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
             "--disable-sync", "--no-first-run"])
         try:
-            page = browser.new_page()
+            page = browser.new_page(java_script_enabled=False)
             page.route("http*://**", lambda route: route.abort())        # proves it needs no network
             page.goto(Path(res.report_html).as_uri())
-            page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length === 3", timeout=30000)
-            bars = page.evaluate("Array.from(document.querySelectorAll('.js-plotly-plot'))"
-                                 ".map(d => d.data[0].y.concat(d.data[0].x))")
+            n_svg = page.locator("svg").count()
             text = page.inner_text("body")
         finally:
             browser.close()
-    files_chart = dict(zip(bars[0][len(bars[0]) // 2:], bars[0][: len(bars[0]) // 2], strict=True))
-    assert files_chart == {"ok": res.n_compiled, "failed": res.n_units - res.n_compiled}
+    assert n_svg >= 2
     assert "src/gemm_cublas.hip" in text and "hipBLAS" in text and "rocThrust" in text
 
 
@@ -240,7 +240,7 @@ def test_notebook_view(ported, capsys):
     assert set(BASES) <= set(notebook.samples())
     res = notebook.show(ported[0]["coop_streams"])
     out = capsys.readouterr().out
-    assert "translation units compiled after rocmlab port (coop_streams, gfx942): 3/5" in out
+    assert "translation units compiled after rocmlab port (coop_streams, gfx942): 5/5" in out
     assert "[cpu:" in out or "[cuda:" in out or "[rocm:" in out       # the figure names its backend
     assert res is ported[0]["coop_streams"]
     with pytest.raises(ValueError, match="no sample code base"):
@@ -250,6 +250,8 @@ def test_notebook_view(ported, capsys):
 def test_traps_point_back_at_the_cuda_source(ported):
     for b in BASES:
         for t in ported[0][b].traps:
+            if t.level == "info" or not t.compiled or t.src_line == 0 and t.level == "warning":
+                continue                    # warnings from the port's own fixes sit on changed lines
             assert t.src_line > 0, t
             src_line = (SAMPLES / b / t.src_path).read_text().split("\n")[t.src_line - 1]
             assert "expect-trap" in src_line and t.rule in src_line

@@ -86,11 +86,11 @@ def test_macros_values_and_includes_flow():
     src = ('#include "w.h"\n__global__ void k(int *o) {\n  int v = o[0];\n'
            '  for (int i = 1; i < WS; i <<= 1) v += __shfl_up(v, i);\n  o[0] = __shfl_down_sync(FULL, v, 1);\n}\n')
     r = scan(src, filename="k.hip", root=DATA)  # w.h is not there: no values known
-    assert not [f for f in r.findings if f.rule in ("lane-loop-32", "sync-mask-32-bit")]
+    assert not [f for f in r.findings if f.rule in ("lane-loop-32", "shfl-sync-32-bit-mask")]
     tmp_hdr = {"w.h": "#define WS (32)\n#define FULL 0xFFFFFFFFu\n", "k.hip": src}
     r = scan_project("/nonexistent-root-for-test", sources=tmp_hdr)
     rules = {(f.file, f.rule) for f in r.findings}
-    assert ("k.hip", "lane-loop-32") in rules and ("k.hip", "sync-mask-32-bit") in rules
+    assert ("k.hip", "lane-loop-32") in rules and ("k.hip", "shfl-sync-32-bit-mask") in rules
     assert ("w.h", "hard-coded-warp-size") not in rules     # WS is not named like a warp size
     assert "__shfl_down_sync" in r.calls and r.launches == []
 

@@ -32,6 +32,7 @@ def add_parser(sub):
             v.add_argument("--isa", action="store_true", help="print the highlighted ISA listing")
             v.add_argument("--json", action="store_true")
         v.set_defaults(func=run)
+    add_hipify(verbs)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -47,6 +48,12 @@ def run(args) -> int:
         return 2
     src = path.read_text()
     if args.verb == "translate":
+        from rocmlab.hip.hipify import looks_like
+
+        if looks_like(src) == "cuda":
+            print(f"error: {path} looks like CUDA already (CUDA API names, no HIP ones): 'translate' goes HIP -> "
+                  f"CUDA. To port CUDA to HIP run: rocmlab hip hipify {path}", file=sys.stderr)
+            return 2
         t = hipcuda.translate(src)
         print(t.cuda_source, end="")
         for n in t.notes:
@@ -97,3 +104,59 @@ def run(args) -> int:
         return 0
     done = report_run(res, args.args, args.timeout, args.host_only)
     return 0 if done is not None and done.ok else 1
+
+
+# --- rocmlab hip hipify FILE|DIR: CUDA -> HIP with the trap report (rocmlab.port's translation and scanner) ---
+def add_hipify(verbs):
+    v = verbs.add_parser("hipify", help="port a CUDA file or folder to HIP and report its traps (CUDA -> HIP)")
+    v.add_argument("path", metavar="FILE|DIR", help="a CUDA source file, or a folder of them")
+    v.add_argument("-o", "--out", default=None, help="write the HIP file (FILE) or folder (DIR) here; "
+                                                      "default: print a file's HIP to stdout")
+    v.add_argument("--engine", choices=("torch", "perl"), default="torch",
+                   help="torch.utils.hipify (default) or ROCm's hipify-perl")
+    v.add_argument("-t", "--target", default=None, help="the AMD target the traps are judged for (default gfx942)")
+    v.add_argument("--json", action="store_true", help="print the traps as JSON")
+    v.set_defaults(func=run_hipify)
+
+
+def run_hipify(args) -> int:
+    """Exit status: 0 no error-level trap, 1 error-level traps found, 2 bad input."""
+    from rocmlab import settings
+    from rocmlab.hip import hipify
+
+    path = Path(args.path)
+    target = args.target or settings.DEFAULT_TARGET
+    if target not in settings.AMD_TARGETS:
+        print(f"error: unknown --target {target}: choose one of {', '.join(settings.AMD_TARGETS)}", file=sys.stderr)
+        return 2
+    if not path.exists():
+        print(f"error: {path} does not exist: give a CUDA file (.cu) or a folder of them", file=sys.stderr)
+        return 2
+    try:
+        if path.is_dir():
+            if args.out is None:
+                print("error: hipify of a folder needs --out DIR (a new folder for the HIP files)", file=sys.stderr)
+                return 2
+            ports = hipify.hipify_folder(path, args.out, tool=args.engine)
+        else:
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            if hipify.looks_like(text) == "hip":
+                print(f"error: {path} looks like HIP already (HIP API names, no CUDA ones): 'hipify' goes CUDA -> "
+                      f"HIP. To see the CUDA the HIP->CUDA path compiles run: rocmlab hip translate {path}",
+                      file=sys.stderr)
+                return 2
+            ports = {path.name: hipify.hipify_file(path, args.out, tool=args.engine)}
+    except (hipify.HipifyError, ValueError, FileNotFoundError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    traps = [(name, t) for name, port in ports.items() for t in port.traps]
+    if args.json:
+        print(json.dumps([{"file": n, **asdict(t)} for n, t in traps], indent=1))
+    else:
+        if path.is_file() and args.out is None:
+            print(ports[path.name].hip, end="")
+        for name, port in ports.items():
+            print(port.report().replace(port.name, name, 1), file=sys.stderr)
+        if args.out:
+            print(f"wrote {args.out}", file=sys.stderr)
+    return 1 if any(t.level == "error" for _, t in traps) else 0

@@ -8,18 +8,23 @@ from __future__ import annotations
 
 import sys
 
+from rocmlab import settings
+
 
 def add_parser(sub):
     p = sub.add_parser("port", help="port a CUDA project folder to HIP, compile it for AMD targets, write a report")
     p.add_argument("src", metavar="SRC_DIR", help="the CUDA project's folder (only read, never written)")
     p.add_argument("--out", required=True, metavar="OUT_DIR", help="where the HIP port goes (a folder outside SRC)")
-    p.add_argument("--arch", default="gfx942", help="AMD target(s): gfx942 (MI300X, default), gfx90a (MI200), "
-                                                    "or gfx942,gfx90a")
+    p.add_argument("--arch", default=settings.DEFAULT_TARGET,
+                   help=f"AMD target(s): {', '.join(settings.AMD_TARGETS)} (comma-separated for several)")
     p.add_argument("--report", default=None, metavar="report.html",
                    help="HTML report path (JSON beside it); default OUT_DIR/rocmlab-port.html")
     p.add_argument("-j", "--workers", type=int, default=None, help="parallel compiles (default: all cores)")
     p.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
-                   help="an include folder inside SRC (repeatable); include/ folders are found by themselves")
+                   help="an include folder (repeatable): inside SRC, or outside it, relative to SRC (-I ../../Common) "
+                        "or absolute; headers from outside are read, never written, and ported into OUT/external/")
+    p.add_argument("--engine", choices=("torch", "perl"), default="torch",
+                   help="the renaming engine: torch.utils.hipify (default) or ROCm's hipify-perl")
     p.add_argument("--no-compat", action="store_true",
                    help="offline only: compile without the warp-sync compatibility header (HIP 5.2 as it is)")
     p.add_argument("--no-compile", action="store_true", help="translate, fix and scan only")
@@ -45,7 +50,7 @@ def run(args) -> int:
     try:
         result = port(args.src, args.out, args.arch, workers=args.workers, compat=not args.no_compat,
                       compile=not args.no_compile, include=args.include, report=args.report,
-                      toolchain=args.toolchain, force=args.force, progress=progress)
+                      toolchain=args.toolchain, force=args.force, progress=progress, engine=args.engine)
     except PortInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

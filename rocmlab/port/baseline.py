@@ -3,7 +3,7 @@
 torch.utils.hipify writes each ported file into a ``hip/`` folder beside the original
 (``src/k.cu`` -> ``src/hip/k.hip``) and copies the unported originals along. Nothing else is
 done: the translation units it produced are compiled with the same compiler, flags, include
-folders and (if the port used it) the same warp-sync compatibility header, so the difference
+folders (those outside SRC as they are: plain hipify does not port them), so the difference
 in the compile fraction is what ``rocmlab port``'s fixes add.
 """
 
@@ -70,7 +70,8 @@ def plain_hipify(src, work_dir, archs=("gfx942",), compat: bool = True, workers:
             target = Path(hip_file) if hip_file else work / rel
             units[os.path.relpath(target, work)] = rel
     mains = {k for k, v in units.items() if build.has_main(proj.sources[v])}
-    inc = _include_dirs(proj.sources, include, src_r)
-    res = build.compile_all(tc, work, units, mains, tuple(archs), inc, compat and tc.kind == "offline", workers,
+    inc, outside = _include_dirs(proj.sources, include, src_r)
+    inc = [*inc, *map(str, outside)]       # plain hipify ports SRC only: -I folders outside it stay as they are
+    res = build.compile_all(tc, work, units, mains, tuple(archs), inc, False, workers,
                             build_dir=work / ".rocmlab-baseline")
     return BaselineResult(str(src_r), res, time.monotonic() - t0)

@@ -14,13 +14,12 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocmlab.hip.hipify import CUDA_SUFFIXES
-
-# Files hipify translates (the same set as rocmlab.hip.hipify); everything else is copied byte for byte.
-SOURCE_SUFFIXES = CUDA_SUFFIXES
+# Files the port translates; everything else is copied byte for byte.
+SOURCE_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".c")
 TU_SUFFIXES = (".cu", ".cpp", ".cc", ".c")
 SKIP_DIRS = (".git", ".hg", ".svn", "__pycache__")
-MAX_SOURCE_BYTES = 8 << 20   # larger "sources" are generated or data: copied, not hipified
+MAX_SOURCE_BYTES = 8 << 20
+MAX_DEPTH = 256              # folders below SRC; deeper trees are reported, not walked   # larger "sources" are generated or data: copied, not hipified
 
 
 class PortInputError(ValueError):
@@ -30,7 +29,7 @@ class PortInputError(ValueError):
 @dataclass(frozen=True)
 class Problem:
     path: str            # relative to SRC
-    kind: str            # invalid-utf8 | unreadable | symlink-loop | broken-symlink | not-a-file | too-large
+    kind: str            # invalid-utf8 | unreadable | symlink-loop | broken-symlink | not-a-file | too-large | too-deep | path-too-long
     message: str
     fix: str
 
@@ -106,14 +105,21 @@ def collect(src_root: Path) -> Project:
     st = os.stat(src_root)
     seen_dirs.add((st.st_dev, st.st_ino))
 
-    def walk(d: Path, rel_d: str, ancestors: tuple[tuple[int, int], ...]):
+    # an explicit stack, not recursion: a tree of any depth is walked (no "maximum recursion depth")
+    stack: list[tuple[Path, str, frozenset]] = [(src_root, "", frozenset({(st.st_dev, st.st_ino)}))]
+    while stack:
+        d, rel_d, ancestors = stack.pop()
+        if len(rel_d.split("/")) > MAX_DEPTH:
+            proj.problems.append(Problem(rel_d, "too-deep", f"is more than {MAX_DEPTH} folders deep, so what is "
+                                         "below it was skipped.", "move the sources up, or port that folder alone"))
+            continue
         try:
             entries = sorted(os.scandir(d), key=lambda e: e.name)
         except OSError as exc:
             proj.problems.append(Problem(rel_d or ".", "unreadable", f"folder cannot be listed ({exc.strerror}).",
                                          "make it readable (chmod a+rx) and port again"))
-            return
-        for e in entries:
+            continue
+        for e in sorted(entries, key=lambda e: e.name, reverse=True):
             rel = f"{rel_d}/{e.name}" if rel_d else e.name
             p = Path(e.path)
             try:
@@ -142,7 +148,7 @@ def collect(src_root: Path) -> Project:
                                                  "remove the link; the folder it points at is ported once already"))
                     continue
                 seen_dirs.add(key)
-                walk(p, rel, ancestors + (key,))
+                stack.append((p, rel, ancestors | {key}))
             elif stat.S_ISREG(s.st_mode):
                 if e.name.endswith(SOURCE_SUFFIXES):
                     if s.st_size > MAX_SOURCE_BYTES:
@@ -161,7 +167,6 @@ def collect(src_root: Path) -> Project:
                 proj.problems.append(Problem(rel, "not-a-file", "is not a regular file (a FIFO, socket or device), "
                                                                 "so it was skipped.", "remove it from the project folder"))
 
-    walk(src_root, "", ((st.st_dev, st.st_ino),))
     if not proj.sources:
         found = f" ({len(proj.problems)} file(s) could not be read: {proj.problems[0]})" if proj.problems else ""
         raise PortInputError(f"no CUDA sources found in '{src_root}'{found}: a project to port needs files ending "

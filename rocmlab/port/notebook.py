@@ -6,7 +6,7 @@ In a JupyterLab cell::
     result = port_view("coop_streams")          # a bundled sample, or a path to your CUDA project
 
 It ports into a temporary folder (or ``out=``), compiles offline or with ROCm, and shows the
-summary line (with the backend and device), the three plotly charts as live figures, and the
+summary line (with the backend and device), the report's charts (inline SVG) and the
 report's tables. Nothing is run on a GPU. The full report is also written as HTML + JSON.
 """
 
@@ -33,20 +33,17 @@ def sample_path(name: str) -> Path:
 
 
 def show(result, charts: bool = True, plat=None):
-    """Display a :class:`~rocmlab.port.PortResult`: headline, plotly figures, tables."""
+    """Display a :class:`~rocmlab.port.PortResult`: headline, the report's SVG charts and tables."""
     from IPython.display import HTML, display
 
-    from rocmlab.port.report import body_html, figures
+    from rocmlab.port.report import body_html, charts_svg
     from rocmlab.report import headline
 
     if result.compiled and result.units:
         headline(f"translation units compiled after rocmlab port ({Path(result.src).name}, {', '.join(result.archs)})",
                  f"{result.n_compiled}/{result.n_units}", note=f"{100 * result.compile_fraction:.0f}%, compiled "
                  f"with {result.toolchain}, not run", plat=plat)
-    if charts:
-        for fig in figures(result).values():
-            display(fig)          # a live plotly figure in JupyterLab (its mime bundle), never a browser tab
-    display(HTML(body_html(result)))
+    display(HTML(body_html(result, charts_svg(result) if charts else "")))
     return result
 
 

@@ -6,17 +6,47 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import errno
+import posixpath
+import re
+
+from rocmlab import settings
 from rocmlab.port import build, translate
 from rocmlab.port.inputs import PortInputError, Problem, check_request, collect
-from rocmlab.port.traps import PortTrap, project_names, scan
+from rocmlab.port.scan import scan_project
 
 REPORT_JSON = "rocmlab-port.json"
 REPORT_HTML = "rocmlab-port.html"
 MARKER = ".rocmlab-port"
-from rocmlab.settings import AMD_TARGETS as SUPPORTED_ARCHS  # noqa: E402  (gfx942, gfx950, gfx90a)
+SUPPORTED_ARCHS = settings.AMD_TARGETS
+EXTERNAL = "external"          # OUT/external/<n>-<name>/: ported copies of headers read from -I folders outside SRC
+MAX_EXTERNAL_FILES = 2000
+
+
+@dataclass(frozen=True)
+class PortTrap:
+    """One finding of the scanner (:mod:`rocmlab.port.scan`) in the port, pointed back at the CUDA source."""
+    path: str          # ported file, relative to OUT
+    line: int
+    column: int
+    rule: str
+    kind: str
+    level: str         # error | warning | info (the scanner's one scale)
+    snippet: str
+    why: str
+    fix: str
+    compiled: bool = True     # compiled for the target (device or host pass)
+    origin: str = "own"       # own: a file of SRC; included: a header read from an -I folder outside SRC
+    src_path: str = ""        # the original CUDA file (relative to SRC, or its path outside SRC)
+    src_line: int = 0         # its line there (0: the line is new in the port)
+
+    def to_json(self) -> dict:
+        from dataclasses import asdict
+
+        return asdict(self)
 
 
 @dataclass
@@ -38,6 +68,10 @@ class PortResult:
     libraries: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     timings: dict = field(default_factory=dict)
+    engine: str = "torch"
+    outside_src: list[str] = field(default_factory=list)      # headers read from -I folders outside SRC
+    not_followed: list[str] = field(default_factory=list)     # symlinks that leave SRC, never read
+    scan_config: dict = field(default_factory=dict)
     compiled: bool = True
     report_json: str = ""
     report_html: str = ""
@@ -55,10 +89,11 @@ class PortResult:
     def compile_fraction(self) -> float:
         return self.n_compiled / self.n_units if self.units else 0.0
 
-    def traps_by_level(self) -> dict[str, int]:
+    def traps_by_level(self, origin: str | None = None, compiled: bool | None = None) -> dict[str, int]:
         out = {"error": 0, "warning": 0, "info": 0}
         for t in self.traps:
-            out[t.level] = out.get(t.level, 0) + 1
+            if (origin is None or t.origin == origin) and (compiled is None or t.compiled == compiled):
+                out[t.level] = out.get(t.level, 0) + 1
         return out
 
     def categories(self) -> dict[str, int]:
@@ -72,7 +107,9 @@ class PortResult:
             "translation_units": self.n_units, "compiled": self.n_compiled,
             "compile_fraction": round(self.compile_fraction, 4),
             "programs": len(self.links), "linked": sum(link.status == "ok" for link in self.links),
-            "fixes": len(self.fixes), "traps": self.traps_by_level(), "categories": self.categories(),
+            "fixes": len(self.fixes), "traps": self.traps_by_level(),
+            "traps_own": self.traps_by_level("own"), "traps_included": self.traps_by_level("included"),
+            "traps_never_compiled": self.traps_by_level(compiled=False), "categories": self.categories(),
             "problems": len(self.problems), "libraries": self.libraries,
         }
 
@@ -81,7 +118,9 @@ class PortResult:
             "tool": "rocmlab port", "format": 1, "src": self.src, "out": self.out, "archs": list(self.archs),
             "toolchain": self.toolchain, "toolchain_kind": self.toolchain_kind,
             "compat_header": {"used": self.compat_used, "note": self.compat_note, "file": ""},
-            "workers": self.workers, "compiled": self.compiled, "summary": self.summary(), "files": self.files,
+            "workers": self.workers, "compiled": self.compiled, "engine": self.engine, "summary": self.summary(),
+            "files": self.files, "outside_src": self.outside_src, "not_followed": self.not_followed,
+            "scan_config": self.scan_config,
             "fixes": [f.__dict__ for f in self.fixes], "traps": [t.to_json() for t in self.traps],
             "units": [u.to_json() for u in self.units], "links": [link.to_json() for link in self.links],
             "problems": [p.__dict__ for p in self.problems],
@@ -109,7 +148,7 @@ class PortResult:
             if link.status != "ok":
                 lines.append(f"  NOT LINKED {link.main} [{link.category}] {link.error[:160]}")
         for t in self.traps:
-            if t.level == "error":
+            if t.level == "error" and t.origin == "own":
                 lines.append(f"  TRAP {t.path}:{t.line} {t.rule}: {t.snippet[:80]}")
         for p in self.problems:
             lines.append(f"  SKIPPED {p}")
@@ -135,9 +174,19 @@ def _prepare_out(out: Path, force: bool):
     (out / MARKER).mkdir(exist_ok=True)
 
 
-def _include_dirs(rels, user_includes, src_root: Path) -> list[str]:
-    """Source-relative include folders: the root, every folder named include/inc, and the user's -I."""
+_INCLUDE_LINE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.MULTILINE)
+
+
+def _inside(p: Path, root: Path) -> bool:
+    return p == root or root in p.parents
+
+
+def _include_dirs(rels, user_includes, src_root: Path) -> tuple[list[str], list[Path]]:
+    """(source-relative include folders: the root, every include/inc folder and the user's -I inside SRC;
+    -I folders outside SRC, resolved). A relative -I is taken from SRC (as a build file in SRC
+    means it), else from the current folder."""
     dirs = ["."]
+    outside: list[Path] = []
     folders = {os.path.dirname(r) for r in rels}
     for f in sorted(folders):
         parts = f.split("/")
@@ -147,30 +196,88 @@ def _include_dirs(rels, user_includes, src_root: Path) -> list[str]:
                 if d not in dirs:
                     dirs.append(d)
     for inc in user_includes or ():
-        p = Path(inc)
-        if p.is_absolute():
-            try:
-                p = p.resolve().relative_to(src_root)
-            except ValueError:
-                raise PortInputError(f"--include {inc} is outside SRC: give folders inside the project") from None
-        d = os.path.normpath(str(p))
-        if d.startswith(".."):
-            raise PortInputError(f"--include {inc} is outside SRC: give folders inside the project")
-        if d not in dirs:
-            dirs.append(d)
-    return dirs
+        p = Path(inc).expanduser()
+        cands = [p] if p.is_absolute() else [src_root / p, Path.cwd() / p]
+        found = next((c for c in cands if c.is_dir()), None)
+        if found is None:
+            raise PortInputError(f"--include {inc}: no such folder (looked in "
+                                 f"{' and '.join(str(c) for c in cands)}): give a folder that exists, relative to SRC "
+                                 "or absolute")
+        real = found.resolve()
+        if _inside(real, src_root):
+            d = os.path.relpath(real, src_root)
+            if d not in dirs:
+                dirs.append(d)
+        elif real not in outside:
+            outside.append(real)
+    return dirs, outside
 
 
-def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | bool = "auto",
+def _external_headers(proj, ext_dirs: list[Path], problems: list[Problem]) -> tuple[dict[str, str], dict[str, str]]:
+    """The headers the project includes (transitively) from -I folders outside SRC: read, never written.
+
+    Returns ({key under OUT: text}, {key: original path}); keys are ``external/<n>-<folder>/<path>``."""
+    texts: dict[str, str] = {}
+    origin: dict[str, str] = {}
+    keys = [f"{EXTERNAL}/{n}-{d.name or 'root'}" for n, d in enumerate(ext_dirs)]
+    todo = [(rel, text, None) for rel, text in proj.sources.items()]
+    while todo and len(texts) < MAX_EXTERNAL_FILES:
+        rel, text, here = todo.pop()
+        for m in _INCLUDE_LINE.finditer(text):
+            name = m.group(2).strip()
+            cands = []
+            if m.group(1) == '"' and here is not None:
+                cands.append((here[0], here[1], Path(os.path.normpath(str(ext_dirs[here[0]] / here[1] / name)))))
+            cands += [(n, "", Path(os.path.normpath(str(d / name)))) for n, d in enumerate(ext_dirs)]
+            for n, _sub, path in cands:
+                if not path.is_file():
+                    continue
+                real = path.resolve()
+                if not _inside(real, ext_dirs[n]):
+                    continue          # a symlink that leaves the -I folder: never followed
+                inner = os.path.relpath(path, ext_dirs[n])
+                if inner.startswith(".."):
+                    continue
+                key = posixpath.join(keys[n], inner.replace(os.sep, "/"))
+                if key in texts:
+                    break
+                if not inner.endswith(tuple(build_header_suffixes())):
+                    break
+                try:
+                    t = path.read_bytes().decode("utf-8")
+                except UnicodeDecodeError:
+                    t = path.read_bytes().decode("latin-1")
+                    problems.append(Problem(str(path), "invalid-utf8", "is not valid UTF-8: read as latin-1.",
+                                            "convert it to UTF-8 (iconv -f latin1 -t utf-8)"))
+                except OSError as exc:
+                    problems.append(Problem(str(path), "unreadable", f"cannot be read ({exc.strerror}).",
+                                            "check its permissions"))
+                    break
+                texts[key] = t
+                origin[key] = str(path)
+                todo.append((key, t, (n, os.path.dirname(inner))))
+                break
+    return texts, origin
+
+
+def build_header_suffixes():
+    from rocmlab.port.inputs import SOURCE_SUFFIXES
+
+    return (*SOURCE_SUFFIXES, ".inl", ".hxx", ".hh", ".cuh")
+
+
+def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, compat: str | bool = "auto",
          compile: bool = True, include=(), report: str | None = None, toolchain: str = "auto",
-         force: bool = False, progress=None) -> PortResult:
+         force: bool = False, progress=None, engine: str = "torch", defines=None) -> PortResult:
     """Port the CUDA project in ``src`` to HIP in ``out`` and compile it for ``arch``.
 
-    ``arch``: "gfx942" (MI300X, default), "gfx90a" (MI200), or both ("gfx942,gfx90a").
-    ``compat``: "auto" uses the warp-sync compatibility header with the offline HIP 5.2
-    toolchain only (never with ROCm); False turns it off. ``compile=False`` only translates
-    and scans. ``report`` is the HTML report's path (default OUT/rocmlab-port.html).
-    SRC is only read, never written.
+    ``arch``: one of settings.AMD_TARGETS, or several comma-separated. ``include``: -I folders,
+    inside SRC or outside it (relative to SRC, or absolute): headers the project includes from
+    outside SRC are read (never written) and ported into ``OUT/external/``. ``engine``: "torch"
+    (torch.utils.hipify) or "perl" (ROCm's hipify-perl). ``compat`` is accepted for old callers and
+    ignored (ROCm 7.2's headers have the warp-sync builtins).
+    ``compile=False`` only translates and scans. ``report`` is the HTML report's path (default
+    OUT/rocmlab-port.html). SRC is only read, never written.
     """
     t_start = time.monotonic()
     archs = tuple(a.strip() for a in (arch.split(",") if isinstance(arch, str) else arch) if a.strip())
@@ -178,6 +285,8 @@ def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | b
     if not archs or bad:
         raise PortInputError(f"unknown --arch {','.join(bad) or arch!r}: choose from {', '.join(SUPPORTED_ARCHS)} "
                              "(comma-separated for several)")
+    if engine not in translate.ENGINES:
+        raise PortInputError(f"unknown --engine {engine!r}: choose from {', '.join(translate.ENGINES)}")
     src_r, out_r = check_request(src, out)
     if report:
         rep = Path(report).expanduser().resolve()
@@ -185,6 +294,7 @@ def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | b
             raise PortInputError(f"--report {report} is inside SRC ({src_r}): the port never writes into SRC; put "
                                  "the report elsewhere (the default is OUT/rocmlab-port.html)")
     proj = collect(src_r)
+    inc_dirs, ext_dirs = _include_dirs(proj.sources, include, src_r)
     tc = build.choose_toolchain(toolchain) if compile else None
     if tc is not None:
         missing = [a for a in archs if not tc.supports(a)]
@@ -192,36 +302,92 @@ def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | b
             raise PortInputError(f"the {tc.kind} toolchain here ({tc.label}) cannot build {', '.join(missing)} "
                                  f"(it has {', '.join(tc.targets)}): build for one of those")
     _prepare_out(out_r, force)
+    problems = list(proj.problems)
+    ext_texts, ext_origin = _external_headers(proj, ext_dirs, problems)
+    ext_keys = [f"{EXTERNAL}/{n}-{d.name or 'root'}" for n, d in enumerate(ext_dirs)]
+    sources = {**proj.sources, **ext_texts}
     t0 = time.monotonic()
-    hip_texts = translate.hipify_texts(proj.sources)
+    try:
+        tr = translate.translate(sources, engine=engine, include_dirs=inc_dirs + ext_keys)
+    except translate.EngineError as exc:
+        raise PortInputError(str(exc)) from None
     t_hipify = time.monotonic() - t0
-
-    names, notes = translate.plan_names(proj.sources)
-    inc_dirs = _include_dirs(proj.sources, include, src_r)
+    names = tr.names
     result = PortResult(str(src_r), str(out_r), archs, tc.label if tc else "none (compile=False)",
                         tc.kind if tc else "", False, "", max(1, workers or os.cpu_count() or 1),
-                        problems=list(proj.problems), notes=notes, compiled=compile)
-    ported_text = {}
-    own = project_names(proj.sources.values())
-    for rel in sorted(proj.sources):
-        text, fixes = translate.fix_file(rel, names[rel], hip_texts[rel], names, inc_dirs)
+                        problems=problems, notes=list(tr.notes), compiled=compile, engine=engine,
+                        outside_src=sorted(ext_origin.values()))
+    result.fixes = tr.fixes
+    written: dict[str, str] = {}
+    for rel in sorted(sources):
         dest = out_r / names[rel]
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8")
-        ported_text[names[rel]] = text
-        result.fixes += fixes
-        lines = translate.line_map(proj.sources[rel], text)
-        traps = [replace(t, src_path=rel, src_line=lines.get(t.line, 0)) for t in scan(names[rel], text, own)]
-        result.traps += traps
-        result.files.append({"source": rel, "ported": names[rel],
-                             "role": "translation unit" if rel.endswith(build_tu_suffixes()) else "header",
-                             "renamed": names[rel] != rel, "fixes": len(fixes), "traps": len(traps),
-                             "hipify_changed": hip_texts[rel] != proj.sources[rel]})
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_text(tr.texts[rel], encoding="utf-8")
+        except OSError as exc:
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+            result.problems.append(Problem(rel, "path-too-long", f"its path in OUT is too long for this system "
+                                           f"({len(str(dest))} characters), so it was not written.",
+                                           "port into a shorter --out folder, or shorten the project's folder names"))
+            continue
+        written[names[rel]] = tr.texts[rel]
     for rel in proj.others:
         dest = out_r / rel
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src_r / rel, dest)
-    result.libraries = build.libraries_needed(list(proj.sources.values()))
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src_r / rel, dest)
+        except OSError as exc:
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+            result.problems.append(Problem(rel, "path-too-long", "its path in OUT is too long: not copied.",
+                                           "port into a shorter --out folder"))
+
+    # the port's own replacement headers (cg::reduce ...), when a fix points at them
+    if any(f.after and translate.SHIMS_INCLUDE and "rocmlab_port/" in f.after for f in tr.fixes):
+        shutil.copytree(translate.SHIMS_DIR, out_r / translate.SHIMS_INCLUDE, dirs_exist_ok=True)
+        ext_keys = [*ext_keys, translate.SHIMS_INCLUDE]
+        for shim in sorted((out_r / translate.SHIMS_INCLUDE).rglob("*.h")):
+            written[str(shim.relative_to(out_r))] = shim.read_text()
+    # THE scanner, on the ported tree, as the AMD compiler compiles it
+    out_inc = [str(out_r / d) for d in inc_dirs + ext_keys]
+    rep = scan_project(out_r, files=sorted(written), target=archs[0], include_dirs=out_inc, defines=defines,
+                       sources={k: v for k, v in written.items()})
+    result.scan_config = rep.config
+    result.not_followed = [os.path.relpath(p, out_r) for p in rep.not_followed]
+    back = {v: k for k, v in names.items()}
+    maps: dict[str, dict[int, int]] = {}
+    for f in rep.findings:
+        src_rel = back.get(f.file, "")
+        if src_rel and src_rel not in maps:
+            maps[src_rel] = translate.line_map(sources[src_rel], written.get(f.file, ""))
+        origin = "included" if src_rel.startswith(EXTERNAL + "/") else "own"
+        shown = ext_origin.get(src_rel, src_rel)
+        result.traps.append(PortTrap(f.file, f.line, f.column, f.rule, f.kind, f.severity, f.snippet, f.message,
+                                     f.fix, f.compiled, origin, shown, maps.get(src_rel, {}).get(f.line, 0)))
+    for ft in translate.fix_traps(tr.fixes):
+        src_rel = back.get(ft["path"], "")
+        result.traps.append(PortTrap(ft["path"], ft["line"], 1, ft["rule"], ft["kind"], ft["level"], ft["snippet"],
+                                     ft["why"], ft["fix"], True,
+                                     "included" if src_rel.startswith(EXTERNAL + "/") else "own",
+                                     ext_origin.get(src_rel, src_rel), 0))
+    result.traps.sort(key=lambda t: (t.origin != "own", t.path, t.line, t.rule))
+    per_file: dict[str, int] = {}
+    for t in result.traps:
+        per_file[t.path] = per_file.get(t.path, 0) + 1
+    fixes_per: dict[str, int] = {}
+    for fx in result.fixes:
+        fixes_per[fx.path] = fixes_per.get(fx.path, 0) + 1
+    for rel in sorted(sources):
+        if names[rel] not in written:
+            continue
+        ext = rel.startswith(EXTERNAL + "/")
+        result.files.append({"source": ext_origin.get(rel, rel), "ported": names[rel],
+                             "role": "header from outside SRC" if ext else
+                             "translation unit" if rel.endswith(build_tu_suffixes()) else "header",
+                             "renamed": names[rel] != rel, "fixes": fixes_per.get(names[rel], 0),
+                             "traps": per_file.get(names[rel], 0), "hipify_changed": tr.hipified[rel] != sources[rel]})
+    result.libraries = [k for k in build.LIBRARIES if k in rep.libraries]
     t_fix = time.monotonic() - t0 - t_hipify
 
     t_compile = t_link = 0.0
@@ -229,14 +395,15 @@ def port(src, out, arch="gfx942", *, workers: int | None = None, compat: str | b
         use_compat = False   # ROCm 7.2 (offline root) and ROCm installs have the warp-sync builtins
         result.compat_used = use_compat
         result.compat_note = f"{tc.label}: its own HIP headers, no compatibility header"
-        units = {names[r]: r for r in proj.translation_units}
+        units = {names[r]: r for r in proj.translation_units if names[r] in written}
         mains = {names[r] for r in proj.translation_units if build.has_main(proj.sources[r])}
         t1 = time.monotonic()
-        result.units = build.compile_all(tc, out_r, units, mains, archs, inc_dirs, use_compat, result.workers,
-                                         build_dir=out_r / MARKER, progress=progress)
+        result.units = build.compile_all(tc, out_r, units, mains, archs, inc_dirs + ext_keys, use_compat,
+                                         result.workers, build_dir=out_r / MARKER, progress=progress)
         t_compile = time.monotonic() - t1
         t2 = time.monotonic()
-        result.links = build.link_all(tc, out_r, result.units, build_dir=out_r / MARKER)
+        libs = [build.LIBRARIES[k][3] for k in result.libraries if build.LIBRARIES[k][3].startswith("-l")]
+        result.links = build.link_all(tc, out_r, result.units, libs, build_dir=out_r / MARKER)
         t_link = time.monotonic() - t2
         status = {u.source: u.status for u in result.units}
         for f in result.files:

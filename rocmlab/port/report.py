@@ -1,9 +1,11 @@
 """The port report: JSON for tools, one HTML page for people (a browser or JupyterLab).
 
-The HTML page is readable without JavaScript: every figure is also a table. With JavaScript,
-three plotly charts summarise it (files by status, traps by level, first errors by category).
-plotly.js is embedded once in the page, so it works offline; in a notebook,
-:mod:`rocmlab.port.notebook` shows the same figures as live plotly figures.
+The HTML page needs no JavaScript and nothing from the network: its three charts (files by
+status, traps by severity, first errors by category) are inline SVG bars, and every chart is
+also a table, so the page stays small (well under 500 KB). It opens on the project's own traps;
+traps in headers read from outside SRC, and traps in code never compiled for the target, are
+grouped below and folded (``<details>``). In a notebook, :mod:`rocmlab.port.notebook` shows the
+same figures as live plotly figures.
 """
 
 from __future__ import annotations
@@ -75,10 +77,59 @@ CSS = """
 """
 
 
+def _trap_rows(traps) -> list:
+    return [[f"{t.path}:{t.line}", f"{t.src_path}:{t.src_line}" if t.src_line else "(new line)",
+             _badge(t.level, LEVEL_COLOURS[t.level]), t.rule, _Raw(f"<td><code>{html.escape(t.snippet[:120])}</code></td>"),
+             t.why, t.fix] for t in traps]
+
+
+_TRAP_HEAD = ["where (port)", "CUDA source", "severity", "trap", "code", "explanation", "fix"]
+
+
+def _traps_html(result) -> str:
+    """The project's own compiled traps first; included headers and never-compiled code grouped and folded."""
+    own = [t for t in result.traps if t.origin == "own" and t.compiled]
+    inc = [t for t in result.traps if t.origin != "own" and t.compiled]
+    never = [t for t in result.traps if not t.compiled]
+    parts = ["<h2 id='traps'>Traps in the project's own code</h2>"]
+    cfg = getattr(result, "scan_config", {}) or {}
+    if cfg:
+        dev = cfg.get("device_pass", {})
+        parts.append("<p style='color:#57606a'>" + html.escape(
+            f"Judged on the code the AMD compiler compiles for {cfg.get('target')} (wavefront "
+            f"{cfg.get('wavefront_size')}): device pass with "
+            + ", ".join(f"{k}={v}" for k, v in dev.items() if k.startswith(("__HIP", "__AMDGCN", "__gfx")))
+            + "; host pass without the device macros. System headers are not read.") + "</p>")
+    parts.append(_table(_TRAP_HEAD, _trap_rows(own)) if own else "<p>No traps in the project's own compiled code.</p>")
+    if inc:
+        by_file: dict[str, int] = {}
+        for t in inc:
+            by_file[t.path] = by_file.get(t.path, 0) + 1
+        parts.append(f"<details><summary><b>{len(inc)} trap(s) in headers read from outside SRC</b> ("
+                     + html.escape(", ".join(f"{k}: {v}" for k, v in by_file.items())) + ")</summary>"
+                     + _table(_TRAP_HEAD, _trap_rows(inc)) + "</details>")
+    if never:
+        by_file = {}
+        for t in never:
+            by_file[t.path] = by_file.get(t.path, 0) + 1
+        parts.append(f"<details><summary><b>{len(never)} finding(s) in code never compiled for the target</b> "
+                     "(#if 0, #ifdef'd library tables, branches HIP never takes: info only) ("
+                     + html.escape(", ".join(f"{k}: {v}" for k, v in by_file.items())) + ")</summary>"
+                     + _table(_TRAP_HEAD, _trap_rows(never)) + "</details>")
+    if getattr(result, "outside_src", None):
+        parts.append("<details><summary>Headers read (never written) from outside SRC: "
+                     f"{len(result.outside_src)}</summary><ul>"
+                     + "".join(f"<li><code>{html.escape(p)}</code></li>" for p in result.outside_src) + "</ul></details>")
+    if getattr(result, "not_followed", None):
+        parts.append("<p class='note'>Not followed (symlinks that leave SRC): "
+                     + html.escape(", ".join(result.not_followed)) + "</p>")
+    return "".join(parts)
+
+
 def body_html(result, charts: str = "") -> str:
     """The report's content as an HTML fragment (used by the page and by the notebook view)."""
     s = result.summary()
-    tr = s["traps"]
+    tr = result.traps_by_level("own", True)
     parts = [f"<div class='rocmlab-port'><style>{CSS}</style>",
              f"<h1>rocmlab port: {html.escape(Path(result.src).name)}</h1>",
              "<p>" + html.escape(f"{result.src} → {result.out}") + "<br>"
@@ -91,7 +142,7 @@ def body_html(result, charts: str = "") -> str:
     if result.compiled:
         parts.append(f"<p><b>{s['compiled']}/{s['translation_units']}</b> translation units compiled "
                      f"({100 * result.compile_fraction:.0f}%), <b>{s['linked']}/{s['programs']}</b> programs linked; "
-                     f"<b>{s['fixes']}</b> mechanical fixes; traps: "
+                     f"<b>{s['fixes']}</b> mechanical fixes; traps in the project's own compiled code: "
                      f"<span style='color:{LEVEL_COLOURS['error']}'>{tr['error']} error</span>, "
                      f"<span style='color:{LEVEL_COLOURS['warning']}'>{tr['warning']} warning</span>, "
                      f"{tr['info']} info.</p>")
@@ -100,6 +151,7 @@ def body_html(result, charts: str = "") -> str:
                      f"{tr['error']} error, {tr['warning']} warning, {tr['info']} info.</p>")
     if charts:
         parts.append(f"<div class='charts'>{charts}</div>")
+    parts.append(_traps_html(result))
     if result.units:
         parts.append("<h2>Translation units</h2>")
         rows = []
@@ -113,14 +165,6 @@ def body_html(result, charts: str = "") -> str:
         parts.append(_table(["main", "program", "status", "category", "error"],
                             [[link.main, link.program, _badge(link.status, STATUS_COLOURS.get(link.status, "#000")),
                               link.category, link.error] for link in result.links]))
-    parts.append("<h2>Traps</h2>")
-    if result.traps:
-        rows = [[f"{t.path}:{t.line}", f"{t.src_path}:{t.src_line}" if t.src_line else "(new line)",
-                 _badge(t.level, LEVEL_COLOURS[t.level]), t.rule, _Raw(
-            f"<td><code>{html.escape(t.snippet[:120])}</code></td>"), t.why, t.fix] for t in result.traps]
-        parts.append(_table(["where (port)", "CUDA source", "severity", "trap", "code", "explanation", "fix"], rows))
-    else:
-        parts.append("<p>No traps found.</p>")
     parts.append("<h2>Mechanical fixes</h2>")
     if result.fixes:
         parts.append(_table(["where", "fix", "before", "after", "why"],
@@ -155,16 +199,47 @@ def body_html(result, charts: str = "") -> str:
     return "\n".join(parts)
 
 
-def page_html(result) -> str:
-    import plotly.io as pio
+def svg_bars(title: str, items: dict[str, int], colours: dict[str, str] | None = None, width: int = 360) -> str:
+    """A small horizontal bar chart as inline SVG (no JavaScript), with its numbers written on it."""
+    items = {k: v for k, v in items.items()}
+    n = max(1, len(items))
+    top, row = 26, 22
+    h = top + row * n + 6
+    vmax = max([1, *items.values()])
+    label_w = 130
+    bars = [f"<text x='0' y='16' font-size='13' font-weight='bold'>{html.escape(title)}</text>"]
+    for i, (k, v) in enumerate(items.items()):
+        y = top + i * row
+        w = int((width - label_w - 40) * v / vmax)
+        c = (colours or {}).get(k, "#57606a")
+        bars.append(f"<text x='{label_w - 6}' y='{y + 14}' font-size='12' text-anchor='end'>{html.escape(k)}</text>"
+                    f"<rect x='{label_w}' y='{y + 3}' width='{max(w, 1)}' height='15' fill='{c}'/>"
+                    f"<text x='{label_w + max(w, 1) + 4}' y='{y + 14}' font-size='12'>{v}</text>")
+    return (f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{h}' role='img' "
+            f"aria-label='{html.escape(title)}'>{''.join(bars)}</svg>")
 
-    charts = []
-    for i, (name, fig) in enumerate(figures(result).items()):
-        charts.append(pio.to_html(fig, full_html=False, include_plotlyjs=(i == 0), div_id=f"rocmlab-port-{name}",
-                                  config={"displaylogo": False}))
+
+def charts_svg(result) -> str:
+    status: dict[str, int] = {}
+    for u in result.units:
+        status[u.status] = status.get(u.status, 0) + 1
+    cats = {k: v for k, v in result.categories().items() if k != "ok"}
+    for link in result.links:
+        if link.status != "ok":
+            cats[link.category] = cats.get(link.category, 0) + 1
+    out = []
+    if status:
+        out.append(svg_bars(f"Files by status ({', '.join(result.archs)})", status, STATUS_COLOURS))
+    out.append(svg_bars("Traps in the project's own files", result.traps_by_level("own", True), LEVEL_COLOURS))
+    if cats:
+        out.append(svg_bars("First error of each failed file", cats, {k: "#cf222e" for k in cats}, 420))
+    return "".join(f"<div>{c}</div>" for c in out)
+
+
+def page_html(result) -> str:
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>rocmlab port: {html.escape(Path(result.src).name)}</title></head><body>"
-            + body_html(result, "".join(f"<div>{c}</div>" for c in charts)) + "</body></html>")
+            + body_html(result, charts_svg(result)) + "</body></html>")
 
 
 def write_reports(result, html_path: Path) -> tuple[Path, Path]:

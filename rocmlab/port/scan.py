@@ -119,6 +119,29 @@ def tokenize(text: str) -> list[list[Tok]]:
     return lines
 
 
+def strip_comments_and_strings(src: str) -> str:
+    """``src`` with comments and string/char literals replaced by spaces (newlines and columns kept):
+    for the few text-level edits (translation) that must not look inside them."""
+    out = []
+    pos = 0
+    for m in _TOKEN.finditer(src):
+        k = m.lastgroup
+        if k in ("lc", "bc"):
+            out.append(src[pos:m.start()])
+            out.append("".join(ch if ch == "\n" else " " for ch in m.group()))
+            pos = m.end()
+        elif k in ("str", "delim"):
+            g = m.group()
+            q = g.find('"') if '"' in g[:4] or g.startswith(("R", "u8R", "uR", "UR", "LR")) else g.find("'")
+            q = max(q, 0)
+            out.append(src[pos:m.start()])
+            inner = "".join(ch if ch == "\n" else " " for ch in g[q + 1:-1]) if len(g) - q >= 2 else ""
+            out.append(g[:q + 1] + inner + (g[-1] if len(g) - q >= 2 else ""))
+            pos = m.end()
+    out.append(src[pos:])
+    return "".join(out)
+
+
 def _int(text: str) -> int | None:
     """The value of an integer literal (32, 0x1fU, 5u, 0b11, '0'), else None."""
     t = text.replace("'", "") if not text.startswith("'") else text
@@ -590,6 +613,10 @@ _T32 = {"int", "unsigned", "uint32_t", "int32_t", "uint", "u32", "DWORD", "unsig
 _T64 = {"long", "uint64_t", "int64_t", "size_t", "auto", "lanemask_t", "ull", "u64"}
 _CUDA_ONLY_MACROS = ("__CUDA_ARCH__", "CUDART_VERSION", "CUDA_VERSION", "TORCH_HIP_VERSION", "__CUDA_API_VERSION",
                      "__CUDACC_VER_MAJOR__", "__CUDACC_VER_MINOR__", "__CUDA_ARCH_LIST__", "__NVCC__", "__CUDACC__")
+_CUDA_HEADER = re.compile(r"(?:cuda(?:_runtime(?:_api)?|_fp16|_bf16|_fp8|_texture_types|_profiler_api|_gl_interop|"
+                         r"_occupancy|_device_runtime_api)?\.h|cuda/.+|cu(?:blas|fft|rand|sparse|solver|dnn)\w*\.h|"
+                         r"nvrtc\.h|cooperative_groups(?:\.h|/.+)|device_launch_parameters\.h|nvToolsExt\.h|"
+                         r"nvtx3/.+|sm_\d+_\w+\.h|device_functions\.h|driver_types\.h|vector_types\.h)$")
 _LAUNCH_FUNCS = ("hipLaunchKernelGGL", "hipLaunchKernelEx", "hipLaunchCooperativeKernel", "hipModuleLaunchKernel",
                  "hipLaunchKernel", "cudaLaunchKernel", "cudaLaunchCooperativeKernel", "cuLaunchKernel")
 _DEVICE_PROP = {"sharedMemPerMultiprocessor", "maxSharedMemoryPerMultiProcessor", "regsPerMultiprocessor",
@@ -836,8 +863,7 @@ class _Scanner:
             if d == "include" and rest and active:
                 spec = "".join(t.text for t in rest)
                 inc = spec[1:-1]
-                if re.match(r"(?:cuda|cublas|cufft|curand|cusparse|cusolver|cudnn|nvrtc|cooperative_groups\.h|"
-                            r"cuda_runtime|device_launch_parameters|nvToolsExt)", inc):
+                if _CUDA_HEADER.match(inc) and self.resolve(spec, self.root / u.path) is None:
                     self.add(u.path, line, 1, "cuda-header", "cuda-left", "error",
                              f"<{inc}> is a CUDA header: it does not exist on ROCm.",
                              "include its HIP twin (hip/hip_runtime.h, hipblas/hipblas.h, ...)", True)
@@ -1021,7 +1047,7 @@ class _Scanner:
                 arg = sp[0][0]
                 names = {x.text for x in arg if x.kind == "id"}
                 if names & set(_BALLOTS) or names & self.masks64 or names & self.masks32:
-                    self.add(u.path, t.line, t.col, "popc-of-ballot", "warp", "error",
+                    self.add(u.path, t.line, t.col, "popc-on-mask", "warp", "error",
                              f"{tx}() works on 32 bits, but a ballot on {self.target} has {W} bits: lanes 32-63 "
                              "are not counted.", f"use {tx}ll() on the 64-bit (unsigned long long) mask.", a)
         if tx in _SHFL and nxt == "(":
@@ -1060,7 +1086,7 @@ class _Scanner:
                      f"a compute-capability test (.{tx} {nxt} ...) means nothing on AMD: {self.target} reports its "
                      "own numbers.", "test the architecture name instead: prop.gcnArchName.", a)
         elif tx in _DEVICE_PROP and i > 0 and flat[i - 1].text in (".", "->"):
-            self.add(u.path, t.line, t.col, "device-prop-field", "device-prop", "info",
+            self.add(u.path, t.line, t.col, "device-prop-field", "device-prop", "warning",
                      f".{tx} has different values on AMD (64 KiB LDS per CU, wavefront {W}, L2 per XCD).",
                      "read it at run time; never carry NVIDIA's numbers over.", a)
         if tx == "warpSize" and self._in_constant_context(flat, i):
@@ -1091,7 +1117,8 @@ class _Scanner:
                      "hipify mapped this cuBLAS call to rocBLAS directly; rocBLAS's handle and enums differ.",
                      "prefer hipBLAS (hipblasSgemm), which keeps cuBLAS's signatures.", a)
         if (re.match(r"cuda[A-Z]", tx) or (re.match(r"cu[A-Z][a-z]", tx) and nxt == "(") or
-                re.match(r"CU(?:FFT|RAND|SPARSE|SOLVER|DA)_[A-Z_]+$", tx)) and tx not in self.own_names:
+                (re.match(r"CU(?:FFT|RAND|SPARSE|SOLVER|DA)_[A-Z0-9_]+$", tx) and nxt != "(")) \
+                and tx not in self.own_names:
             if i > 0 and flat[i - 1].text in (".", "->"):
                 return
             self.add(u.path, t.line, t.col, "cuda-left", "cuda-left", "error",
@@ -1190,7 +1217,7 @@ class _Scanner:
                     src = f" ({m[0].text} is {v:#x}, {f}:{ln})"
                 elif in32:
                     src = f" ({in32[0]} holds a ballot kept in 32 bits)"
-                self.add(u.path, t.line, t.col, "sync-mask-32-bit", "warp", "error",
+                self.add(u.path, t.line, t.col, "shfl-sync-32-bit-mask", "warp", "error",
                          f"{t.text} gets a 32-bit lane mask{src}: it covers lanes 0-31 only; a {self.target} wavefront "
                          f"has {W} lanes, and ROCm 7.2 rejects it at compile time (\"The mask must be a 64-bit "
                          "integer\").", "pass a 64-bit mask: __activemask() or 0xffffffffffffffffull "
@@ -1258,7 +1285,7 @@ class _Scanner:
         W = wavefront_size(self.target)
         if (doubling and bound) or (halving and start):
             n = bound or start * 2
-            self.add(u.path, t.line, t.col, "lane-loop-32", "warp", "error",
+            self.add(u.path, t.line, t.col, "lane-loop-32" if bound else "lane-offset-16-or-32", "warp", "error",
                      f"this shuffle/scan loop ({'up to' if bound else 'down from'} {bound or start}) covers {n} lanes; "
                      f"a {self.target} wavefront has {W}, so lanes {n}-{W - 1} are left out.",
                      "loop over warpSize: for (int o = 1; o < warpSize; o *= 2) or "

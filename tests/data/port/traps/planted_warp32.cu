@@ -23,16 +23,16 @@ __global__ void planted(const int *in, int *out, int blockSize, int maskLength) 
   int32_t b2 = __ballot_sync(__activemask(), v > 1);        // TRAP ballot-in-32-bits
   uint32_t b3 = __ballot_sync(__activemask(), v > 2);       // TRAP ballot-in-32-bits
   unsigned long long good = __ballot_sync(__activemask(), v > 3);
-  int count = __popc(good);                                 // TRAP popc-of-ballot
+  int count = __popc(good);                                 // TRAP popc-on-mask
   int count2 = __popcll(good);
   unsigned mask = 0xffffffffu;                              // TRAP full-mask-32
-  v += __shfl_sync(mask, v, 0);                             // TRAP sync-mask-32-bit
-  v += __shfl_down_sync(FULL_WARP_MASK, v, 1);              // TRAP sync-mask-32-bit
-  v += __shfl_xor_sync(0xffffffff, v, 1);                   // TRAP sync-mask-32-bit
+  v += __shfl_sync(mask, v, 0);                             // TRAP shfl-sync-32-bit-mask
+  v += __shfl_down_sync(FULL_WARP_MASK, v, 1);              // TRAP shfl-sync-32-bit-mask
+  v += __shfl_xor_sync(0xffffffff, v, 1);                   // TRAP shfl-sync-32-bit-mask
   v += __shfl_sync(__activemask(), v, 0, 32);               // TRAP shuffle-width-32
   v += __shfl_down(v, 16);                                  // TRAP lane-offset-16-or-32
   for (int i = 1; i < 32; i *= 2) v += __shfl_up(v, i);     // TRAP lane-loop-32
-  for (int o = 16; o > 0; o /= 2) v += __shfl_xor(v, o);    // TRAP lane-loop-32
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor(v, o);    // TRAP lane-offset-16-or-32
   for (int o = warpSize / 2; o > 0; o /= 2) v += __shfl_down(v, o);
   for (int i = 1; i < warpSize; i *= 2) v += __shfl_up(v, i);
   int ok_lane = threadIdx.x % warpSize;
