@@ -87,6 +87,19 @@ VLLM_VERSION = "0.32.0"
 # --- serving ----------------------------------------------------------------------------------
 SERVE_HOST = "127.0.0.1"
 SERVE_PORT = 8000
+#: The benchmark client's limits, per request (``rocmlab serve bench --connect-timeout`` ...):
+#: seconds to open the connection; from sending to the first streamed token (or to the whole
+#: answer of a non-streaming call such as ``/tokenize``); between two tokens; the whole request.
+SERVE_CONNECT_TIMEOUT_S = 10.0
+SERVE_FIRST_TOKEN_TIMEOUT_S = 300.0
+SERVE_TOKEN_TIMEOUT_S = 60.0
+SERVE_TOTAL_TIMEOUT_S = 1800.0
+#: Seconds ``GET /v1/models`` may take when the client checks that a server is there.
+SERVE_CHECK_TIMEOUT_S = 5.0
+
+# --- preflight --------------------------------------------------------------------------------
+#: Seconds one notebook cell may run under ``rocmlab preflight`` before its lab is failed.
+PREFLIGHT_CELL_TIME_LIMIT_S = 900.0
 
 
 @dataclass(frozen=True)

@@ -164,8 +164,7 @@ def test_wrong_model_name_names_the_served_one(fake):
 
 def test_malformed_sse_chunk_fails_that_request_with_a_message(fake):
     s = fake(mode="malformed")
-    outs, _ = bench._run_coro(bench._run(s.url, "fake-model", reqs(3), "completions", math.inf, 1.0, None, True,
-                                         0.0, 30, False, 0, None, 3))
+    outs, _ = bench._run_coro(bench._run(s.url, "fake-model", reqs(3)))
     assert all(not o.success for o in outs)
     assert all("malformed SSE chunk" in o.error and "not JSON" in o.error for o in outs)
     assert all(o.generated_text == "t0" for o in outs)      # what came before is kept
@@ -175,13 +174,11 @@ def test_malformed_sse_chunk_fails_that_request_with_a_message(fake):
 
 def test_server_dying_mid_stream_marks_the_request_failed(fake):
     s = fake(mode="die", tokens=5)
-    outs, _ = bench._run_coro(bench._run(s.url, "fake-model", reqs(2), "completions", math.inf, 1.0, None, True,
-                                         0.0, 30, False, 0, None, 3))
+    outs, _ = bench._run_coro(bench._run(s.url, "fake-model", reqs(2)))
     assert all(not o.success and "closed the connection after 2 chunks" in o.error for o in outs), outs
     assert all(o.generated_text == "t0t1" for o in outs)
     cut = fake(mode="cut", tokens=5)
-    outs, _ = bench._run_coro(bench._run(cut.url, "fake-model", reqs(2), "completions", math.inf, 1.0, None, True,
-                                         0.0, 30, False, 0, None, 3))
+    outs, _ = bench._run_coro(bench._run(cut.url, "fake-model", reqs(2)))
     assert all(not o.success and "ended after 2 chunks without [DONE]" in o.error for o in outs), outs
 
 
@@ -198,10 +195,17 @@ def test_server_killed_mid_sweep_keeps_partial_results(fake, tmp_path):
     s = fake(tokens=5, gap=0.02)
     seen = []
 
+    def kill_when(n):
+        """Kill the server once it has received n requests: during the second point, after its first is done."""
+        deadline = time.monotonic() + 30
+        while s.requests < n and time.monotonic() < deadline:
+            time.sleep(0.005)
+        s.close()
+
     def make(rate, conc):
         seen.append((rate, conc))
-        if len(seen) == 2:        # kill the server while the second point is running
-            threading.Timer(0.15, s.close).start()
+        if len(seen) == 2:        # 1 test request + 12 in the first point; the 3rd of the second point starts after one ended
+            threading.Thread(target=kill_when, args=(13 + 3,), daemon=True).start()
         return reqs(12, 5)
 
     out = tmp_path / "sweep.jsonl"

@@ -7,7 +7,12 @@ vLLM does. Every request runs in its own thread, so the timing does not depend o
 concurrency: two clients measuring it must agree. ``mode`` scripts failures: ``malformed``
 (the second chunk is not JSON), ``die`` (the connection drops after two chunks),
 ``pings`` (an SSE comment before every chunk), ``cut`` (the body ends after two chunks, without ``[DONE]``), ``error500``, ``nousage``
-(no usage chunk). It listens on 127.0.0.1 only.
+(no usage chunk). Bad servers for the client's tests are scripted too: ``replace={i: b"..."}`` sends
+those raw bytes instead of chunk ``i``; ``hang_after=k`` stops after ``k`` chunks and holds the
+connection open (until ``close()`` or ``hang_s`` seconds); ``models=[]`` lists no models; and
+``tokenize`` = ok (one token per character) | hang | bad (``{"tokens": "not a list"}``) scripts
+vLLM's ``/tokenize`` and ``/detokenize``. It listens on 127.0.0.1 only, and ``close()`` ends
+every connection, hanging ones included.
 """
 
 from __future__ import annotations
@@ -24,10 +29,14 @@ class FakeServer:
     ok | malformed (second chunk is not JSON) | die (closes the socket after two chunks)
     | error500 | nousage (no usage chunk)."""
 
-    def __init__(self, mode="ok", tokens=5, gap=0.01, model="fake-model", ttft=0.0, port=0):
+    def __init__(self, mode="ok", tokens=5, gap=0.01, model="fake-model", ttft=0.0, port=0, replace=None,
+                 hang_after=None, hang_s=30.0, models=None, tokenize="ok"):
         self.mode, self.tokens, self.gap, self.model, self.ttft = mode, tokens, gap, model, ttft
+        self.replace, self.hang_after, self.hang_s, self.tokenize = dict(replace or {}), hang_after, hang_s, tokenize
+        self.models = [model] if models is None else list(models)
         self.requests = 0
         self._conns = set()
+        self._stop = threading.Event()
         outer = self
 
         class H(http.server.BaseHTTPRequestHandler):
@@ -41,7 +50,7 @@ class FakeServer:
                 pass
 
             def do_GET(self):
-                body = json.dumps({"object": "list", "data": [{"id": outer.model}]}).encode()
+                body = json.dumps({"object": "list", "data": [{"id": m} for m in outer.models]}).encode()
                 self.send_response(200 if self.path == "/v1/models" else 404)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -51,6 +60,9 @@ class FakeServer:
             def do_POST(self):
                 n = int(self.headers.get("Content-Length", 0))
                 req = json.loads(self.rfile.read(n))
+                if self.path in ("/tokenize", "/detokenize"):
+                    self._tokenizer(req)
+                    return
                 if not self.path.endswith(("/v1/completions", "/v1/chat/completions")):
                     self.send_response(404)
                     self.send_header("Content-Length", "0")
@@ -87,6 +99,12 @@ class FakeServer:
                         self.wfile.write(b"0\r\n\r\n")
                         self.wfile.flush()
                         return
+                    if outer.hang_after is not None and i == outer.hang_after:
+                        outer._stop.wait(outer.hang_s)
+                        return
+                    if i in outer.replace:
+                        send(outer.replace[i])
+                        continue
                     if outer.mode == "malformed" and i == 1:
                         send(b'data: {"choices": [{"text": "x"\n\n')
                         continue
@@ -100,6 +118,22 @@ class FakeServer:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
+            def _tokenizer(self, req):
+                if outer.tokenize == "hang":
+                    outer._stop.wait(outer.hang_s)
+                    return
+                if self.path == "/tokenize":
+                    answer = ({"tokens": "not a list"} if outer.tokenize == "bad"
+                              else {"tokens": [ord(ch) for ch in req.get("prompt", "")]})
+                else:
+                    answer = {"prompt": "".join(chr(t) for t in req.get("tokens", []))}
+                body = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
         self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
@@ -109,6 +143,7 @@ class FakeServer:
 
     def close(self):
         """Stop like a crashed server: the listening socket and every open connection go."""
+        self._stop.set()
         self.httpd.shutdown()
         self.httpd.server_close()
         for c in list(self._conns):

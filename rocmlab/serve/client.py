@@ -1,0 +1,475 @@
+"""HTTP and server-sent events to an OpenAI-compatible server (vLLM, SGLang): one streamed request, timed.
+
+Timing follows vLLM's request functions (``vllm/benchmarks/lib/endpoint_request_func.py``):
+TTFT is request sent -> first chunk carrying a choice, ITL the gaps between such chunks, the
+latency request sent -> last such chunk, and the output token count comes from the stream's
+final ``usage`` chunk.
+
+Everything a server sends is checked before it is used. A request that goes wrong (no
+connection, a timeout, bytes that are not UTF-8, a chunk that is not an OpenAI chunk, a stream
+cut before ``[DONE]``) is marked failed with a message naming the problem and the fix, the text
+received so far, and the number and the last of the bytes received. Nothing the server sends
+raises out of :func:`request_one`.
+
+Each request has four limits (:class:`Timeouts`, defaults in :mod:`rocmlab.settings`): to connect,
+to the first token, between two tokens, and in all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import json
+import time
+from dataclasses import dataclass, field
+
+from rocmlab import settings
+
+#: Bytes of the end of a stream kept with a request (``RequestOutput.received_tail``).
+TAIL_BYTES = 200
+
+
+class ServerUnreachable(ConnectionError):
+    """The server does not answer at all (refused, hung, wrong address)."""
+
+
+class BadServerAnswer(RuntimeError):
+    """The server answered, but not as an OpenAI-compatible server answers."""
+
+
+class MalformedChunk(ValueError):
+    """A piece of a stream that is not what an OpenAI-compatible server sends."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds each step of one request may take: ``connect`` (open the connection),
+    ``first_token`` (request sent -> first token; for a non-streaming call, its whole answer),
+    ``between_tokens`` (one token -> the next; SSE pings do not count as tokens), ``total``
+    (the whole request). Each is a finite number of seconds above 0."""
+
+    connect: float = settings.SERVE_CONNECT_TIMEOUT_S
+    first_token: float = settings.SERVE_FIRST_TOKEN_TIMEOUT_S
+    between_tokens: float = settings.SERVE_TOKEN_TIMEOUT_S
+    total: float = settings.SERVE_TOTAL_TIMEOUT_S
+
+    #: The command-line flag of each limit, named in the messages.
+    FLAGS = {"connect": "--connect-timeout", "first_token": "--first-token-timeout",
+             "between_tokens": "--token-timeout", "total": "--total-timeout"}
+
+    def __post_init__(self):
+        for name, flag in self.FLAGS.items():
+            object.__setattr__(self, name, settings.time_limit(getattr(self, name), what=flag))
+
+    def http(self):
+        """The httpx timeout: connect (and the pool) bounded; reads are bounded by :func:`request_one`."""
+        import httpx
+
+        return httpx.Timeout(connect=self.connect, read=None, write=self.connect, pool=None)
+
+
+@dataclass
+class SampleRequest:
+    prompt: str
+    prompt_len: int
+    expected_output_len: int
+
+
+@dataclass
+class RequestOutput:
+    generated_text: str = ""
+    success: bool = False
+    latency: float = 0.0
+    output_tokens: int = 0
+    ttft: float = 0.0
+    itl: list = field(default_factory=list)
+    prompt_len: int = 0
+    error: str = ""
+    start_time: float = 0.0
+    client_queue_time: float = 0.0
+    chunks: int = 0
+    bytes_received: int = 0
+    received_tail: str = ""     # the last TAIL_BYTES bytes received, undecodable bytes as \\x escapes
+
+
+# ------------------------------------------------------------------------------ server checks
+def _reason(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    if "refused" in text.lower() or "errno 111" in text.lower():
+        return "connection refused"
+    return text
+
+
+def check_server(base_url: str, timeout: float = settings.SERVE_CHECK_TIMEOUT_S) -> list[str]:
+    """The model ids a server serves (``GET /v1/models``), never empty. ServerUnreachable when
+    it does not answer, BadServerAnswer when its answer is not an OpenAI model list."""
+    import httpx
+
+    url = base_url.rstrip("/") + "/v1/models"
+    try:
+        r = httpx.get(url, timeout=timeout)
+    except httpx.ConnectError as exc:
+        raise ServerUnreachable(f"cannot reach {base_url} ({_reason(exc)}): is the server running on that host "
+                                "and port? Start it with rocmlab.serve (Server.start + wait_healthy) or fix the URL") from None
+    except httpx.TimeoutException:
+        raise ServerUnreachable(f"{base_url} did not answer within {timeout:g} s: the server is hung or the "
+                                "address is wrong") from None
+    except httpx.HTTPError as exc:
+        raise ServerUnreachable(f"cannot reach {base_url}: {_reason(exc)}") from None
+    if r.status_code != 200:
+        raise BadServerAnswer(f"{url} answered HTTP {r.status_code}: not an OpenAI-compatible server? "
+                              "Give the server's base URL, e.g. http://127.0.0.1:8000")
+    try:
+        data = r.json()["data"]
+        models = [m["id"] for m in data]
+    except (ValueError, KeyError, TypeError):
+        raise BadServerAnswer(f"{url} did not return an OpenAI model list ({_excerpt(r.content)}): not an "
+                              "OpenAI-compatible server? Give the server's base URL, e.g. http://127.0.0.1:8000") from None
+    if not models:
+        raise BadServerAnswer(f"{url} lists no models ({_excerpt(r.content)}): the server is still loading its model "
+                              "or has none; wait until its /health answers 200, then try again")
+    if not all(isinstance(m, str) and m for m in models):
+        raise BadServerAnswer(f"{url} lists model ids that are not names ({_excerpt(r.content)}): not an "
+                              "OpenAI-compatible server?")
+    return models
+
+
+def _excerpt(data: bytes, n: int = 120) -> str:
+    text = data[:n].decode("utf-8", errors="backslashreplace")
+    return repr(text) + (" ..." if len(data) > n else "")
+
+
+# ------------------------------------------------------------------------------ SSE parsing
+class SSEBuffer:
+    """Splits a byte stream into server-sent-event messages (separated by a blank line; lines end
+    in LF, CRLF or CR). Bytes that are not UTF-8 raise MalformedChunk naming their offset."""
+
+    def __init__(self):
+        self._dec = codecs.getincrementaldecoder("utf-8")()
+        self._buf = ""
+        self._fed = 0
+
+    def feed(self, data: bytes) -> list[str]:
+        try:
+            text = self._dec.decode(data)
+        except UnicodeDecodeError as exc:
+            pending = len(self._dec.getstate()[0])
+            offset = self._fed - pending + exc.start
+            raise MalformedChunk(f"the stream is not UTF-8 text (byte {data[exc.start:exc.start + 1]!r} at offset "
+                                 f"{offset}): the server or a proxy in between corrupted it") from None
+        self._fed += len(data)
+        self._buf += text
+        # a CR at the very end may be the first half of a CRLF: keep it raw until the next piece
+        ready, held = (self._buf[:-1], "\r") if self._buf.endswith("\r") else (self._buf, "")
+        ready = ready.replace("\r\n", "\n").replace("\r", "\n")
+        out = []
+        while "\n\n" in ready:
+            msg, ready = ready.split("\n\n", 1)
+            msg = msg.strip()
+            if msg:
+                out.append(msg)
+        self._buf = ready + held
+        return out
+
+    def rest(self) -> str:
+        """What is left after the stream ended (a last message without its blank line)."""
+        try:
+            self._buf += self._dec.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise MalformedChunk("the stream ends inside a UTF-8 character: the server cut it mid-character") from None
+        return self._buf.replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def parse_message(msg: str):
+    """A parsed JSON payload, "[DONE]", or None (an SSE comment/ping). MalformedChunk otherwise."""
+    lines = [line for line in msg.split("\n") if not line.startswith(":")]
+    data = "\n".join(line[5:].lstrip() if line.startswith("data:") else line for line in lines
+                     if not line.startswith(("event:", "id:", "retry:")))
+    if not data.strip():
+        return None
+    if data == "[DONE]":
+        return data
+    try:
+        return json.loads(data)
+    except (json.JSONDecodeError, RecursionError):
+        raise MalformedChunk(f"malformed SSE chunk from the server (not JSON): {data[:120]!r}; the server or a "
+                             "proxy in between broke the stream") from None
+
+
+@dataclass
+class Chunk:
+    """What one OpenAI streaming chunk says: a token (``text``, '' for an empty one) or not
+    (None), and the ``usage`` counts if it carries them."""
+
+    text: str | None = None
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+
+
+def _bad(what: str, obj) -> MalformedChunk:
+    try:
+        shown = json.dumps(obj)[:120]
+    except (ValueError, RecursionError):
+        shown = "(too deeply nested to show)"
+    return MalformedChunk(f"not an OpenAI streaming chunk ({what}): {shown}; is the URL an OpenAI-compatible "
+                          "server (vLLM, SGLang)?")
+
+
+def _count(usage: dict, key: str):
+    v = usage.get(key)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise _bad(f"usage.{key} is not a token count", usage)
+    return v
+
+
+def parse_chunk(obj, endpoint: str = "completions") -> Chunk:
+    """Check one parsed chunk (see :func:`parse_message`) as vLLM's client reads it: a chunk with
+    choices carries a token (``choices[0].text``, or ``.delta.content`` for chat); else its
+    ``usage`` carries the token counts. MalformedChunk for anything else, and for an ``error``."""
+    if not isinstance(obj, dict):
+        raise _bad(f"a JSON {type(obj).__name__}, not an object", obj)
+    choices = obj.get("choices")
+    if choices:
+        if not isinstance(choices, list):
+            raise _bad("'choices' is not a list", obj)
+        c = choices[0]
+        if not isinstance(c, dict):
+            raise _bad("choices[0] is not an object", obj)
+        if endpoint == "chat":
+            delta = c.get("delta")
+            if delta is None:
+                delta = {}
+            if not isinstance(delta, dict):
+                raise _bad("choices[0].delta is not an object", obj)
+            piece = delta.get("content")
+        else:
+            piece = c.get("text")
+        if piece is not None and not isinstance(piece, str):
+            raise _bad("the token text is not a string", obj)
+        return Chunk(text=piece or "")
+    if "error" in obj:
+        raise MalformedChunk(f"the server sent an error mid-stream: {str(obj['error'])[:200]}")
+    usage = obj.get("usage")
+    if usage:
+        if not isinstance(usage, dict):
+            raise _bad("'usage' is not an object", obj)
+        return Chunk(completion_tokens=_count(usage, "completion_tokens"), prompt_tokens=_count(usage, "prompt_tokens"))
+    return Chunk()
+
+
+class StreamParser:
+    """The bytes of one streamed completion -> a :class:`RequestOutput`. The caller passes the
+    time each piece arrived, so this has no I/O and no clock (the fuzz tests drive it)."""
+
+    def __init__(self, out: RequestOutput, endpoint: str = "completions", start: float = 0.0):
+        self.out, self.endpoint = out, endpoint
+        self.start = self.last = start
+        self.first = self.done = False
+        self._sse = SSEBuffer()
+        self._text: list[str] = []
+        self._tail = b""
+
+    def feed(self, data: bytes, now: float) -> None:
+        """One piece of the body, received at ``now``; MalformedChunk if it is not a valid stream."""
+        self.out.bytes_received += len(data)
+        self._tail = (self._tail + data)[-TAIL_BYTES:]
+        self.out.received_tail = self._tail.decode("utf-8", errors="backslashreplace")
+        for msg in self._sse.feed(data):
+            self._message(msg, now)
+
+    def _message(self, msg: str, now: float) -> None:
+        obj = parse_message(msg)
+        if obj is None:
+            return
+        if obj == "[DONE]":
+            self.done = True
+            return
+        if self.done:
+            raise MalformedChunk(f"the server sent data after [DONE]: {msg[:120]!r}")
+        chunk = parse_chunk(obj, self.endpoint)
+        if chunk.text is not None:
+            if not self.first:
+                self.first = True
+                self.out.ttft = now - self.start
+            else:
+                self.out.itl.append(now - self.last)
+            self.last = now
+            self.out.chunks += 1
+            self._text.append(chunk.text)
+            self.out.generated_text = "".join(self._text)
+            self.out.latency = self.last - self.start
+        else:
+            if chunk.completion_tokens is not None:
+                self.out.output_tokens = chunk.completion_tokens
+            if chunk.prompt_tokens is not None:
+                self.out.prompt_len = chunk.prompt_tokens
+
+    def finish(self, now: float) -> None:
+        """The body ended: the last message, then success or the reason it failed."""
+        rest = self._sse.rest()
+        if rest:
+            self._message(rest, now)
+        if self.first and self.done:
+            self.out.success = True
+        elif self.first:
+            raise MalformedChunk(f"the stream ended after {self.out.chunks} chunks without [DONE]: the server died or "
+                                 "closed the connection")
+        else:
+            raise MalformedChunk("the stream ended without a token: nothing to measure TTFT from")
+
+
+# ------------------------------------------------------------------------------ one request
+def _payload(model: str, req: SampleRequest, endpoint: str, ignore_eos: bool, temperature, extra_body) -> dict:
+    if endpoint == "completions":
+        payload = {"model": model, "prompt": req.prompt, "repetition_penalty": 1.0,
+                   "max_tokens": req.expected_output_len, "logprobs": None}
+    elif endpoint == "chat":
+        payload = {"model": model, "messages": [{"role": "user", "content": [{"type": "text", "text": req.prompt}]}],
+                   "max_completion_tokens": req.expected_output_len}
+    else:
+        raise ValueError(f"endpoint must be 'completions' or 'chat', got {endpoint!r}")
+    payload.update({"stream": True, "stream_options": {"include_usage": True}})
+    if temperature is not None:
+        payload["temperature"] = temperature
+    if ignore_eos:
+        payload["ignore_eos"] = True
+    if extra_body:
+        payload.update(extra_body)
+    return payload
+
+
+def _received(out: RequestOutput) -> str:
+    if not out.bytes_received:
+        return "0 bytes received"
+    return f"{out.chunks} chunks, {out.bytes_received} bytes received, ending {out.received_tail[-80:]!r}"
+
+
+async def request_one(client, base_url: str, model: str, req: SampleRequest, endpoint: str = "completions",
+                      ignore_eos: bool = True, temperature: float | None = 0.0, extra_body: dict | None = None,
+                      pbar=None, timeouts: Timeouts | None = None) -> RequestOutput:
+    """Send one streaming request and time it as vLLM's request functions do. Never raises for
+    what the server does: a failed request has ``success=False`` and an ``error`` saying why."""
+    import httpx
+
+    t = timeouts or Timeouts()
+    url = base_url.rstrip("/") + ("/v1/chat/completions" if endpoint == "chat" else "/v1/completions")
+    payload = _payload(model, req, endpoint, ignore_eos, temperature, extra_body)
+    out = RequestOutput(prompt_len=req.prompt_len)
+    st = time.perf_counter()
+    out.start_time = st
+    parser = StreamParser(out, endpoint, st)
+
+    def limit():
+        """(seconds left, which limit) for the next step."""
+        step, name = ((parser.last + t.between_tokens, "between_tokens") if parser.first
+                      else (st + t.first_token, "first_token"))
+        if st + t.total < step:
+            step, name = st + t.total, "total"
+        return max(0.0, step - time.perf_counter()), name
+
+    name = "first_token"
+    try:
+        left, name = limit()
+        resp = await asyncio.wait_for(client.send(client.build_request("POST", url, json=payload), stream=True), left)
+        try:
+            if resp.status_code != 200:
+                left, name = limit()
+                body = await asyncio.wait_for(resp.aread(), left)
+                out.error = (f"HTTP {resp.status_code} from {url}: {body[:300].decode('utf-8', 'backslashreplace')}")
+            else:
+                pieces = resp.aiter_bytes().__aiter__()
+                while True:
+                    left, name = limit()
+                    try:
+                        data = await asyncio.wait_for(pieces.__anext__(), left)
+                    except StopAsyncIteration:
+                        break
+                    parser.feed(data, time.perf_counter())
+                parser.finish(time.perf_counter())
+        finally:
+            await resp.aclose()
+    except MalformedChunk as exc:
+        out.error = f"{exc} ({_received(out)})"
+    except (asyncio.TimeoutError, httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
+        seconds = getattr(t, name)
+        what = {"first_token": f"no first token within {seconds:g} s",
+                "between_tokens": f"no token for {seconds:g} s after token {out.chunks}",
+                "total": f"the request took over {seconds:g} s in all"}[name]
+        out.error = (f"timed out: {what} ({_received(out)}): the server is overloaded or hung; "
+                     f"raise {Timeouts.FLAGS[name]} if it is just slow")
+    except httpx.ConnectTimeout:
+        out.error = (f"timed out: could not connect to {url} within {t.connect:g} s: the server is overloaded or "
+                     f"the address is wrong; raise {Timeouts.FLAGS['connect']} if it is just slow")
+    except httpx.ConnectError as exc:
+        out.error = f"cannot connect to {url} ({_reason(exc)}): the server is not running (or died)"
+    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+        out.error = (f"the server closed the connection after {out.chunks} chunks ({type(exc).__name__}; "
+                     f"{_received(out)}): did it die or restart?")
+    except httpx.HTTPError as exc:
+        out.error = f"HTTP error: {type(exc).__name__}: {exc} ({_received(out)})"
+    if not out.error and not out.success:
+        out.error = f"the request did not complete ({_received(out)})"
+    if out.error:
+        out.success = False
+    if pbar is not None:
+        pbar.update(1)
+    return out
+
+
+# ------------------------------------------------------------------------------ tokenizer endpoints
+def _post_json(base_url: str, path: str, body: dict, client, timeouts: Timeouts | None) -> dict:
+    """POST a JSON body and return the JSON object answered; BadServerAnswer / ServerUnreachable
+    with the fix otherwise."""
+    import httpx
+
+    t = timeouts or Timeouts()
+    url = base_url.rstrip("/") + path
+    c = client or httpx
+    try:
+        r = c.post(url, json=body, timeout=httpx.Timeout(connect=t.connect, read=min(t.first_token, t.total),
+                                                         write=t.connect, pool=t.connect))
+    except httpx.ConnectError as exc:
+        raise ServerUnreachable(f"cannot reach {url} ({_reason(exc)}): is the server running?") from None
+    except httpx.TimeoutException:
+        raise ServerUnreachable(f"{url} did not answer within {min(t.first_token, t.total):g} s "
+                                f"({Timeouts.FLAGS['first_token']}): the server is hung or overloaded; raise the "
+                                "limit, or use the shipped prompts (--dataset prompts)") from None
+    except httpx.HTTPError as exc:
+        raise ServerUnreachable(f"{url}: {type(exc).__name__}: {_reason(exc)}") from None
+    if r.status_code != 200:
+        raise BadServerAnswer(f"{url} answered HTTP {r.status_code} ({_excerpt(r.content)}): the random dataset "
+                              "needs vLLM's /tokenize and /detokenize endpoints; with another server (SGLang) use the "
+                              "shipped prompts (--dataset prompts, or prompt_requests())")
+    try:
+        obj = r.json()
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        raise BadServerAnswer(f"{url} did not answer a JSON object ({_excerpt(r.content)}): is it vLLM? "
+                              "Otherwise use the shipped prompts (--dataset prompts)")
+    return obj
+
+
+def tokenize(base_url: str, model: str, text: str, client=None, timeouts: Timeouts | None = None) -> list[int]:
+    """Token ids of ``text`` by the SERVER's tokenizer (vLLM's ``POST /tokenize``), no special tokens."""
+    obj = _post_json(base_url, "/tokenize", {"model": model, "prompt": text, "add_special_tokens": False},
+                     client, timeouts)
+    tokens = obj.get("tokens")
+    if not isinstance(tokens, list) or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0
+                                               for x in tokens):
+        raise BadServerAnswer(f"{base_url.rstrip('/')}/tokenize answered {json.dumps(obj)[:120]}: expected "
+                              "'tokens', a list of token ids; is it vLLM? Otherwise use the shipped prompts "
+                              "(--dataset prompts)")
+    return tokens
+
+
+def detokenize(base_url: str, model: str, tokens: list[int], client=None, timeouts: Timeouts | None = None) -> str:
+    """The text of token ids by the server's tokenizer (vLLM's ``POST /detokenize``)."""
+    obj = _post_json(base_url, "/detokenize", {"model": model, "tokens": [int(x) for x in tokens]}, client, timeouts)
+    text = obj.get("prompt")
+    if not isinstance(text, str):
+        raise BadServerAnswer(f"{base_url.rstrip('/')}/detokenize answered {json.dumps(obj)[:120]}: expected "
+                              "'prompt', a string; is it vLLM? Otherwise use the shipped prompts (--dataset prompts)")
+    return text
