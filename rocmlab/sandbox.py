@@ -277,22 +277,12 @@ def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd) -> list[str]
     a += ["--tmpfs", "/", *_system_binds(root), "--dev", "/dev", "--proc", "/proc",
           "--size", str(settings.SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp",
           "--perms", "1777", "--tmpfs", "/dev/shm"]
-    # bubblewrap makes missing parents of a mount point 0700 (root's): make them 0755 so uid 65534
-    # can reach a scratch or bind below e.g. /root/.cache (toolchain helper: tiny fix, see its report)
-    mounted = {"/" + n for n in (SYSTEM_DIRS if root == "/" else os.listdir(root)) if n not in ROOT_SKIPPED}
-    made = {"/", "/tmp", "/dev", "/proc"}
-    for path in (*ro_binds, *([scratch] if scratch else [])):
-        parts = path.rstrip("/").split("/")[1:-1]
-        for i in range(1, len(parts) + 1):
-            d = "/" + "/".join(parts[:i])
-            if d in made or any(d == m or d.startswith(m + "/") for m in mounted):
-                continue
-            made.add(d)
-            a += ["--perms", "0755", "--dir", d]
+    made: set[str] = set()
+    system = {"/" + x for x in (SYSTEM_DIRS if root == "/" else os.listdir(root))}
     for path in ro_binds:
-        a += ["--ro-bind", os.path.realpath(path), path]
+        a += _parents(path, system, made) + ["--ro-bind", os.path.realpath(path), path]
     if scratch:
-        a += ["--bind", scratch, scratch]
+        a += _parents(scratch, system, made) + ["--bind", scratch, scratch]
     groups: list[int] = []
     if gpu:
         for node in _gpu_nodes():
@@ -307,6 +297,22 @@ def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd) -> list[str]
     if _as_root():
         a += _setpriv(groups)
     return a + list(cmd)
+
+
+def _parents(path: str, system: set[str], made: set[str]) -> list[str]:
+    """Make a bind's missing parent folders traversable (bubblewrap would copy the host folders' modes,
+    and a 0700 temporary folder above the scratch would lock the unprivileged program out)."""
+    out: list[str] = []
+    parts = path.strip("/").split("/")[:-1]
+    if not parts or "/" + parts[0] in system:
+        return out
+    cur = ""
+    for p in parts:
+        cur += "/" + p
+        if cur not in made and cur not in ("/tmp", "/dev", "/proc"):
+            made.add(cur)
+            out += ["--perms", "0755", "--dir", cur]
+    return out
 
 
 def _setpriv(groups: list[int]) -> list[str]:

@@ -78,6 +78,12 @@ SANDBOX_UID = 65534
 SANDBOX_GID = 65534
 #: PATH inside the sandbox unless the caller's env names one.
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+#: Seconds the grader's static analysis of one submission may take (it runs in a child with this limit).
+STATIC_TIME_LIMIT_S = 15.0
+#: Largest submission file the grader reads (bytes); larger ones are refused with a message.
+SUBMISSION_MAX_BYTES = 1 << 20
+#: Bytes of a learner's program output shown in feedback.
+FEEDBACK_OUTPUT_CHARS = 500
 #: Seconds the sandbox waits for its processes to go after it kills them (interrupts, time limit).
 SANDBOX_KILL_WAIT_S = 2.0
 # --- vLLM -----------------------------------------------------------------------------------

@@ -1,12 +1,19 @@
 """The grader: ``check(exercise_id, source)`` runs an exercise's checks on a HIP submission.
 
-Checks (one small unit each, :mod:`rocmlab.grader.checks`): ``static`` (no CUDA left, no warp-size
-assumptions, errors checked, required APIs), ``compile`` (for the AMD target, always possible offline),
-``run`` (in a sandbox with a time limit, RLIMIT_AS and an output cap, on fresh random inputs from a seed
-the learner does not control), ``compare`` (against the numpy reference with the spec's tolerance; the
+Checks (one small unit each, :mod:`rocmlab.grader.checks`): ``static`` (on what the compiler sees: the
+token stream of the code compiled for the AMD target, from THE trap scanner :mod:`rocmlab.port.scan`:
+no CUDA left, no warp-size assumptions, errors checked, required APIs), ``compile`` (for the AMD target,
+always possible offline; only system headers and ``exercise_io.h`` may be read), ``run`` (in
+:func:`rocmlab.sandbox.run`: its own unprivileged user, read-only system, only its scratch folder
+writable, no network, own pid namespace, limits; on fresh random inputs from a seed that never enters
+the sandbox), ``compare`` (against the numpy reference, computed outside, with the spec's tolerance; the
 first mismatching index), and ``perf`` (effective TB/s or TFLOP/s against the device's peak from
-``datasets/hardware.csv``, correctness re-checked in the timed run). Checks the machine cannot run
-(run/compare/perf without a GPU) are ``skipped`` and say why: they neither earn nor lose points.
+``datasets/hardware.csv``, correctness re-checked in the timed run).
+
+Statuses: ``passed``, ``failed``; ``not run`` (the submission kept it from running: it does not compile,
+launches no kernel...): earns nothing; ``skipped`` (this machine cannot run it, e.g. no GPU): neither earns
+nor loses points. A fault of the machine (no compiler, no target, no GPU for an asked-for target) makes the
+whole report ``status="error"`` with the fix: never scored, never cached.
 """
 
 from __future__ import annotations
@@ -15,41 +22,59 @@ import shutil
 import tempfile
 import time
 
-from rocmlab.grader.checks import CHECKS, Context, new_seed
+from rocmlab import settings
+from rocmlab.grader.checks import CHECKS, NO_GPU_WORK, Context, MachineFault, analysis, new_seed, not_run
 from rocmlab.grader.report import CheckResult, Report
 from rocmlab.grader.spec import Exercise, ExerciseError, exercises, load
 
 __all__ = ["check", "exercises", "load", "Report", "CheckResult", "Exercise", "ExerciseError"]
 
+EMPTY = "your submission is empty: paste your whole HIP program (kernel, launch and main) and grade again"
+
 
 def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, only=None,
-          time_limit_s: float = 20.0, target: str | None = None) -> Report:
+          time_limit_s: float = settings.RUN_TIME_LIMIT_S, target: str | None = None) -> Report:
     """Grade ``source`` (HIP C++) for an exercise. Never raises for a bad submission.
 
     ``seed`` is for instructors and tests (reproducible inputs); by default every call draws a
     fresh one. ``only`` limits the checks (ids or types). ``target`` overrides the build target.
     """
+    from rocmlab import sandbox
     from rocmlab.platform import current
 
     ex = load(exercise_id)
-    if not isinstance(source, str) or not source.strip():
-        raise ValueError("the submission is empty: pass the HIP source as a string")
+    if source is not None and not isinstance(source, str):
+        raise TypeError("the submission must be HIP source text (str)")
+    time_limit_s = settings.time_limit(time_limit_s)
     plat = plat or current()
     seed = new_seed() if seed is None else int(seed)
     start = time.monotonic()
+    specs = [s for s in ex.checks if not only or s.id in only or s.type in only]
+    dev = plat.device.name if plat.device else "unknown device"
+    iso = sandbox.isolation().description
+
+    def report(results, status="graded", error=""):
+        return Report(ex.id, ex.title, plat.backend, dev, seed, results, time.monotonic() - start, status, error, iso)
+
     work = tempfile.mkdtemp(prefix="rocmlab-grade-")
-    ctx = Context(ex, source, plat, seed, target=target, time_limit_s=time_limit_s, workdir=work)
-    results = []
+    ctx = Context(ex, source or "", plat, seed, target=target, time_limit_s=time_limit_s, workdir=work)
     try:
-        for spec in ex.checks:
-            if only and spec.id not in only and spec.type not in only:
-                continue
+        if not (source or "").strip():
+            return report([not_run(s, ctx, EMPTY) for s in specs])
+        a = analysis(ctx)
+        if a is not None and not a.gpu_work:
+            return report([not_run(s, ctx, NO_GPU_WORK) for s in specs])
+        results = []
+        for spec in specs:
             try:
                 results.append(CHECKS[spec.type](ctx, spec))
+            except MachineFault as exc:
+                msg = str(exc)
+                return report([CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
+                               for s in specs], "error", msg)
             except Exception as exc:  # a grader bug must not look like the learner's fault silently
-                results.append(CheckResult(spec.id, spec.type, "failed", 0.0, spec.points,
-                                           f"grader error ({type(exc).__name__}: {exc}); tell the instructor"))
+                results.append(CheckResult(spec.id, spec.type, "not run", 0.0, spec.points,
+                                           f"not run: grader error ({type(exc).__name__}); tell the instructor"))
+        return report(results)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    dev = plat.device.name if plat.device else "unknown device"
-    return Report(ex.id, ex.title, plat.backend, dev, seed, results, time.monotonic() - start)

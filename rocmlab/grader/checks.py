@@ -10,19 +10,29 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import shutil
 import tempfile
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from rocmlab import sandbox, settings
 from rocmlab.grader import io as gio
 from rocmlab.grader import libs, static
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import COMMON_DIR, CheckSpec, Exercise, common_header_hash
 
-# What an offline AMD build prints when its host code reaches the first GPU call on a machine without one.
-NO_DEVICE = re.compile(r"hipErrorNoDevice|hipErrorInvalidDevice|no ROCm-capable device|invalid device ordinal",
+# What a build prints when its host code reaches the first GPU call on a machine without one.
+NO_DEVICE = re.compile(r"hipErrorNoDevice|hipErrorInvalidDevice|no ROCm-capable device|invalid device ordinal|"
+                       r"no CUDA-capable device|cudaErrorNoDevice|CUDA driver version is insufficient",
                        re.IGNORECASE)
+NO_GPU_WORK = ("your program launches no kernel and calls no GPU library in the code compiled for the target: "
+               "port the kernel and its launch, then grade again")
+
+
+class MachineFault(RuntimeError):
+    """The machine cannot grade this (no compiler, no target, no GPU for the asked target): the grader's
+    problem, never the learner's. The message names the fix."""
 
 
 @dataclass
@@ -32,15 +42,33 @@ class Context:
     plat: object
     seed: int
     target: str | None = None
-    time_limit_s: float = 20.0
+    time_limit_s: float = settings.RUN_TIME_LIMIT_S
     build: object = None
     build_skip: str = ""           # why compiling was not possible here (missing library), if so
+    build_refused: str = ""        # why the grader would not compile it (it reads other files), if so
     run: dict = field(default_factory=dict)     # results of the correctness run
     timed: dict = field(default_factory=dict)   # results of the timed run
     workdir: str = ""
+    analysis: object = None        # static.Analysis of the submission (what the compiler sees)
+    analysis_error: str = ""       # why the static analysis could not run, if so
 
     def child_seed(self, salt: int) -> int:
         return (self.seed * 1_000_003 + salt) % (1 << 63)
+
+
+def analysis(ctx: Context):
+    """The scanner's view of the submission, once per grading (None when it could not run)."""
+    if ctx.analysis is None and not ctx.analysis_error:
+        try:
+            ctx.analysis = static.analyze(ctx.source, ctx.target)
+        except static.AnalysisError as exc:
+            ctx.analysis_error = str(exc)
+    return ctx.analysis
+
+
+def not_run(spec: CheckSpec, ctx: Context, reason: str) -> CheckResult:
+    """A check that could not run because of the submission: says why, earns nothing."""
+    return _result(spec, ctx, "not run", f"not run: {reason}")
 
 
 def _result(spec: CheckSpec, ctx: Context, status: str, message: str, details=None) -> CheckResult:
@@ -60,7 +88,10 @@ def check_static(ctx: Context, spec: CheckSpec) -> CheckResult:
     if fn is None:
         raise ValueError(f"{ctx.exercise.id}: static check {spec.id} has unknown rule {rule!r} "
                          f"(one of {', '.join(static.RULES)})")
-    problems = fn(ctx.source, spec.options)
+    a = analysis(ctx)
+    if a is None:
+        return not_run(spec, ctx, ctx.analysis_error)
+    problems = fn(a, spec.options)
     if not problems:
         return _result(spec, ctx, "passed", {"no-cuda-left": "no CUDA API, PTX or texture reference left",
                                              "no-warp-size": "no warp-size assumptions found",
@@ -74,10 +105,39 @@ def check_static(ctx: Context, spec: CheckSpec) -> CheckResult:
 
 # --- compile -------------------------------------------------------------------------------------
 
+def include_dir() -> str:
+    """A folder holding only exercise_io.h (the compiler sees it, not the rest of the grader's files)."""
+    from rocmlab.paths import cache_dir
+
+    h = common_header_hash()
+    d = cache_dir() / "grader-include" / h
+    if not (d / "exercise_io.h").is_file():
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".exercise_io.h.{os.getpid()}"
+        shutil.copyfile(COMMON_DIR / "exercise_io.h", tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, d / "exercise_io.h")
+    for p in (d, d.parent):
+        os.chmod(p, 0o755)
+    return str(d)
+
+
 def build_flags(ctx: Context, nvidia: bool) -> tuple[tuple[str, ...], str]:
     extra, missing = libs.flags(ctx.exercise.libraries, nvidia)
-    # the header's hash makes the build cache see changes to exercise_io.h
-    return ("-I", str(COMMON_DIR), f"-DROCMLAB_EXERCISE_IO={common_header_hash()}", *extra), missing
+    # the folder's name is the header's hash, so the build cache sees changes to exercise_io.h
+    return ("-I", include_dir(), *extra), missing
+
+
+def _machine_fault(res) -> str:
+    """The build's failure when it is the machine's (no compiler, no bitcode for the target), else ''."""
+    if res.ok:
+        return ""
+    if not res.toolchain_kind:
+        return res.cannot_run_reason or res.log
+    text = " ".join(d.message for d in res.diagnostics)
+    if "is not available offline here" in text or "cannot find clang-offload-bundler" in text:
+        return text
+    return ""
 
 
 def do_build(ctx: Context):
@@ -90,14 +150,33 @@ def do_build(ctx: Context):
     if missing:
         ctx.build_skip = missing
         return None
-    ctx.build = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
-                              name=f"{ctx.exercise.id}-submission")
-    if not ctx.build.ok and not ctx.build.toolchain_kind:   # no compiler here: the machine's fault, not scored
-        ctx.build_skip, ctx.build = ctx.build.log, None
+    res = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
+                        name=f"{ctx.exercise.id}-submission")
+    fault = _machine_fault(res)
+    if fault:
+        raise MachineFault(f"cannot compile for {target} here: {fault}")
+    if ctx.target and res.ok and not res.can_run and target.startswith("sm_"):
+        raise MachineFault(f"target {target} was asked for, but {res.cannot_run_reason}: grade on a machine with "
+                           "that GPU, or leave the target unset to grade for the offline AMD target here")
+    ctx.build = res
     return ctx.build
 
 
+def _compile_refusal(ctx: Context) -> str:
+    a = analysis(ctx)
+    if a is None:
+        return ""
+    bad = static.compile_inputs(a)
+    if not bad:
+        return ""
+    return "; ".join(f"line {ln}: {text}" for ln, text in bad[:3]) + ". The grader did not compile it"
+
+
 def check_compile(ctx: Context, spec: CheckSpec) -> CheckResult:
+    refusal = _compile_refusal(ctx)
+    if refusal:
+        ctx.build_refused = refusal
+        return _result(spec, ctx, "failed", refusal)
     res = do_build(ctx)
     if res is None:
         return _result(spec, ctx, "skipped", f"cannot compile here: {ctx.build_skip}")
@@ -110,7 +189,13 @@ def check_compile(ctx: Context, spec: CheckSpec) -> CheckResult:
     errs = [d for d in res.diagnostics if d.severity in ("error", "fatal error")] or res.diagnostics
     shown = "; ".join((f"line {d.line}: " if d.line else "") + d.message for d in errs[:3])
     return _result(spec, ctx, "failed", f"does not compile for {res.target}: {shown}",
-                   {"log": res.log[-4000:]})
+                   {"log": _learner_log(res.log)})
+
+
+def _learner_log(log: str) -> str:
+    """The compiler's messages about the submission only (never lines of another file), capped."""
+    keep = [ln for ln in log.splitlines() if "submission" in ln.split(":", 1)[0] or ln.startswith(" ")]
+    return "\n".join(keep)[-4000:]
 
 
 # --- run -----------------------------------------------------------------------------------------
@@ -126,30 +211,43 @@ def _fresh_inputs(ctx: Context, size_name: str, salt: int) -> dict:
     return inputs
 
 
-def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
-    """Run the program on fresh inputs; returns a dict with the Completed, inputs and output arrays."""
-    from rocmlab.hip import build
+def run_program(res, scratch: str, args, timeout_s: float) -> sandbox.Completed:
+    """Run a built submission in the sandbox: it sees the system, its own scratch folder (its binary, its
+    input file) and nothing else: not the grader, the seed, the reference or anyone's results."""
+    prog = os.path.join(scratch, "prog")
+    shutil.copy2(res.binary, prog)
+    os.chmod(prog, 0o755)
+    gpu = bool(res.can_run)
+    limits = sandbox.Limits(wall_s=timeout_s, memory_bytes=None if gpu else settings.RUN_MEMORY_BYTES)
+    root = getattr(res, "run_root", None) or "/"
+    return sandbox.run([prog, *args], limits=limits, root=root, scratch=scratch, gpu=gpu, cwd=scratch)
 
+
+def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
+    """Run the program on fresh inputs; returns a dict with the Completed, inputs, expected and output arrays.
+
+    Inputs and expected outputs are made here, outside the sandbox; only the input file goes in. The output
+    file is read back with a cap (twice the expected size, plus 1 MB)."""
     res = ctx.build
     inputs = _fresh_inputs(ctx, size_name, salt)
+    want = ctx.exercise.reference_module().reference(inputs)
+    cap = 2 * sum(np.asarray(w).nbytes for w in want.values()) + (1 << 20)
     d = tempfile.mkdtemp(prefix="run-", dir=ctx.workdir or None)
-    inp, outp = os.path.join(d, "input.bin"), os.path.join(d, "output.bin")
-    gio.write_arrays(inp, inputs.values())
-    host_only = not res.can_run
-    done = build.run(res, args=(inp, outp), timeout_s=timeout_s, host_only=host_only)
-    arrays, fmt_error = None, ""
     try:
-        arrays = gio.read_arrays(outp)
-    except gio.FormatError as exc:
-        fmt_error = str(exc)
-    for f in (inp, outp):
+        inp, outp = os.path.join(d, "input.bin"), os.path.join(d, "output.bin")
+        gio.write_arrays(inp, inputs.values())
+        os.chmod(inp, 0o644)
+        host_only = not res.can_run
+        done = run_program(res, d, (inp, outp), timeout_s)
+        arrays, fmt_error = None, ""
         try:
-            os.remove(f)
-        except OSError:
-            pass
-    os.rmdir(d) if not os.listdir(d) else None
-    return {"done": done, "inputs": inputs, "arrays": arrays, "format_error": fmt_error, "host_only": host_only,
-            "size": size_name}
+            arrays = gio.read_arrays(outp, max_bytes=cap)
+        except gio.FormatError as exc:
+            fmt_error = str(exc)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    return {"done": done, "inputs": inputs, "want": want, "arrays": arrays, "format_error": fmt_error,
+            "host_only": host_only, "size": size_name}
 
 
 def _run_verdict(r: dict) -> tuple[str, str]:
@@ -182,16 +280,29 @@ def _run_verdict(r: dict) -> tuple[str, str]:
     return "passed", f"ran cleanly in {done.duration_s:.2f} s{warn}"
 
 
-def check_run(ctx: Context, spec: CheckSpec) -> CheckResult:
+def _unbuilt(ctx: Context, spec: CheckSpec) -> CheckResult | None:
+    """The result of a run-type check whose program cannot run, or None when it can."""
+    if getattr(ctx, "build_refused", ""):
+        return not_run(spec, ctx, "the program was not compiled (see the compile check)")
+    if _compile_refusal(ctx):
+        return not_run(spec, ctx, "the program reads files at compile time (see the compile check)")
     res = do_build(ctx)
     if res is None:
         return _result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
     if not res.ok:
-        return _result(spec, ctx, "failed", "not run: the program does not compile")
+        return not_run(spec, ctx, "the program does not compile")
+    return None
+
+
+def check_run(ctx: Context, spec: CheckSpec) -> CheckResult:
+    early = _unbuilt(ctx, spec)
+    if early is not None:
+        return early
     ctx.run = execute(ctx, "run", 1, float(spec.options.get("timeout_s", ctx.time_limit_s)))
     status, msg = _run_verdict(ctx.run)
     ctx.run["status"] = status
-    return _result(spec, ctx, status, msg, {"stdout_tail": ctx.run["done"].stdout[-500:]})
+    return _result(spec, ctx, status, msg, {"stdout_tail": ctx.run["done"].stdout[-settings.FEEDBACK_OUTPUT_CHARS:],
+                                            "isolation": ctx.run["done"].isolation})
 
 
 # --- compare -------------------------------------------------------------------------------------
@@ -199,7 +310,7 @@ def check_run(ctx: Context, spec: CheckSpec) -> CheckResult:
 def compare_outputs(ctx: Context, r: dict) -> tuple[bool, str, dict]:
     ex = ctx.exercise
     ref = ex.reference_module()
-    want = ref.reference(r["inputs"])
+    want = r.get("want") or ref.reference(r["inputs"])
     scale = ref.scale(r["inputs"]) if hasattr(ref, "scale") else {}
     arrays = r["arrays"]
     if arrays is None:
@@ -232,11 +343,11 @@ def check_compare(ctx: Context, spec: CheckSpec) -> CheckResult:
     if ctx.build_skip:
         return _result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
     if not ctx.run:
-        return _result(spec, ctx, "failed", "nothing to compare: the program did not run")
+        return not_run(spec, ctx, "nothing to compare: the program did not run")
     if ctx.run.get("status") == "skipped":
         return _result(spec, ctx, "skipped", "needs a GPU run (see the run check)")
     if ctx.run["arrays"] is None:
-        return _result(spec, ctx, "failed", f"nothing to compare: {ctx.run['format_error'] or 'no output'}")
+        return not_run(spec, ctx, f"nothing to compare: {ctx.run['format_error'] or 'no output'}")
     ok, msg, details = compare_outputs(ctx, ctx.run)
     return _result(spec, ctx, "passed" if ok else "failed", msg, details)
 
@@ -248,17 +359,17 @@ def check_perf(ctx: Context, spec: CheckSpec) -> CheckResult:
         return _result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
     res = ctx.build
     if res is None or not res.ok:
-        return _result(spec, ctx, "failed", "not timed: the program does not compile")
+        return not_run(spec, ctx, "the program does not compile")
     if not res.can_run:
         return _result(spec, ctx, "skipped", f"needs a GPU: {res.cannot_run_reason}")
     if ctx.run.get("status") != "passed":
-        return _result(spec, ctx, "failed", "not timed: the correctness run did not pass")
+        return not_run(spec, ctx, "not timed: the correctness run did not pass")
     dev = ctx.plat.device
     peak_name = spec.options.get("peak", "bandwidth_tbs" if spec.options.get("metric") == "bandwidth" else "fp32_vector_tflops")
     peak = dev.spec[peak_name] if dev is not None and dev.spec is not None else None
     if not peak:
         return _result(spec, ctx, "skipped", f"no {peak_name} peak for {dev.name if dev else 'this device'} in datasets/hardware.csv")
-    r = ctx.timed = execute(ctx, "perf", 2, float(spec.options.get("timeout_s", 60.0)))
+    r = ctx.timed = execute(ctx, "perf", 2, float(spec.options.get("timeout_s", settings.PERF_TIME_LIMIT_S)))
     status, msg = _run_verdict(r)
     if status != "passed":
         return _result(spec, ctx, "failed", "timed run: " + msg)

@@ -6,8 +6,13 @@ import html
 import json
 from dataclasses import asdict, dataclass, field
 
-STATUSES = ("passed", "failed", "skipped")
-_MARK = {"passed": "PASS", "failed": "FAIL", "skipped": "skip"}
+#: passed / failed; "not run": could not run because of the submission (it did not compile, launches no
+#: kernel, ...): earns nothing and counts as possible; "skipped": this machine cannot run it (no GPU):
+#: neither earns nor loses points.
+STATUSES = ("passed", "failed", "not run", "skipped")
+_MARK = {"passed": "PASS", "failed": "FAIL", "not run": "----", "skipped": "skip"}
+#: A report's status: "graded", or "error" (a fault of the machine: not scored, not cached; rerun after the fix).
+REPORT_STATUSES = ("graded", "error")
 
 
 @dataclass
@@ -35,14 +40,19 @@ class Report:
     seed: int | None
     checks: list[CheckResult]
     duration_s: float = 0.0
+    status: str = "graded"
+    error: str = ""          # for status "error": what is wrong with the machine, and the fix
+    isolation: str = ""      # how the learner's code was isolated (rocmlab.sandbox.isolation())
 
     @property
     def earned(self) -> float:
-        return sum(c.points for c in self.checks)
+        return 0.0 if self.status == "error" else sum(c.points for c in self.checks)
 
     @property
     def available(self) -> float:
         """Points of the checks this machine could run."""
+        if self.status == "error":
+            return 0.0
         return sum(c.max_points for c in self.checks if c.status != "skipped")
 
     @property
@@ -52,7 +62,7 @@ class Report:
     @property
     def full_marks(self) -> bool:
         """Every check this backend can run passed."""
-        return all(c.status != "failed" for c in self.checks)
+        return self.status == "graded" and all(c.status in ("passed", "skipped") for c in self.checks)
 
     def check(self, check_id: str) -> CheckResult:
         for c in self.checks:
@@ -61,6 +71,8 @@ class Report:
         raise KeyError(f"no check {check_id!r} in this report (have {', '.join(c.id for c in self.checks)})")
 
     def score_line(self) -> str:
+        if self.status == "error":
+            return f"{self.exercise}: NOT GRADED (a problem of this machine, not of your code): {self.error}"
         skipped = self.possible - self.available
         more = f"; {skipped:g} more need a GPU backend" if skipped else ""
         return (f"{self.exercise}: {self.earned:g}/{self.available:g} points on the checks this machine runs"
@@ -68,6 +80,8 @@ class Report:
 
     def to_text(self) -> str:
         lines = [f"{self.title}", self.score_line()]
+        if self.isolation:
+            lines.append(f"  isolation: {self.isolation}")
         for c in self.checks:
             lines.append(f"  {_MARK[c.status]} {c.id:<22} {c.points:g}/{c.max_points:g}  {c.message}")
             if c.status == "failed" and c.hint:
@@ -79,11 +93,13 @@ class Report:
 
         rows = [[c.status, c.id, f"{c.points:g}/{c.max_points:g}", c.message,
                  c.hint if c.status == "failed" else ""] for c in self.checks]
-        return (f"<p><b>{html.escape(self.title)}</b><br>{html.escape(self.score_line())}</p>"
+        iso = f"<br><small>isolation: {html.escape(self.isolation)}</small>" if self.isolation else ""
+        return (f"<p><b>{html.escape(self.title)}</b><br>{html.escape(self.score_line())}{iso}</p>"
                 + html_table(["status", "check", "points", "message", "hint"], rows, css_class="rocmlab-grader",
                              status_col=0))
 
     def to_json(self) -> dict:
+        """Everything, the seed included: for the instructor's results/, never for feedback."""
         d = asdict(self)
         d.update(earned=self.earned, available=self.available, possible=self.possible)
         return d
@@ -91,7 +107,8 @@ class Report:
     @classmethod
     def from_json(cls, d: dict) -> Report:
         checks = [CheckResult(**c) for c in d["checks"]]
-        return cls(d["exercise"], d["title"], d["backend"], d["device"], d.get("seed"), checks, d.get("duration_s", 0.0))
+        return cls(d["exercise"], d["title"], d["backend"], d["device"], d.get("seed"), checks, d.get("duration_s", 0.0),
+                   d.get("status", "graded"), d.get("error", ""), d.get("isolation", ""))
 
     def __str__(self) -> str:
         return self.to_text()

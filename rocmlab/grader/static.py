@@ -1,83 +1,231 @@
-"""Static rules over the learner's HIP source: each returns a list of problems ``(line, text)``.
+"""Static rules over what the compiler sees, not over raw text.
 
-They read the source with comments and strings blanked (:func:`rocmlab.hip.traps.strip_comments_and_strings`),
-so a comment that mentions ``cudaMalloc`` is not a problem.
+:func:`analyze` runs THE trap scanner (:func:`rocmlab.port.scan.scan`, token-based and preprocessor-aware:
+the code compiled for the AMD target in the device and host passes) on the submission, with
+``exercise_io.h`` as the only include folder and an empty project folder (so ``#include "..."`` reaches
+nothing else). It runs in a forked child with a time limit (``settings.STATIC_TIME_LIMIT_S``): a file built
+to make the preprocessor slow ends as "not run", never as a hung grader.
+
+Each rule takes the :class:`Analysis` and returns a list of problems ``(line, text)``. Every rule here is
+linear in the input: token walks, and the spec's ``requires`` regular expressions are matched per
+statement of at most ``STATEMENT_CHARS`` characters.
+
+:func:`compile_inputs` is the grader's policy on what a submission may make the compiler read: system
+headers (``<...>``) and ``"exercise_io.h"``, nothing else (no ``#embed``, no absolute or ``..`` paths,
+no computed includes, no ``.incbin`` in inline assembly).
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
+import tempfile
+import time
+from dataclasses import dataclass, field
 
-from rocmlab.hip.traps import find_traps, strip_comments_and_strings
+from rocmlab import settings
+from rocmlab.port.scan import ScanReport, Tok, scan, tokenize
 
-_LAUNCH = re.compile(r"<<<|\bhipLaunchKernelGGL\s*\(")
-_ERRCHK = re.compile(r"\bhip(?:GetLastError|PeekAtLastError)\s*\(")
-_BARE_CALL = re.compile(r"(?:^|[;{}])\s*((?:hip|hipblas)[A-Z]\w*)\s*\(", re.MULTILINE)
+SUBMISSION = "submission.hip"
+#: Characters of one statement the ``requires`` regular expressions see (keeps them linear overall).
+STATEMENT_CHARS = 512
+_ERRCHK = ("hipGetLastError", "hipPeekAtLastError")
+_HIP_API = re.compile(r"(?:hip|hipblas)[A-Z]\w*")
 _NOT_CHECKED_OK = {"hipLaunchKernelGGL"}
+_STATEMENT_START = {";", "{", "}", "else"}
+_INCLUDES = {"include", "include_next", "import"}
 
 
-def _line_of(text: str, pos: int) -> int:
-    return text.count("\n", 0, pos) + 1
+class AnalysisError(RuntimeError):
+    """The static analysis could not run (time limit, scanner failure): the checks say "not run"."""
 
 
-def _trap_problems(traps) -> list[tuple[int, str]]:
-    """One line per trap; the first of each rule says why and the fix."""
+@dataclass
+class Analysis:
+    report: ScanReport
+    tokens: list[Tok]                  # the submission's compiled tokens (directive lines left out), in order
+    directives: list[list[Tok]]        # every directive line of the submission (compiled or not)
+    strings: list[Tok] = field(default_factory=list)     # every string literal token of the submission
+    seconds: float = 0.0
+
+    @property
+    def launches(self) -> list[tuple[int, str]]:
+        return [(line, k) for f, line, k in self.report.launches if f == SUBMISSION]
+
+    @property
+    def gpu_work(self) -> bool:
+        """A kernel launch or a GPU library call in compiled code: without one a program does nothing on the GPU."""
+        return bool(self.launches or self.report.libraries)
+
+
+def _analyze(source: str, target: str) -> Analysis:
+    start = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="rocmlab-static-") as root:
+        from rocmlab.grader.spec import COMMON_DIR
+
+        report = scan(source, target=target, include_dirs=[str(COMMON_DIR)], filename=SUBMISSION, root=root)
+    lines = tokenize(source)
+    active = [True] * len(lines)
+    for a, b in report.inactive_lines.get(SUBMISSION, []):
+        for i in range(a - 1, min(b, len(lines))):
+            active[i] = False
+    tokens, directives, strings = [], [], []
+    for idx, toks in enumerate(lines):
+        if toks and toks[0].text == "#":
+            directives.append(toks)
+        elif active[idx]:
+            tokens += toks
+        strings += [t for t in toks if t.kind == "str"]
+    return Analysis(report, tokens, directives, strings, time.monotonic() - start)
+
+
+def _child(conn, source, target):
+    try:
+        conn.send(("ok", _analyze(source, target)))
+    except BaseException as exc:       # noqa: BLE001 - reported to the parent, which decides
+        conn.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        conn.close()
+
+
+def analyze(source: str, target: str | None = None, *, time_limit_s: float | None = None) -> Analysis:
+    """The scanner's view of ``source`` for ``target`` (an NVIDIA target is scanned as the default AMD one:
+    the checks are about the AMD port). Raises :class:`AnalysisError` when it cannot finish in time."""
+    target = target if target in settings.AMD_TARGETS else settings.DEFAULT_TARGET
+    limit = time_limit_s or settings.STATIC_TIME_LIMIT_S
+    ctx = multiprocessing.get_context("fork")
+    recv, send = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_child, args=(send, source, target), daemon=True)
+    proc.start()
+    send.close()
+    try:
+        if not recv.poll(limit):
+            raise AnalysisError(f"the static analysis did not finish in {limit:g} s (a very large or macro-heavy "
+                                "file?): make the file smaller")
+        try:
+            kind, value = recv.recv()
+        except EOFError:
+            raise AnalysisError("the static analysis stopped without an answer") from None
+    finally:
+        if proc.is_alive():
+            proc.kill()
+        proc.join(2)
+        recv.close()
+    if kind != "ok":
+        raise AnalysisError(f"the static analysis failed ({value}); tell the instructor")
+    return value
+
+
+# --- the rules ---------------------------------------------------------------------------------------
+
+def _finding_problems(findings) -> list[tuple[int, str]]:
+    """One line per finding; the first of each rule says why and the fix."""
     out, explained = [], set()
-    for t in traps:
-        if t.severity != "wrong":
-            continue
-        text = f"`{' '.join(t.snippet.split())[:60]}` ({t.rule})"
-        if t.rule not in explained:
-            explained.add(t.rule)
-            text += f": {t.why} Fix: {t.fix}"
-        out.append((t.line, text))
+    for f in findings:
+        text = f"`{' '.join(f.snippet.split())[:60]}` ({f.rule})" if f.snippet else f"({f.rule})"
+        if f.rule not in explained:
+            explained.add(f.rule)
+            text += f": {f.message} Fix: {f.fix}"
+        out.append((f.line, text))
     return out
 
 
-def no_cuda_left(source: str, options: dict) -> list[tuple[int, str]]:
-    return _trap_problems(find_traps(source, kinds=("cuda-left", "library", "asm", "texture")))
+def no_cuda_left(a: Analysis, options: dict) -> list[tuple[int, str]]:
+    return _finding_problems(a.report.compiled_findings("error", kinds=("cuda-left", "library", "asm", "texture")))
 
 
-def no_warp_size(source: str, options: dict) -> list[tuple[int, str]]:
-    return _trap_problems(find_traps(source, kinds=("warp",)))
+def no_warp_size(a: Analysis, options: dict) -> list[tuple[int, str]]:
+    return _finding_problems(a.report.compiled_findings("error", kinds=("warp",)))
 
 
-def errors_checked(source: str, options: dict) -> list[tuple[int, str]]:
-    clean = strip_comments_and_strings(source)
-    lines = clean.splitlines()
+def errors_checked(a: Analysis, options: dict) -> list[tuple[int, str]]:
+    toks, n = a.tokens, len(a.tokens)
     problems = []
     # macros whose body checks the last error count as a check after a launch
-    checker_macros = {m.group(1) for m in re.finditer(r"#\s*define\s+(\w+)[^\n]*(?:\\\n[^\n]*)*", clean)
-                      if _ERRCHK.search(m.group(0))}
-    for m in _BARE_CALL.finditer(clean):
-        name = m.group(1)
-        line = _line_of(clean, m.start(1))
-        if name in _NOT_CHECKED_OK or lines[line - 1].lstrip().startswith("#"):
+    checkers = {d[2].text for d in a.directives
+                if len(d) > 3 and d[1].text == "define" and any(t.text in _ERRCHK for t in d[3:])}
+    for i, t in enumerate(toks):
+        if (t.kind == "id" and t.text not in _NOT_CHECKED_OK and i + 1 < n and toks[i + 1].text == "("
+                and (i == 0 or toks[i - 1].text in _STATEMENT_START) and _HIP_API.fullmatch(t.text)):
+            kind = "hipblasStatus_t" if t.text.startswith("hipblas") else "hipError_t"
+            problems.append((t.line, f"the {kind} that {t.text}() returns is ignored: wrap it in a check macro"))
+    launch_lines = {line for line, _ in a.launches}
+    seen = set()
+    for i, t in enumerate(toks):
+        if t.line not in launch_lines or t.line in seen or t.text not in ("<<<", "hipLaunchKernelGGL"):
             continue
-        kind = "hipblasStatus_t" if name.startswith("hipblas") else "hipError_t"
-        problems.append((line, f"the {kind} that {name}() returns is ignored: wrap it in a check macro"))
-    for m in _LAUNCH.finditer(clean):
-        line = _line_of(clean, m.start())
-        if lines[line - 1].lstrip().startswith("#"):
+        seen.add(t.line)
+        j = i
+        while j < n and toks[j].text != ";":
+            j += 1
+        if j >= n:
             continue
-        end = clean.find(";", m.end())
-        after = clean[end + 1:] if end >= 0 else ""
-        window = "\n".join(after.split("\n")[:4])
-        if not (_ERRCHK.search(window) or any(re.search(rf"\b{re.escape(mac)}\b", window) for mac in checker_macros)):
-            problems.append((line, "no hipGetLastError() right after this kernel launch: launch errors go unseen"))
+        last = toks[j].line + 3
+        window = (x.text for x in toks[j + 1:j + 400] if x.line <= last)
+        if not any(w in _ERRCHK or w in checkers for w in window):
+            problems.append((t.line, "no hipGetLastError() right after this kernel launch: launch errors go unseen"))
     return sorted(problems)
 
 
-def requires(source: str, options: dict) -> list[tuple[int, str]]:
-    clean = strip_comments_and_strings(source)
+def statements(a: Analysis) -> list[str]:
+    """The compiled code as statements (split at ; { }), each at most STATEMENT_CHARS characters."""
+    out, cur, size = [], [], 0
+    for t in a.tokens:
+        if size < STATEMENT_CHARS:
+            cur.append(t.text)
+            size += len(t.text) + 1
+        if t.text in (";", "{", "}"):
+            out.append(" ".join(cur)[:STATEMENT_CHARS])
+            cur, size = [], 0
+    if cur:
+        out.append(" ".join(cur)[:STATEMENT_CHARS])
+    return out
+
+
+def requires(a: Analysis, options: dict) -> list[tuple[int, str]]:
     out = []
+    stmts = None
     for pat in options.get("patterns", []):
-        found = re.search(pat, clean) if options.get("regex") else pat in clean
+        if options.get("regex"):
+            stmts = statements(a) if stmts is None else stmts
+            rx = re.compile(pat)
+            found = any(rx.search(s) for s in stmts)
+        elif re.fullmatch(r"\w+", pat):
+            found = pat in a.report.identifiers
+        else:
+            stmts = statements(a) if stmts is None else stmts
+            found = any(pat in s for s in stmts)
         if not found:
             what = options.get("message") or "the solution needs it"
-            out.append((0, f"{pat!r} not found: {what}"))
+            out.append((0, f"{pat!r} not found in the compiled code: {what}"))
     return out
 
 
 RULES = {"no-cuda-left": no_cuda_left, "no-warp-size": no_warp_size, "errors-checked": errors_checked,
          "requires": requires}
+
+
+def compile_inputs(a: Analysis) -> list[tuple[int, str]]:
+    """What would make the compiler read a file other than system headers and exercise_io.h."""
+    problems = []
+    for d in a.directives:
+        if len(d) < 2:
+            continue
+        name, rest = d[1].text, d[2:]
+        if name in _INCLUDES:
+            if len(rest) == 1 and rest[0].kind == "str" and rest[0].text.strip('"') == "exercise_io.h":
+                continue
+            if rest and rest[0].text == "<" and rest[-1].text == ">" and len(rest) > 2:
+                header = "".join(t.text for t in rest[1:-1])
+                if not header.startswith("/") and ".." not in header:
+                    continue
+            shown = " ".join(t.text for t in d)[:80]
+            problems.append((d[0].line, f"`{shown}`: a submission may include only system headers (<...>) "
+                                        "and \"exercise_io.h\""))
+        elif name == "embed" or (name == "pragma" and any(t.text == "dependency" for t in rest)):
+            problems.append((d[0].line, f"`#{name}` reads a file: a submission may not read files at compile time"))
+    for t in a.strings:
+        if ".incbin" in t.text or ".include" in t.text:
+            problems.append((t.line, "`.incbin`/`.include` in inline assembly reads a file: remove it"))
+    return sorted(problems)
