@@ -278,7 +278,7 @@ def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd) -> list[str]
           "--size", str(settings.SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp",
           "--perms", "1777", "--tmpfs", "/dev/shm"]
     made: set[str] = set()
-    system = {"/" + x for x in (SYSTEM_DIRS if root == "/" else os.listdir(root))}
+    system = {"/" + x for x in (SYSTEM_DIRS if root == "/" else os.listdir(root)) if x not in ROOT_SKIPPED}
     for path in ro_binds:
         a += _parents(path, system, made) + ["--ro-bind", os.path.realpath(path), path]
     if scratch:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocmlab import sandbox, settings
+from rocmlab.hip import compile as driver
 from rocmlab.grader import io as gio
 from rocmlab.grader import libs, static
 from rocmlab.grader.report import CheckResult
@@ -218,9 +219,10 @@ def run_program(res, scratch: str, args, timeout_s: float) -> sandbox.Completed:
     shutil.copy2(res.binary, prog)
     os.chmod(prog, 0o755)
     gpu = bool(res.can_run)
-    limits = sandbox.Limits(wall_s=timeout_s, memory_bytes=None if gpu else settings.RUN_MEMORY_BYTES)
-    root = getattr(res, "run_root", None) or "/"
-    return sandbox.run([prog, *args], limits=limits, root=root, scratch=scratch, gpu=gpu, cwd=scratch)
+    # an offline build runs inside the ROCm root it was linked against (its libamdhip64 lives there)
+    return driver.run_program(res.toolchain_kind, res.root, [prog, *args], scratch=scratch, time_limit=timeout_s,
+                              memory_bytes=None if gpu else settings.RUN_MEMORY_BYTES,
+                              output_bytes=settings.RUN_OUTPUT_BYTES, gpu=gpu)
 
 
 def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
