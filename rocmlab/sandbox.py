@@ -268,7 +268,7 @@ def _gpu_nodes() -> list[str]:
 
 
 def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd) -> list[str]:
-    a = ["bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
+    a = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
          "--unshare-uts", "--unshare-cgroup-try"]
     if not _as_root():
         a += ["--unshare-user", "--uid", str(settings.SANDBOX_UID), "--gid", str(settings.SANDBOX_GID)]

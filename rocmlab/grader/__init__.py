@@ -18,6 +18,7 @@ whole report ``status="error"`` with the fix: never scored, never cached.
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -57,6 +58,7 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
         return Report(ex.id, ex.title, plat.backend, dev, seed, results, time.monotonic() - start, status, error, iso)
 
     work = tempfile.mkdtemp(prefix="rocmlab-grade-")
+    os.chmod(work, 0o711)   # the sandboxed program (another uid) may pass through to its scratch, not list it
     ctx = Context(ex, source or "", plat, seed, target=target, time_limit_s=time_limit_s, workdir=work)
     try:
         if not (source or "").strip():
@@ -68,7 +70,7 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
         for spec in specs:
             try:
                 results.append(CHECKS[spec.type](ctx, spec))
-            except MachineFault as exc:
+            except (MachineFault, sandbox.SandboxError) as exc:   # the machine's fault: not scored
                 msg = str(exc)
                 return report([CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
                                for s in specs], "error", msg)

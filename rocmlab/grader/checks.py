@@ -12,6 +12,7 @@ import re
 import secrets
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -114,7 +115,7 @@ def include_dir() -> str:
     d = cache_dir() / "grader-include" / h
     if not (d / "exercise_io.h").is_file():
         d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".exercise_io.h.{os.getpid()}"
+        tmp = d / f".exercise_io.h.{os.getpid()}.{threading.get_ident()}"
         shutil.copyfile(COMMON_DIR / "exercise_io.h", tmp)
         os.chmod(tmp, 0o644)
         os.replace(tmp, d / "exercise_io.h")

@@ -191,8 +191,9 @@ def requires(a: Analysis, options: dict) -> list[tuple[int, str]]:
             stmts = statements(a) if stmts is None else stmts
             rx = re.compile(pat)
             found = any(rx.search(s) for s in stmts)
-        elif re.fullmatch(r"\w+", pat):
-            found = pat in a.report.identifiers
+        elif re.fullmatch(r"\w+", pat):   # an identifier; one ending in "_" names a family (__builtin_amdgcn_mfma_)
+            ids = a.report.identifiers
+            found = pat in ids or (pat.endswith("_") and any(i.startswith(pat) for i in ids))
         else:
             stmts = statements(a) if stmts is None else stmts
             found = any(pat in s for s in stmts)
