@@ -213,7 +213,7 @@ def _fresh_inputs(ctx: Context, size_name: str, salt: int) -> dict:
     return inputs
 
 
-def run_program(res, scratch: str, args, timeout_s: float) -> sandbox.Completed:
+def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | None = None) -> sandbox.Completed:
     """Run a built submission in the sandbox: it sees the system, its own scratch folder (its binary, its
     input file) and nothing else: not the grader, the seed, the reference or anyone's results."""
     prog = os.path.join(scratch, "prog")
@@ -223,7 +223,8 @@ def run_program(res, scratch: str, args, timeout_s: float) -> sandbox.Completed:
     # an offline build runs inside the ROCm root it was linked against (its libamdhip64 lives there)
     return driver.run_program(res.toolchain_kind, res.root, [prog, *args], scratch=scratch, time_limit=timeout_s,
                               memory_bytes=None if gpu else settings.RUN_MEMORY_BYTES,
-                              output_bytes=settings.RUN_OUTPUT_BYTES, gpu=gpu)
+                              output_bytes=settings.RUN_OUTPUT_BYTES, gpu=gpu,
+                              file_bytes=max(settings.RUN_FILE_BYTES, file_bytes or 0))
 
 
 def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
@@ -241,7 +242,7 @@ def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
         gio.write_arrays(inp, inputs.values())
         os.chmod(inp, 0o644)
         host_only = not res.can_run
-        done = run_program(res, d, (inp, outp), timeout_s)
+        done = run_program(res, d, (inp, outp), timeout_s, file_bytes=cap)   # large perf sizes write large outputs
         arrays, fmt_error = None, ""
         try:
             arrays = gio.read_arrays(outp, max_bytes=cap)

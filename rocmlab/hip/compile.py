@@ -259,10 +259,11 @@ def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=()
 
 
 def run_program(tc_kind: str, root: str | None, cmd, *, scratch, time_limit: float, memory_bytes, output_bytes,
-                stdin_data=None, env=None, gpu: bool = False, ro_binds=()) -> sandbox.Completed:
+                stdin_data=None, env=None, gpu: bool = False, ro_binds=(), file_bytes: int | None = None) -> sandbox.Completed:
     """Run a program this driver built: an offline build runs inside the ROCm root it was
     linked against (its libamdhip64 and glibc live there); others on the host."""
-    limits = sandbox.Limits(wall_s=time_limit, memory_bytes=memory_bytes, output_bytes=output_bytes)
+    limits = sandbox.Limits(wall_s=time_limit, memory_bytes=memory_bytes, output_bytes=output_bytes,
+                            **({"file_bytes": file_bytes} if file_bytes else {}))
     return sandbox.run([str(c) for c in cmd], limits=limits, root=root or "/", scratch=str(Path(scratch).resolve()),
                        ro_binds=tuple(dict.fromkeys(str(b) for b in ro_binds)), env=_env(root, env), gpu=gpu,
                        stdin_data=stdin_data, cwd=str(Path(scratch).resolve()))
