@@ -33,7 +33,8 @@ int main() {{ float* d; cudaMalloc(&d, 4); k<<<1, 64>>>(d, d); cudaDeviceSynchro
 def _verdicts(cuda: str, tmp_path: Path, name: str = "k.cu"):
     lab = hipify.hipify_source(cuda, name)                       # Lab 02's porting cell
     lab_errors = {(t.line, t.rule) for t in lab.traps if t.level == "error"}
-    problems = static.no_warp_size(lab.hip, {}) + static.no_cuda_left(lab.hip, {})   # the grader, on the HIP
+    analysis = static.analyze(lab.hip)                            # the grader, on the HIP
+    problems = static.no_warp_size(analysis, {}) + static.no_cuda_left(analysis, {})
     grader_lines = {line for line, _ in problems}
     src = tmp_path / "src"
     src.mkdir(parents=True)
