@@ -18,6 +18,7 @@ whole report ``status="error"`` with the fix: never scored, never cached.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import tempfile
@@ -71,9 +72,13 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
             try:
                 results.append(CHECKS[spec.type](ctx, spec))
             except (MachineFault, sandbox.SandboxError) as exc:   # the machine's fault: not scored
+                # the checks that ran before it stay visible (the learner sees the static findings); the
+                # report's status "error" scores none of them and is never cached
                 msg = str(exc)
-                return report([CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
-                               for s in specs], "error", msg)
+                ran = [dataclasses.replace(r, points=0.0, message=f"{r.message} (not scored: a fault of the "
+                                           "machine stopped this grade)") for r in results]
+                return report(ran + [CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
+                                         for s in specs[len(results):]], "error", msg)
             except Exception as exc:  # a grader bug must not look like the learner's fault silently
                 results.append(CheckResult(spec.id, spec.type, "not run", 0.0, spec.points,
                                            f"not run: grader error ({type(exc).__name__}); tell the instructor"))

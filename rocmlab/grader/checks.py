@@ -131,11 +131,11 @@ def build_flags(ctx: Context, nvidia: bool) -> tuple[tuple[str, ...], str]:
 
 
 def _machine_fault(res) -> str:
-    """The build's failure when it is the machine's (a compiler that lacks the target's bitcode), else ''.
-    No compiler at all is not a fault: the compile and run checks are skipped (this machine cannot run
-    them) and the static checks still count."""
-    if res.ok or not res.toolchain_kind:
+    """The build's failure when it is the machine's (no compiler, no bitcode for the target), else ''."""
+    if res.ok:
         return ""
+    if not res.toolchain_kind:
+        return res.cannot_run_reason or res.log
     text = " ".join(d.message for d in res.diagnostics)
     if "is not available offline here" in text or "cannot find clang-offload-bundler" in text:
         return text
@@ -154,9 +154,6 @@ def do_build(ctx: Context):
         return None
     res = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
                         name=f"{ctx.exercise.id}-submission")
-    if not res.ok and not res.toolchain_kind:
-        ctx.build_skip = res.cannot_run_reason or res.log
-        return None
     fault = _machine_fault(res)
     if fault:
         raise MachineFault(f"cannot compile for {target} here: {fault}")
