@@ -227,6 +227,13 @@ def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | Non
                               file_bytes=max(settings.RUN_FILE_BYTES, file_bytes or 0))
 
 
+def run_time_limit(ctx: Context, spec: CheckSpec) -> float:
+    """Seconds a run check's program may take: the caller's limit (the instructor's ``--time-limit``, a
+    notebook's argument) > the exercise spec's ``timeout_s`` > ``settings.RUN_TIME_LIMIT_S``."""
+    given = settings.resolve(ctx.time_limit_s, spec.options.get("timeout_s"), default=settings.RUN_TIME_LIMIT_S)
+    return settings.time_limit(given, what="the run time limit")
+
+
 def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
     """Run the program on fresh inputs; returns a dict with the Completed, inputs, expected and output arrays.
 
@@ -302,9 +309,7 @@ def check_run(ctx: Context, spec: CheckSpec) -> CheckResult:
     early = _unbuilt(ctx, spec)
     if early is not None:
         return early
-    # precedence: the caller (the instructor's --time-limit) > the exercise spec > settings
-    limit = settings.resolve(ctx.time_limit_s, spec.options.get("timeout_s"), default=settings.RUN_TIME_LIMIT_S)
-    ctx.run = execute(ctx, "run", 1, float(limit))
+    ctx.run = execute(ctx, "run", 1, run_time_limit(ctx, spec))
     status, msg = _run_verdict(ctx.run)
     ctx.run["status"] = status
     return result(spec, ctx, status, msg, {"stdout_tail": ctx.run["done"].stdout[-settings.FEEDBACK_OUTPUT_CHARS:],
