@@ -38,6 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rocmlab.comm import codecs as C  # noqa: E402
 from rocmlab.comm import triton_codec as T  # noqa: E402
+from rocmlab.profile.timing import graph_bench  # noqa: E402
 
 DEFAULT_SIZES_MB = (8, 16, 32, 64, 128, 256, 512, 1024)
 MB = 1 << 20
@@ -156,7 +157,7 @@ def main(argv=None) -> int:
     g = torch.Generator(device=dev).manual_seed(seed)
     xbig = torch.randn(nmax, generator=g, device=dev, dtype=torch.float32).to(torch.float16)
     dst = torch.empty_like(xbig)
-    bench = T.graph_bench
+    bench = graph_bench
     for size in sizes:
         n = size * MB // 2
         x = xbig[:n]

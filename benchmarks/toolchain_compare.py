@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rocmlab import sandbox, settings  # noqa: E402
 from rocmlab.hip import inspect as insp  # noqa: E402
+from rocmlab.hip import resources  # noqa: E402
 from rocmlab.paths import cache_dir, repo_root  # noqa: E402
 
 ROOT = repo_root()
@@ -65,7 +66,7 @@ def old_inspect(old: dict, src: Path, target: str):
         if not done.ok or not out.exists():
             first = next((ln for ln in done.stderr.splitlines() if "error" in ln), done.explain())
             return None, first.replace(str(src.parent) + "/", "")[:160]
-        return insp.parse_amdgcn(out.read_text(), target)[0], ""
+        return resources.parse_amdgcn(out.read_text(), target)[0], ""
 
 
 def new_inspect(src: Path, target: str):

@@ -38,9 +38,9 @@ def test_lab_runs_with_the_toolchain_hidden_and_says_so(lab, tmp_path, monkeypat
     env = _hidden_env(tmp_path)
     for k, v in env.items():
         monkeypatch.setenv(k, v)
-    from rocmlab.hip.compile import _FOUND, choose
+    from rocmlab.hip.compile import choose, forget_toolchains
 
-    _FOUND.clear()
+    forget_toolchains()
     tc, fix = choose("hip", "gfx942", plat=None)
     assert tc is None and "20-rocm-root.sh" in fix, "the toolchain must really be hidden for this test"
     out = tmp_path / f"{lab}.ipynb"
@@ -49,7 +49,7 @@ def test_lab_runs_with_the_toolchain_hidden_and_says_so(lab, tmp_path, monkeypat
     text = _outputs(json.loads(out.read_text()))
     assert "needs a compiler for gfx942" in text and "scripts/setup/20-rocm-root.sh" in text
     assert "Traceback" not in text
-    _FOUND.clear()
+    forget_toolchains()
 
 
 def test_the_lab_checks_fail_when_a_cell_needs_the_compiler_and_is_not_guarded(tmp_path, monkeypatch):
@@ -59,12 +59,12 @@ def test_the_lab_checks_fail_when_a_cell_needs_the_compiler_and_is_not_guarded(t
     from rocmlab.hip import compile as driver
     from rocmlab.hip.inspect import inspect
 
-    driver._FOUND.clear()
+    driver.forget_toolchains()
     ins = inspect((LABS.parent / "rocmlab/hip/kernels/ballot.hip").read_text(), "gfx942")
     assert not ins.ok and "20-rocm-root.sh" in ins.diagnostics[0].message
     with pytest.raises(KeyError, match="no kernel 'ballot_even'"):
         ins.kernel("ballot_even")
-    driver._FOUND.clear()
+    driver.forget_toolchains()
 
 
 @pytest.mark.skipif(shutil.which("bwrap") is None, reason="bubblewrap is not installed")

@@ -9,7 +9,8 @@ import pytest
 from nbtools import exercise_notebooks, problems
 
 from rocmlab import grader
-from rocmlab.course.exercise import Workbench, availability, notebook_name
+from rocmlab.course.exercise import Workbench, notebook_name
+from rocmlab.grader.report import availability
 from rocmlab.grader.report import CheckResult, Report
 
 ROOT = Path(__file__).resolve().parents[1]

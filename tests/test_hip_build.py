@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from rocmlab.hip import build
+from rocmlab.hip import compile as driver
 from rocmlab.hip.toolchain import discover, discover_offline
 from rocmlab.platform import current
 
@@ -40,9 +41,9 @@ def private_cache(tmp_path, monkeypatch):
     if OFFLINE is not None:   # the ROCm root stays where set-up put it
         monkeypatch.setenv("ROCMLAB_ROCM_ROOT", OFFLINE.root)
     monkeypatch.setenv("ROCMLAB_HOME", str(tmp_path / "home"))
-    build._FOUND.clear()
+    driver.forget_toolchains()
     yield
-    build._FOUND.clear()
+    driver.forget_toolchains()
 
 
 def cpu_plat():

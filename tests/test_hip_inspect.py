@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from rocmlab.hip import build, lab01, occupancy
+from rocmlab.course import lab01
+from rocmlab.hip import build, occupancy
+from rocmlab.hip import compile as driver
+from rocmlab.hip import resources
 from rocmlab.hip import inspect as insp
 from rocmlab.hip.toolchain import discover, discover_offline
 
@@ -23,9 +26,9 @@ def private_cache(tmp_path, monkeypatch):
     if OFFLINE is not None:   # the ROCm root stays where set-up put it
         monkeypatch.setenv("ROCMLAB_ROCM_ROOT", OFFLINE.root)
     monkeypatch.setenv("ROCMLAB_HOME", str(tmp_path / "home"))
-    build._FOUND.clear()
+    driver.forget_toolchains()
     yield
-    build._FOUND.clear()
+    driver.forget_toolchains()
 
 
 # --- occupancy rules (no compiler) ----------------------------------------------------------------
@@ -166,15 +169,15 @@ def test_nvidia_figures_offline_with_nvcc():
 
 def test_recorded_h200_listing_parses():
     sass = (RESULTS / "raw_nvcc_cuobjdump.txt").read_text()
-    (k,) = insp.parse_ptxas(sass, "sm_90")
+    (k,) = resources.parse_ptxas(sass, "sm_90")
     assert (k.vgprs, k.lds_bytes, k.barriers, k.vgpr_spills) == (13, 128, 1, 0)
     text = "\n".join(ln for ln in sass.splitlines() if "Function :" in ln or "/*0" in ln)
-    (isa,) = insp.parse_sass(text)
+    (isa,) = resources.parse_sass(text)
     assert isa.name == "block_sum(float const*, float*, int)" and isa.mnemonics("shuffle") == {"SHFL.DOWN": 2}
 
 
 def test_classify_teaching_highlights():
-    c = insp.classify
+    c = resources.classify
     assert c("  ds_bpermute_b32 v1, v2, v3") == "shuffle" and c("  v_add_f32_dpp v0, v1, v2 row_shr:1") == "shuffle"
     assert c("  global_load_dwordx4 v[0:3], v4, s[0:1]") == "global" and c("  ds_read_b32 v1, v2") == "lds"
     assert c("  s_waitcnt vmcnt(0)") == "wait" and c("  s_barrier") == "barrier"

@@ -8,7 +8,8 @@ import pytest
 
 from rocmlab.grader import checks, isa_check, load
 from rocmlab.grader.spec import CheckSpec
-from rocmlab.hip.inspect import Inspection, IsaLine, KernelIsa, KernelResources
+from rocmlab.hip.inspect import Inspection
+from rocmlab.hip.resources import IsaLine, KernelIsa, KernelResources
 
 
 def _inspection(mnemonics, vgprs=40, agprs=0, scratch=0, occupancy=8, ok=True):

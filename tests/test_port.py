@@ -235,7 +235,7 @@ def test_report_renders_in_a_real_browser(ported):
 
 def test_notebook_view(ported, capsys):
     pytest.importorskip("IPython")
-    from rocmlab.port import notebook
+    from rocmlab.course import port_view as notebook
 
     assert set(BASES) <= set(notebook.samples())
     res = notebook.show(ported[0]["coop_streams"])
@@ -259,7 +259,8 @@ def test_traps_point_back_at_the_cuda_source(ported):
 
 def test_notebook_view_without_a_compiler(tmp_path, monkeypatch, capsys):
     pytest.importorskip("IPython")
-    from rocmlab.port import build, notebook
+    from rocmlab.course import port_view as notebook
+    from rocmlab.port import build
 
     def none(kind="auto"):
         raise RuntimeError("no HIP compiler found (rocm, offline): install ...")

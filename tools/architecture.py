@@ -233,6 +233,16 @@ def time_limit_definitions(root: Path) -> list[tuple[str, int]]:
     return hits
 
 
+TIMER_CALLS = re.compile(r"\btorch\.cuda\.Event\(|\bdo_bench\(|\.elapsed_time\(")
+
+
+def timing_implementations(root: Path) -> list[str]:
+    """Modules that time GPU work themselves (device events, triton's do_bench): the one timing helper
+    is rocmlab/profile/timing.py, so every other module here is a second way to do it."""
+    return sorted(str(path.relative_to(root.parent)) for path in root.rglob("*.py")
+                  if TIMER_CALLS.search(path.read_text(encoding="utf-8")))
+
+
 def measure(root: Path) -> dict:
     mods = parse(root)
     g = graph(mods, top_level_only=False)   # a lazy import still makes a loop of ideas
@@ -247,6 +257,7 @@ def measure(root: Path) -> dict:
         "upward_imports": upward_imports(mods),
         "literal_gfx942_outside_settings": literal_count(root, "gfx942"),
         "time_limit_default_definitions": time_limit_definitions(root),
+        "timing_implementations": timing_implementations(root),
         "imports_inside_functions": len(local),
         "private_names_across_modules": private,
     }
@@ -270,6 +281,9 @@ def main(argv=None) -> int:
         print(f"    {n}:{line} imports {t}")
     print(f"literal \"gfx942\" outside settings.py: {len(r['literal_gfx942_outside_settings'])}")
     print(f"time-limit default definitions (=20): {len(r['time_limit_default_definitions'])}")
+    print(f"timing implementations (modules that time GPU work themselves): {len(r['timing_implementations'])}")
+    for t in r["timing_implementations"]:
+        print(f"    {t}")
     print(f"rocmlab imports inside functions: {r['imports_inside_functions']}")
     print(f"private names used across modules: {len(r['private_names_across_modules'])}")
     for n, t, line in r["private_names_across_modules"][:40]:

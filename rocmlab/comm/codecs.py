@@ -394,14 +394,6 @@ def integer_roundtrip(x: torch.Tensor, bits: int, block_size: int = 32,
     return (q * d[:, None]).reshape(-1)
 
 
-def roundtrip(x: torch.Tensor, codec, impl: str = "auto") -> torch.Tensor:
-    """decode(encode(x)) in x's dtype and shape."""
-    from rocmlab.comm import triton_codec
-
-    enc = triton_codec.encode(x, codec, impl=impl)
-    return triton_codec.decode(enc, impl=impl).reshape(x.shape)
-
-
 def error_bound(x: torch.Tensor, codec) -> torch.Tensor:
     """A per-value bound on |decode(encode(x)) - x| in float32 (before the final rounding to x's dtype).
 

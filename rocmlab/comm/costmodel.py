@@ -170,38 +170,3 @@ def vllm_min_sizes(tp: int, dtype: str = "float16") -> dict:
     with open(datasets_dir() / "vllm_qr_min_size.csv", newline="") as fh:
         return {r["codec"]: int(r["min_size_mb"]) for r in csv.DictReader(fh)
                 if int(r["tp"]) == tp and r["dtype"] == dtype}
-
-
-def figure(world: int = 8, overlap: str = "serial", measured: list[dict] | None = None, measured_label: str = ""):
-    """Plotly: predicted latency per size and codec on MI300X and H200, with the published points
-    and (optionally) latencies measured on the machine at hand."""
-    import plotly.graph_objects as go
-    from plotly.subplots import make_subplots
-
-    fig = make_subplots(rows=1, cols=2, subplot_titles=(f"{world} x MI300X (xGMI), model",
-                                                        f"{world} x H200 (NVSwitch), model"), shared_yaxes=True)
-    colors = {"fp": "#444", "fp8": "#9467bd", "q8": "#1f77b4", "q6": "#2ca02c", "q4": "#d62728"}
-    for col, sysname in ((1, "MI300X"), (2, "H200")):
-        rows = sweep(sysname, world, overlap=overlap)
-        for c in colors:
-            pts = [r for r in rows if r["codec"] == c]
-            fig.add_trace(go.Scatter(x=[r["nbytes"] / MB for r in pts], y=[r["total_s"] * 1e6 for r in pts],
-                                     name=c.upper(), legendgroup=c, showlegend=col == 1,
-                                     line=dict(color=colors[c])), row=1, col=col)
-    pub = [p for p in published() if int(p["gpus"]) in (world,)]
-    if pub:
-        fig.add_trace(go.Scatter(x=[float(p["size_mb"]) for p in pub], y=[float(p["latency_us"]) for p in pub],
-                                 mode="markers+text", text=[p["impl"] for p in pub], textposition="top center",
-                                 marker=dict(symbol="x", size=10, color="black"),
-                                 name="published (QuickReduce README)"), row=1, col=1)
-    if measured:
-        for c in sorted({m["codec"] for m in measured}):
-            pts = [m for m in measured if m["codec"] == c]
-            fig.add_trace(go.Scatter(x=[m["size_bytes"] / MB for m in pts], y=[m["median_s"] * 1e6 for m in pts],
-                                     mode="markers", marker=dict(symbol="circle-open", size=8,
-                                                                 color=colors.get(c, "#ff7f0e")),
-                                     name=f"{c} measured {measured_label}"), row=1, col=2 if "cuda" in measured_label else 1)
-    fig.update_xaxes(type="log", title="message size (MB, float16)")
-    fig.update_yaxes(type="log", title="latency (us)", col=1)
-    fig.update_layout(height=420, title=f"Two-shot all-reduce latency, alpha-beta model ({overlap} codec)")
-    return fig

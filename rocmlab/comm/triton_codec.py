@@ -12,10 +12,10 @@ group held as NW words of VPW codes (Q4/Q6: 2 words of 8 nibbles; Q8/FP8: 4 word
 A word is built by a reduction over the last axis, which stays inside one thread, and is
 stored as one aligned 32-bit store; Q6's high 2-bit plane is one 32-bit word per 16 values.
 Nothing here depends on the warp or wavefront size (32 on NVIDIA, 64 on MI300X).
-Decode (``FLAT=1``, the default since run 4) uses a 2-D ``[rows, VPW]`` tile instead, so that a
-warp's fp16 stores are consecutive 16-byte pieces and every load has the stores' layout (see
-``_decode_kernel`` and benchmarks/results/README.md); encode (``FLAT=1``, the default since run 5)
-a 2-D ``[ROWS, BLOCK]`` tile, for the same reason on its fp16 loads and code stores.
+By default (``flat=1``, :class:`LaunchConfig`) decode uses a 2-D ``[rows, VPW]`` tile, so that a warp's
+fp16 stores are consecutive 16-byte pieces and every load has the stores' layout, and encode a 2-D
+``[ROWS, BLOCK]`` tile, for the same reason on its fp16 loads and code stores (``_decode_kernel``,
+``_encode_kernel``; the measurements behind the choice are in benchmarks/results/README.md).
 
 Where it runs: ``impl="triton"`` on a CUDA or ROCm tensor compiles the kernel (autotuned per
 size); on a CPU tensor it runs the same kernel source in Triton's interpreter (slow: for tests).
@@ -25,9 +25,12 @@ the reference otherwise.
 
 import functools
 import os
+from typing import NamedTuple
 
 import torch
 
+from rocmlab import settings
+from rocmlab.profile.timing import graph_bench
 from rocmlab.comm.codecs import (
     FP8_MAX,
     Codec,
@@ -41,22 +44,35 @@ from rocmlab.comm.codecs import (
 
 #: The kernels' CODEC constexpr; both FP8 formats are codec 0, told apart by the FNUZ constexpr.
 CODEC_ID = {"fp8": 0, "fp8fnuz": 0, "q8": 1, "q6": 2, "q4": 3}
-#: Launch configurations the autotuner tries, per size: (TILE values per tile, num_warps,
-#: STAGES of software pipelining in the tile loop, OCC). OCC 0 launches one program per tile;
-#: OCC k launches k programs per multiprocessor that loop over the tiles (persistent), with
-#: the next tile's loads in flight while the current one is written (STAGES > 1).
-#: A fifth field, FLAT, picks the tile's layout (default 1). Encode: 0 is runs 1-4's [ROWS, G, NW, VPW]
-#: tile, 1 the 2-D [ROWS, BLOCK] tile of run 5 (coalesced loads and stores, see _encode_kernel); the
-#: run-4 autotuner's encode winners stay in the list with FLAT=0.
-ENC_CONFIGS = ((2048, 4, 1, 0, 0), (4096, 4, 1, 0, 0), (8192, 8, 1, 0, 0), (16384, 16, 1, 0, 0),  # run 4's
-               (1024, 4, 1, 0, 1), (2048, 4, 1, 0, 1), (4096, 4, 1, 0, 1), (8192, 4, 1, 0, 1),
-               (4096, 8, 1, 0, 1), (8192, 8, 1, 0, 1), (16384, 16, 1, 0, 1), (4096, 4, 1, 8, 1))
-#: Decode: FLAT=0 is the layout of runs 1-3, 1 loads every input in the fp16 stores' own layout (no
-#: shared-memory reshuffle, see _decode_kernel), added in run 4.
-DEC_CONFIGS = ((1024, 4, 1, 0, 0), (1024, 2, 1, 0, 0), (2048, 4, 3, 8, 0),          # run 3's winners
-               (1024, 4, 1, 0, 1), (2048, 4, 1, 0, 1), (4096, 4, 1, 0, 1), (8192, 4, 1, 0, 1),
-               (4096, 8, 1, 0, 1), (8192, 8, 1, 0, 1), (16384, 16, 1, 0, 1), (4096, 4, 1, 8, 1),
-               (8192, 8, 1, 4, 1))
+class LaunchConfig(NamedTuple):
+    """One launch configuration of the encode or decode kernel.
+
+    tile: values per tile; num_warps: Triton's warps per program (a wavefront of 64 on AMD);
+    stages: software-pipelining depth of the tile loop; occ: 0 launches one program per tile, k launches
+    k programs per multiprocessor that loop over the tiles (persistent, the next tile's loads in flight);
+    flat: the tile's layout: 1 (the default) a 2-D tile whose loads and stores are coalesced (see
+    ``_encode_kernel`` / ``_decode_kernel``), 0 the earlier 4-D [ROWS, G, NW, VPW] tile, kept to compare."""
+    tile: int
+    num_warps: int
+    stages: int = 1
+    occ: int = 0
+    flat: int = 1
+
+
+#: What the autotuner tries per size, for encode and for decode. Earlier layouts' winners (flat=0) stay in
+#: the lists so that each sweep measures them against the current one (benchmarks/results/README.md).
+ENC_CONFIGS = (
+    LaunchConfig(2048, 4, 1, 0, 0), LaunchConfig(4096, 4, 1, 0, 0), LaunchConfig(8192, 8, 1, 0, 0),
+    LaunchConfig(16384, 16, 1, 0, 0), LaunchConfig(1024, 4, 1, 0, 1), LaunchConfig(2048, 4, 1, 0, 1),
+    LaunchConfig(4096, 4, 1, 0, 1), LaunchConfig(8192, 4, 1, 0, 1), LaunchConfig(4096, 8, 1, 0, 1),
+    LaunchConfig(8192, 8, 1, 0, 1), LaunchConfig(16384, 16, 1, 0, 1), LaunchConfig(4096, 4, 1, 8, 1),
+)
+DEC_CONFIGS = (
+    LaunchConfig(1024, 4, 1, 0, 0), LaunchConfig(1024, 2, 1, 0, 0), LaunchConfig(2048, 4, 3, 8, 0),
+    LaunchConfig(1024, 4, 1, 0, 1), LaunchConfig(2048, 4, 1, 0, 1), LaunchConfig(4096, 4, 1, 0, 1),
+    LaunchConfig(8192, 4, 1, 0, 1), LaunchConfig(4096, 8, 1, 0, 1), LaunchConfig(8192, 8, 1, 0, 1),
+    LaunchConfig(16384, 16, 1, 0, 1), LaunchConfig(4096, 4, 1, 8, 1), LaunchConfig(8192, 8, 1, 4, 1),
+)
 CONFIGS = ENC_CONFIGS
 INTERPRETER_TILE = 4096
 
@@ -102,13 +118,13 @@ def _encode_kernel(x_ptr, codes_ptr, hi_ptr, scale_ptr, n_blocks,
                    SCALE_BF16: tl.constexpr, LOAD_EV: tl.constexpr = "", STORE_CM: tl.constexpr = "",
                    STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0, FLAT: tl.constexpr = 0,
                    FP8_HW: tl.constexpr = 0, FNUZ: tl.constexpr = 0):
-    """FLAT=1 (run 5): the tile is a 2-D [ROWS, BLOCK] tensor, one row = one block. Triton gives a thread
+    """FLAT=1: the tile is a 2-D [ROWS, BLOCK] tensor, one row = one block. Triton gives a thread
     8 consecutive values (one 16-byte load) and puts a warp's threads on consecutive pieces of
     consecutive blocks (512 contiguous bytes per load instruction; BLOCK/8 threads per block). The
     block's absmax is a reduction over the row (in-thread, then a few shuffles across the BLOCK/8
     lanes), the scale comes back to the row as a slice of the same layout, and the code words are
     packed by reshaping the row to [BLOCK/VPW, VPW] inside each thread: no shared memory, and each
-    thread stores its 1-2 consecutive words next to its neighbours'. FLAT=0 is runs 1-4's
+    thread stores its 1-2 consecutive words next to its neighbours'. FLAT=0 is the earlier
     [ROWS, G, NW, VPW] tile: Triton 3.6 puts a warp's 32 threads along ROWS, a block (64 bytes of
     input, 16-32 bytes of codes) apart, so every load and store instruction touches 32 sectors
     partly, and small tiles round-trip the scales through shared memory.
@@ -277,10 +293,10 @@ def _decode_kernel(codes_ptr, hi_ptr, scale_ptr, y_ptr, n_blocks,
                    OUT_BF16: tl.constexpr, LOAD_EV: tl.constexpr = "", STORE_CM: tl.constexpr = "",
                    STAGES: tl.constexpr = 1, OCC: tl.constexpr = 0, FLAT: tl.constexpr = 0,
                    FNUZ: tl.constexpr = 0):
-    """FLAT=1 (run 4): the tile is a 2-D [rows, VPW] tensor, one row = VPW consecutive outputs = one
+    """FLAT=1: the tile is a 2-D [rows, VPW] tensor, one row = VPW consecutive outputs = one
     code word (Q4/Q6) or pair of words (Q8/FP8). Every load is made in the stores' own layout (one
     row per thread and repetition): no layout conversion, and consecutive threads write consecutive
-    16-byte pieces. FLAT=0 is runs 1-3's [ROWS, G, NW, VPW] tile: Triton 3.6 lays its stores out
+    16-byte pieces. FLAT=0 is the earlier [ROWS, G, NW, VPW] tile: Triton 3.6 lays its stores out
     with a warp's 32 threads along the ROWS axis, 2 * BLOCK bytes apart (4 partial 32-byte sectors
     per 16-byte store), and round-trips the scales through shared memory for Q4/Q6.
     FNUZ=1: the FP8 codes are e4m3fnuz (exponent bias 8) rather than e4m3fn (bias 7)."""
@@ -379,30 +395,6 @@ def _decode_kernel(codes_ptr, hi_ptr, scale_ptr, y_ptr, n_blocks,
             tl.store(y_ptr + offs, yo, mask=bmask[:, None, None, None], cache_modifier=STORE_CM)
 
 
-def graph_bench(fn, quantiles=None, warmup: int = 10, rep: int = 40):
-    """Median (or quantiles) in ms of ``fn``'s GPU time: one launch captured in a CUDA/HIP graph and
-    replayed, with the L2 cache flushed between runs (triton.testing.do_bench). The graph keeps the
-    host's launch overhead (tens of microseconds through Python) out of a kernel's time, as in a
-    graph-captured all-reduce. Falls back to plain do_bench where capture fails."""
-    from triton.testing import do_bench
-
-    fn()
-    torch.cuda.synchronize()
-    try:
-        stream = torch.cuda.Stream()
-        stream.wait_stream(torch.cuda.current_stream())
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            fn()
-        torch.cuda.synchronize()
-        run = graph.replay
-    except Exception:   # noqa: BLE001 - any capture failure: time it eagerly
-        torch.cuda.synchronize()
-        run = fn
-    kw = dict(quantiles=quantiles) if quantiles else dict(return_mode="median")
-    return do_bench(run, warmup=warmup, rep=rep, **kw)
-
-
 @functools.cache
 def _kernels(kind: str, block_size: int = 32):
     """('jit' | 'interp') -> (encode, decode) kernels; 'jit' ones are autotuned per size."""
@@ -454,12 +446,13 @@ def _grid(nb: int, rows: int, occ: int, device: torch.device) -> tuple[int]:
     return (max(1, min(tiles, occ * per)),)
 
 
-def _fixed(config) -> tuple[int, int, int, int, int]:
-    """(TILE, num_warps[, STAGES, OCC[, FLAT]]) -> all five (FLAT default 1, encode and decode)."""
+def _fixed(config) -> LaunchConfig:
+    """A :class:`LaunchConfig`, or a tuple (tile, num_warps[, stages, occ[, flat]]), as a LaunchConfig."""
     c = tuple(config)
-    if not 2 <= len(c) <= 5:
-        raise CodecError(f"config must be (TILE, num_warps[, STAGES, OCC[, FLAT]]), not {config!r}")
-    return c + (1, 0, 1)[len(c) - 2:]
+    if not 2 <= len(c) <= 5 or not all(isinstance(v, int) for v in c):
+        raise CodecError(f"config must be LaunchConfig(tile, num_warps[, stages, occ[, flat]]) of integers, "
+                         f"not {config!r}")
+    return LaunchConfig(*c)
 
 
 def resolve_impl(impl: str, device: torch.device) -> str:
@@ -617,7 +610,7 @@ def _kernels_cache_items():
 __all__ = ["encode", "decode", "available", "resolve_impl", "best_configs", "FP8_MAX"]
 
 
-def compile_report(codec="q6", direction: str = "encode", target: str = "gfx942", tile: int = 4096,
+def compile_report(codec="q6", direction: str = "encode", target: str = settings.DEFAULT_TARGET, tile: int = 4096,
                    num_warps: int = 4, flat: int = 1, variant: str = "default") -> dict:
     """Compile a codec kernel ahead of time for ``target`` (``gfx942`` = MI300X, ``gfx950`` = MI355X,
     ``sm_90`` = H100/H200) without a GPU, and read what the hardware would run: wavefront size,

@@ -33,6 +33,7 @@ import torch
 from rocmlab import settings
 from rocmlab.comm import codecs as C
 from rocmlab.comm import costmodel as M
+from rocmlab.profile.timing import time_once
 
 VLLM_VERSION = settings.VLLM_VERSION
 #: vLLM's QuickReduce regimes (VLLM_ROCM_QUICK_REDUCE_QUANTIZATION), NONE aside.
@@ -165,26 +166,12 @@ def _vllm_worker(rank: int, world: int, regimes, sizes_bytes, reps: int = 20) ->
             dist.all_reduce(ref)
             y = qr.quick_all_reduce(x)
             err = float((y.float() - ref.float()).abs().max())
-            times = []
-            for _ in range(reps):
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
-                a.record()
-                qr.quick_all_reduce(x)
-                b.record()
-                torch.cuda.synchronize()
-                times.append(a.elapsed_time(b) * 1e-3)
+            times = [time_once(lambda: qr.quick_all_reduce(x), events=True)[0] for _ in range(reps)]
             t0 = sorted(times)[len(times) // 2]
             rccl = []
             for _ in range(reps):
                 z = x.clone()
-                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                torch.cuda.synchronize()
-                a.record()
-                dist.all_reduce(z)
-                b.record()
-                torch.cuda.synchronize()
-                rccl.append(a.elapsed_time(b) * 1e-3)
+                rccl.append(time_once(lambda z=z: dist.all_reduce(z), events=True)[0])
             rows.append(dict(regime=regime, size_bytes=size, quickreduce_s=t0, rccl_s=sorted(rccl)[reps // 2],
                              max_err_vs_rccl=err))
         qr.close()

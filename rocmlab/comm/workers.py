@@ -13,6 +13,7 @@ import torch.distributed as dist
 
 from rocmlab.comm import allreduce as AR
 from rocmlab.comm import codecs as C
+from rocmlab.profile.timing import time_once
 
 
 def _inputs(seed: int, world: int, numel: int, kind: str, dtype, device="cpu") -> list[torch.Tensor]:
@@ -113,18 +114,8 @@ def latency(rank: int, world: int, sizes_bytes, codecs=("fp", "q8", "q6", "q4"),
             times = []
             for _ in range(reps):
                 dist.barrier()
-                if gpu:
-                    torch.cuda.synchronize()
-                    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                    a.record()
-                    y = fn()
-                    b.record()
-                    torch.cuda.synchronize()
-                    times.append(a.elapsed_time(b) * 1e-3)
-                else:
-                    t0 = time.perf_counter()
-                    y = fn()
-                    times.append(time.perf_counter() - t0)
+                t, y = time_once(fn, events=gpu)
+                times.append(t)
             tt = torch.tensor(sorted(times)[len(times) // 2], dtype=torch.float64, device=dev)
             dist.all_reduce(tt, op=dist.ReduceOp.MAX)     # the slowest rank's median
             row = dict(size_bytes=n * 2, codec=name, median_s=float(tt))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+from rocmlab import settings
+
 
 def add_parser(sub):
     p = sub.add_parser("grade", help="grade a folder of submissions (grades.csv + per-learner feedback)")
@@ -17,7 +19,9 @@ def add_parser(sub):
     p.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)),
                    help="parallel graders (default: CPU cores, at most 4)")
     p.add_argument("--seed", type=int, default=None, help="fixed input seed (default: a fresh secret one each)")
-    p.add_argument("--time-limit", type=float, default=20.0, help="seconds per program run")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds per program run (default: the exercise spec's timeout_s, else "
+                        f"{settings.RUN_TIME_LIMIT_S:g})")
     p.add_argument("--no-progress", action="store_true")
     # workshop: collect the latest hand-ins from an exchange, grade them, return feedback (rocmlab.workshop)
     p.add_argument("--exchange", default=None, help="a workshop exchange folder to grade instead of SUBMISSIONS "

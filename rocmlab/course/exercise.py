@@ -9,7 +9,7 @@
     bench.widget()                       # the same as buttons: Grade again, Show a hint
 
 The ``.hip`` file starts as the mechanical port of the CUDA starter (PyTorch's hipify): it compiles or not,
-and keeps every trap the exercise is about. :func:`availability` says which points this machine cannot
+and keeps every trap the exercise is about. :func:`rocmlab.grader.report.availability` says which points this machine cannot
 award and why, so a full score on the checks a CPU runs never reads as a full score.
 """
 
@@ -20,47 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab import grader
+from rocmlab.grader.report import availability
 
 #: The learner's folder, relative to the notebook's working directory, unless one is passed.
 DEFAULT_FOLDER = "my-work"
-
-@dataclass
-class Availability:
-    earned: float
-    runnable: float          # points of the checks this machine ran
-    possible: float
-    skipped: list            # (check id, type, points, reason)
-
-    @property
-    def missing(self) -> float:
-        return self.possible - self.runnable
-
-    def text(self) -> str:
-        head = f"{self.earned:g} of {self.possible:g} points"
-        if not self.skipped:
-            return head + " (no check was skipped on this machine)"
-        ids = ", ".join(f"{cid} ({p:g})" for cid, _, p, _ in self.skipped)
-        first = next((r for _, t, _, r in self.skipped if t == "run"), self.skipped[0][3])
-        return (f"{head}; {self.missing:g} need another machine: {ids}. Why: {_short_reason(first)}. "
-                f"Here {self.earned:g}/{self.runnable:g} is the most this machine can check, not a full score.")
-
-    def html(self) -> str:
-        colour = "#b58900" if self.skipped else "#2e7d32"
-        return f'<p style="color:{colour}"><b>{html.escape(self.text())}</b></p>'
-
-
-def _short_reason(reason: str) -> str:
-    r = reason.strip()
-    for cut in ("; run checks need", " (this machine's backend"):
-        if cut in r:
-            r = r.split(cut)[0]
-    return r.rstrip(".")
-
-
-def availability(report) -> Availability:
-    """Which points of ``report`` this machine could not award, with each skipped check's reason."""
-    skipped = [(c.id, c.type, c.max_points, c.message) for c in report.checks if c.status == "skipped"]
-    return Availability(report.earned, report.available, report.possible, skipped)
 
 
 @dataclass
@@ -107,11 +70,8 @@ class Workbench:
 
     def grade(self, source: str | None = None):
         """Grade the learner's file (or ``source``) on this machine; returns the grader's Report."""
-        from rocmlab.settings import RUN_TIME_LIMIT_S
-
-        limit = self.time_limit_s if self.time_limit_s is not None else RUN_TIME_LIMIT_S
         report = grader.check(self.exercise.id, source if source is not None else self.source(), seed=self.seed,
-                              time_limit_s=limit)
+                              time_limit_s=self.time_limit_s)
         self.reports.append(report)
         return report
 

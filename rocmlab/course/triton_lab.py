@@ -61,15 +61,15 @@ def tune_vadd(n: int, blocks=(256, 1024, 4096), warps=(1, 4, 8)) -> list[dict] |
     if device() == "cpu":
         return ("not timed: Triton's CPU interpreter runs each program in numpy, one after another, so its time "
                 "says nothing about a GPU; on a GPU this cell times every configuration")
-    from triton.testing import do_bench
+    from rocmlab.profile.timing import graph_bench
 
     x, y = (torch.randn(n, device="cuda") for _ in range(2))
     moved = 3 * 4 * n
-    torch_ms = do_bench(lambda: x + y)
+    torch_ms = graph_bench(lambda: x + y)
     rows = []
     for b in blocks:
         for w in warps:
-            ms = do_bench(lambda b=b, w=w: vadd(x, y, b, w))
+            ms = graph_bench(lambda b=b, w=w: vadd(x, y, b, w))
             rows.append(dict(BLOCK=b, num_warps=w, ms=ms, GBs=moved / ms / 1e6, vs_torch=torch_ms / ms))
     rows.append(dict(BLOCK="torch x + y", num_warps="", ms=torch_ms, GBs=moved / torch_ms / 1e6, vs_torch=1.0))
     return rows

@@ -25,9 +25,12 @@ import tempfile
 import time
 
 from rocmlab import settings
+from rocmlab.grader import isa_check
 from rocmlab.grader.checks import CHECKS, NO_GPU_WORK, Context, MachineFault, analysis, new_seed, not_run
 from rocmlab.grader.report import CheckResult, Report
 from rocmlab.grader.spec import Exercise, ExerciseError, exercises, load
+
+isa_check.register(CHECKS)   # the isa check type and the needs: amd-gpu option
 
 __all__ = ["check", "exercises", "load", "Report", "CheckResult", "Exercise", "ExerciseError"]
 
@@ -35,11 +38,13 @@ EMPTY = "your submission is empty: paste your whole HIP program (kernel, launch 
 
 
 def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, only=None,
-          time_limit_s: float = settings.RUN_TIME_LIMIT_S, target: str | None = None) -> Report:
+          time_limit_s: float | None = None, target: str | None = None) -> Report:
     """Grade ``source`` (HIP C++) for an exercise. Never raises for a bad submission.
 
     ``seed`` is for instructors and tests (reproducible inputs); by default every call draws a
     fresh one. ``only`` limits the checks (ids or types). ``target`` overrides the build target.
+    ``time_limit_s``: seconds per run; precedence: this argument > the exercise spec's ``timeout_s`` >
+    ``settings.RUN_TIME_LIMIT_S``.
     """
     from rocmlab import sandbox
     from rocmlab.platform import current
@@ -47,7 +52,7 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
     ex = load(exercise_id)
     if source is not None and not isinstance(source, str):
         raise TypeError("the submission must be HIP source text (str)")
-    time_limit_s = settings.time_limit(time_limit_s)
+    time_limit_s = None if time_limit_s is None else settings.time_limit(time_limit_s)
     plat = plat or current()
     seed = new_seed() if seed is None else int(seed)
     start = time.monotonic()

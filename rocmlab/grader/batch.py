@@ -95,7 +95,7 @@ def atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _grade_one(job: Job, out: str, seed: int | None, time_limit_s: float) -> dict:
+def _grade_one(job: Job, out: str, seed: int | None, time_limit_s: float | None) -> dict:
     from rocmlab import grader
 
     try:
@@ -124,7 +124,7 @@ def _done(job: Job, out: Path) -> bool:
 
 
 def grade_folder(submissions, exercises: list[str], out, *, assignment: str = "", workers: int = 1,
-                 seed: int | None = None, time_limit_s: float = 20.0, progress: bool = True) -> dict:
+                 seed: int | None = None, time_limit_s: float | None = None, progress: bool = True) -> dict:
     """Grade every submission; returns counts. Already-graded (same source) results are skipped."""
     out = Path(out)
     jobs = find_jobs(submissions, exercises)

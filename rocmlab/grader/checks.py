@@ -44,7 +44,7 @@ class Context:
     plat: object
     seed: int
     target: str | None = None
-    time_limit_s: float = settings.RUN_TIME_LIMIT_S
+    time_limit_s: float | None = None   # the caller's (CLI, notebook) limit per run; None: the spec's, else settings'
     build: object = None
     build_skip: str = ""           # why compiling was not possible here (missing library), if so
     build_refused: str = ""        # why the grader would not compile it (it reads other files), if so
@@ -70,10 +70,10 @@ def analysis(ctx: Context):
 
 def not_run(spec: CheckSpec, ctx: Context, reason: str) -> CheckResult:
     """A check that could not run because of the submission: says why, earns nothing."""
-    return _result(spec, ctx, "not run", f"not run: {reason}")
+    return result(spec, ctx, "not run", f"not run: {reason}")
 
 
-def _result(spec: CheckSpec, ctx: Context, status: str, message: str, details=None) -> CheckResult:
+def result(spec: CheckSpec, ctx: Context, status: str, message: str, details=None) -> CheckResult:
     hint = ""
     if status == "failed":
         hints = ctx.exercise.hints_for(spec.id)
@@ -95,14 +95,14 @@ def check_static(ctx: Context, spec: CheckSpec) -> CheckResult:
         return not_run(spec, ctx, ctx.analysis_error)
     problems = fn(a, spec.options)
     if not problems:
-        return _result(spec, ctx, "passed", {"no-cuda-left": "no CUDA API, PTX or texture reference left",
+        return result(spec, ctx, "passed", {"no-cuda-left": "no CUDA API, PTX or texture reference left",
                                              "no-warp-size": "no warp-size assumptions found",
                                              "errors-checked": "every HIP call and launch is checked",
                                              "requires": "uses " + ", ".join(spec.options.get("patterns", []))}
                        .get(rule, "ok"))
     shown = "; ".join((f"line {ln}: " if ln else "") + text for ln, text in problems[:3])
     more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-    return _result(spec, ctx, "failed", shown + more, {"problems": problems})
+    return result(spec, ctx, "failed", shown + more, {"problems": problems})
 
 
 # --- compile -------------------------------------------------------------------------------------
@@ -178,19 +178,19 @@ def check_compile(ctx: Context, spec: CheckSpec) -> CheckResult:
     refusal = _compile_refusal(ctx)
     if refusal:
         ctx.build_refused = refusal
-        return _result(spec, ctx, "failed", refusal)
+        return result(spec, ctx, "failed", refusal)
     res = do_build(ctx)
     if res is None:
-        return _result(spec, ctx, "skipped", f"cannot compile here: {ctx.build_skip}")
+        return result(spec, ctx, "skipped", f"cannot compile here: {ctx.build_skip}")
     if res.ok:
         w_ = getattr(res, "warnings", [])
         warn = len(w_() if callable(w_) else w_)
         w = f", {warn} warning(s) (not a failure)" if warn else ""
-        return _result(spec, ctx, "passed", f"compiled for {res.target} with {res.toolchain}{w}"
+        return result(spec, ctx, "passed", f"compiled for {res.target} with {res.toolchain}{w}"
                        + (" (cached)" if res.cached else ""))
     errs = [d for d in res.diagnostics if d.severity in ("error", "fatal error")] or res.diagnostics
     shown = "; ".join((f"line {d.line}: " if d.line else "") + d.message for d in errs[:3])
-    return _result(spec, ctx, "failed", f"does not compile for {res.target}: {shown}",
+    return result(spec, ctx, "failed", f"does not compile for {res.target}: {shown}",
                    {"log": _learner_log(res.log)})
 
 
@@ -225,6 +225,13 @@ def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | Non
                               memory_bytes=None if gpu else settings.RUN_MEMORY_BYTES,
                               output_bytes=settings.RUN_OUTPUT_BYTES, gpu=gpu,
                               file_bytes=max(settings.RUN_FILE_BYTES, file_bytes or 0))
+
+
+def run_time_limit(ctx: Context, spec: CheckSpec) -> float:
+    """Seconds a run check's program may take: the caller's limit (the instructor's ``--time-limit``, a
+    notebook's argument) > the exercise spec's ``timeout_s`` > ``settings.RUN_TIME_LIMIT_S``."""
+    given = settings.resolve(ctx.time_limit_s, spec.options.get("timeout_s"), default=settings.RUN_TIME_LIMIT_S)
+    return settings.time_limit(given, what="the run time limit")
 
 
 def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
@@ -292,7 +299,7 @@ def _unbuilt(ctx: Context, spec: CheckSpec) -> CheckResult | None:
         return not_run(spec, ctx, "the program reads files at compile time (see the compile check)")
     res = do_build(ctx)
     if res is None:
-        return _result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
+        return result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
     if not res.ok:
         return not_run(spec, ctx, "the program does not compile")
     return None
@@ -302,10 +309,10 @@ def check_run(ctx: Context, spec: CheckSpec) -> CheckResult:
     early = _unbuilt(ctx, spec)
     if early is not None:
         return early
-    ctx.run = execute(ctx, "run", 1, float(spec.options.get("timeout_s", ctx.time_limit_s)))
+    ctx.run = execute(ctx, "run", 1, run_time_limit(ctx, spec))
     status, msg = _run_verdict(ctx.run)
     ctx.run["status"] = status
-    return _result(spec, ctx, status, msg, {"stdout_tail": ctx.run["done"].stdout[-settings.FEEDBACK_OUTPUT_CHARS:],
+    return result(spec, ctx, status, msg, {"stdout_tail": ctx.run["done"].stdout[-settings.FEEDBACK_OUTPUT_CHARS:],
                                             "isolation": ctx.run["done"].isolation})
 
 
@@ -345,48 +352,48 @@ def compare_outputs(ctx: Context, r: dict) -> tuple[bool, str, dict]:
 
 def check_compare(ctx: Context, spec: CheckSpec) -> CheckResult:
     if ctx.build_skip:
-        return _result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
+        return result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
     if not ctx.run:
         return not_run(spec, ctx, "nothing to compare: the program did not run")
     if ctx.run.get("status") == "skipped":
-        return _result(spec, ctx, "skipped", "needs a GPU run (see the run check)")
+        return result(spec, ctx, "skipped", "needs a GPU run (see the run check)")
     if ctx.run["arrays"] is None:
         return not_run(spec, ctx, f"nothing to compare: {ctx.run['format_error'] or 'no output'}")
     ok, msg, details = compare_outputs(ctx, ctx.run)
-    return _result(spec, ctx, "passed" if ok else "failed", msg, details)
+    return result(spec, ctx, "passed" if ok else "failed", msg, details)
 
 
 # --- perf ----------------------------------------------------------------------------------------
 
 def check_perf(ctx: Context, spec: CheckSpec) -> CheckResult:
     if ctx.build_skip:
-        return _result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
+        return result(spec, ctx, "skipped", f"not built here: {ctx.build_skip}")
     res = ctx.build
     if res is None or not res.ok:
         return not_run(spec, ctx, "the program does not compile")
     if not res.can_run:
-        return _result(spec, ctx, "skipped", f"needs a GPU: {res.cannot_run_reason}")
+        return result(spec, ctx, "skipped", f"needs a GPU: {res.cannot_run_reason}")
     if ctx.run.get("status") != "passed":
         return not_run(spec, ctx, "not timed: the correctness run did not pass")
     dev = ctx.plat.device
     peak_name = spec.options.get("peak", "bandwidth_tbs" if spec.options.get("metric") == "bandwidth" else "fp32_vector_tflops")
     peak = dev.spec[peak_name] if dev is not None and dev.spec is not None else None
     if not peak:
-        return _result(spec, ctx, "skipped", f"no {peak_name} peak for {dev.name if dev else 'this device'} in datasets/hardware.csv")
+        return result(spec, ctx, "skipped", f"no {peak_name} peak for {dev.name if dev else 'this device'} in datasets/hardware.csv")
     r = ctx.timed = execute(ctx, "perf", 2, float(spec.options.get("timeout_s", settings.PERF_TIME_LIMIT_S)))
     status, msg = _run_verdict(r)
     if status != "passed":
-        return _result(spec, ctx, "failed", "timed run: " + msg)
+        return result(spec, ctx, "failed", "timed run: " + msg)
     ok, cmsg, _ = compare_outputs(ctx, r)
     if not ok:
-        return _result(spec, ctx, "failed", "wrong in the timed run (correctness is re-checked there): " + cmsg)
+        return result(spec, ctx, "failed", "wrong in the timed run (correctness is re-checked there): " + cmsg)
     ex = ctx.exercise
     try:
         ms = float(r["arrays"][ex.outputs.index("time_ms")][0])
     except (ValueError, IndexError):
-        return _result(spec, ctx, "failed", "the program reports no kernel time (time_ms) in its output")
+        return result(spec, ctx, "failed", "the program reports no kernel time (time_ms) in its output")
     if not (ms > 0) or ms / 1e3 > r["done"].duration_s:
-        return _result(spec, ctx, "failed", f"reported kernel time {ms!r} ms is impossible (the whole run took "
+        return result(spec, ctx, "failed", f"reported kernel time {ms!r} ms is impossible (the whole run took "
                        f"{r['done'].duration_s:.3f} s): time with events around the kernel")
     work = ex.reference_module().work(r["inputs"])
     if spec.options.get("metric") == "bandwidth":
@@ -398,10 +405,10 @@ def check_perf(ctx: Context, spec: CheckSpec) -> CheckResult:
     details = {"value": value, "unit": unit, "peak": peak, "fraction": frac, "time_ms": ms}
     label = f"{value:.3g} {unit} = {frac:.0%} of {dev.name}'s peak {peak:g} {unit} (datasets/hardware.csv)"
     if frac > 1.5:
-        return _result(spec, ctx, "failed", f"{label}: faster than the hardware can go, so the timing is wrong", details)
+        return result(spec, ctx, "failed", f"{label}: faster than the hardware can go, so the timing is wrong", details)
     if frac >= need:
-        return _result(spec, ctx, "passed", f"{label}; needed {need:.0%}", details)
-    return _result(spec, ctx, "failed", f"{label}; needs {need:.0%}", details)
+        return result(spec, ctx, "passed", f"{label}; needed {need:.0%}", details)
+    return result(spec, ctx, "failed", f"{label}; needs {need:.0%}", details)
 
 
 CHECKS = {"static": check_static, "compile": check_compile, "run": check_run, "compare": check_compare,
@@ -411,7 +418,3 @@ CHECKS = {"static": check_static, "compile": check_compile, "run": check_run, "c
 def new_seed() -> int:
     """A seed the learner does not control: fresh from the OS for every grading."""
     return secrets.randbits(62)
-
-
-from rocmlab.grader import isa_check  # noqa: E402  (the isa check type and the needs: amd-gpu option)
-isa_check.register(CHECKS)

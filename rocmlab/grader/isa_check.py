@@ -22,7 +22,7 @@ with the spec's ``why`` (e.g. "not run: MFMA needs an AMD GPU") and earns nothin
 NVIDIA path. ``needs: amd-target`` on a compile check builds for the AMD target even on an NVIDIA
 machine (the HIP->CUDA path cannot translate AMD intrinsics).
 
-:func:`register` adds both to the grader's table of checks (one line in :mod:`rocmlab.grader.checks`).
+:func:`register` adds both to the grader's table of checks (one line in :mod:`rocmlab.grader`, the package).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ NEEDS = ("amd-gpu", "amd-target")
 
 
 def _result(ctx, spec: CheckSpec, status: str, message: str, details=None) -> CheckResult:
-    from rocmlab.grader.checks import _result as result
+    from rocmlab.grader.checks import result
 
     return result(spec, ctx, status, message, details)
 

@@ -89,7 +89,7 @@ class Report:
         return "\n".join(lines)
 
     def to_html(self) -> str:
-        from rocmlab.widgets.html_table import html_table
+        from rocmlab.html_table import html_table
 
         rows = [[c.status, c.id, f"{c.points:g}/{c.max_points:g}", c.message,
                  c.hint if c.status == "failed" else ""] for c in self.checks]
@@ -115,3 +115,42 @@ class Report:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=1)
+
+
+@dataclass
+class Availability:
+    earned: float
+    runnable: float          # points of the checks this machine ran
+    possible: float
+    skipped: list            # (check id, type, points, reason)
+
+    @property
+    def missing(self) -> float:
+        return self.possible - self.runnable
+
+    def text(self) -> str:
+        head = f"{self.earned:g} of {self.possible:g} points"
+        if not self.skipped:
+            return head + " (no check was skipped on this machine)"
+        ids = ", ".join(f"{cid} ({p:g})" for cid, _, p, _ in self.skipped)
+        first = next((r for _, t, _, r in self.skipped if t == "run"), self.skipped[0][3])
+        return (f"{head}; {self.missing:g} need another machine: {ids}. Why: {_short_reason(first)}. "
+                f"Here {self.earned:g}/{self.runnable:g} is the most this machine can check, not a full score.")
+
+    def html(self) -> str:
+        colour = "#b58900" if self.skipped else "#2e7d32"
+        return f'<p style="color:{colour}"><b>{html.escape(self.text())}</b></p>'
+
+
+def _short_reason(reason: str) -> str:
+    r = reason.strip()
+    for cut in ("; run checks need", " (this machine's backend"):
+        if cut in r:
+            r = r.split(cut)[0]
+    return r.rstrip(".")
+
+
+def availability(report) -> Availability:
+    """Which points of ``report`` this machine could not award, with each skipped check's reason."""
+    skipped = [(c.id, c.type, c.max_points, c.message) for c in report.checks if c.status == "skipped"]
+    return Availability(report.earned, report.available, report.possible, skipped)

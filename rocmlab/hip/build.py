@@ -42,7 +42,6 @@ MODES = ("exe", "obj")
 COMPILE_TIMEOUT_S = settings.COMPILE_TIME_LIMIT_S
 _DEFAULT = object()
 _NAMED: dict[str, BuildResult] = {}
-_FOUND = driver._FOUND
 
 
 class HipError(RuntimeError):
@@ -89,8 +88,8 @@ class BuildResult:
         return [d for d in self.diagnostics if d.severity == "warning"]
 
     def kernels(self):
-        """Per-kernel resources from this build's compiler output (see :mod:`rocmlab.hip.inspect`)."""
-        from rocmlab.hip.inspect import resources_from_log
+        """Per-kernel resources from this build's compiler output (see :mod:`rocmlab.hip.resources`)."""
+        from rocmlab.hip.resources import resources_from_log
 
         return resources_from_log(self.log, self.toolchain_kind, self.target)
 
@@ -124,12 +123,9 @@ class BuildResult:
 
 # --- toolchain choice ---------------------------------------------------------------------
 
-_platform = driver._platform
-
-
 def default_target(lang: str = "hip", plat=None, nvcc_present: bool | None = None) -> str:
     """The target a cell builds for when none is given: the GPU here, else settings.DEFAULT_TARGET."""
-    plat = _platform(plat)
+    plat = driver.resolve_platform(plat)
     dev = plat.device
     if plat.backend == "rocm" and dev and dev.arch_base.startswith("gfx"):
         return dev.arch_base
@@ -143,9 +139,9 @@ def default_target(lang: str = "hip", plat=None, nvcc_present: bool | None = Non
     return settings.DEFAULT_TARGET
 
 
-def _choose(lang: str, target: str, plat, toolchain) -> tuple[Toolchain | None, str]:
+def choose_toolchain(lang: str, target: str, plat, toolchain) -> tuple[Toolchain | None, str]:
     if isinstance(toolchain, (Toolchain, str)) or toolchain is None:
-        return driver.choose(lang, target, _platform(plat), toolchain)
+        return driver.choose(lang, target, driver.resolve_platform(plat), toolchain)
     raise TypeError("toolchain must be a Toolchain, a kind ('rocm', 'offline', 'nvcc') or None")
 
 
@@ -174,7 +170,7 @@ def _can_run(tc: Toolchain, target: str, mode: str, plat) -> tuple[bool, str]:
     return True, ""
 
 
-def _validate(lang: str, mode: str, target: str, flags) -> tuple[str, ...]:
+def validate_args(lang: str, mode: str, target: str, flags) -> tuple[str, ...]:
     if lang not in LANGS:
         raise ValueError(f"lang={lang!r} is not one of {LANGS}: use lang='hip' or lang='cuda'")
     if mode not in MODES:
@@ -204,11 +200,11 @@ def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=
     if not isinstance(source, str) or not source.strip():
         raise ValueError("source is empty: pass the HIP or CUDA program as a string")
     start = time.monotonic()
-    plat = _platform(plat)
+    plat = driver.resolve_platform(plat)
     target = target or default_target(lang, plat)
-    flags = _validate(lang, mode, target, flags)
+    flags = validate_args(lang, mode, target, flags)
     base = target.split(":")[0]
-    tc, fix = _choose(lang, base, plat, toolchain)
+    tc, fix = choose_toolchain(lang, base, plat, toolchain)
     if tc is None:
         res = BuildResult(False, None, fix, [Diagnostic(None, None, "error", fix)], "", target, False,
                           time.monotonic() - start, False, fix, lang, mode, "", source, "", name=name,

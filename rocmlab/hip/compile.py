@@ -74,7 +74,13 @@ def find_toolchain(kind: str, refresh: bool = False) -> Toolchain | None:
     return _FOUND[kind]
 
 
-def _platform(plat):
+def forget_toolchains() -> None:
+    """Forget the toolchains found in this process (after installing one, or in tests that hide one)."""
+    _FOUND.clear()
+
+
+def resolve_platform(plat):
+    """``plat``, or this machine's platform (:func:`rocmlab.platform.current`) when it is None."""
     if plat is not None:
         return plat
     from rocmlab.platform import current
@@ -92,7 +98,7 @@ def choose(lang: str, target: str, plat=None, toolchain=None) -> tuple[Toolchain
         kinds = [toolchain]
     elif base.startswith(("sm_", "compute_")):
         kinds = ["nvcc"]
-    elif _platform(plat).backend == "rocm":
+    elif resolve_platform(plat).backend == "rocm":
         kinds = ["rocm", "offline"]
     else:
         kinds = ["offline"]

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocmlab import settings
 from rocmlab.port import build
 from rocmlab.port.inputs import check_request, collect
 
@@ -41,11 +42,11 @@ class BaselineResult:
         return out
 
 
-def plain_hipify(src, work_dir, archs=("gfx942",), compat: bool = True, workers: int | None = None,
+def plain_hipify(src, work_dir, archs=(settings.DEFAULT_TARGET,), compat: bool = True, workers: int | None = None,
                  include=(), toolchain: str = "auto") -> BaselineResult:
     """Hipify ``src`` with torch.utils.hipify alone into ``work_dir`` and compile its translation units."""
-    from rocmlab.hip.hipify import torch_hipify_folder
-    from rocmlab.port.project import _include_dirs
+    from rocmlab.port.translate import torch_hipify_folder
+    from rocmlab.port.project import include_dirs
 
     t0 = time.monotonic()
     src_r, work = check_request(src, work_dir)
@@ -70,7 +71,7 @@ def plain_hipify(src, work_dir, archs=("gfx942",), compat: bool = True, workers:
             target = Path(hip_file) if hip_file else work / rel
             units[os.path.relpath(target, work)] = rel
     mains = {k for k, v in units.items() if build.has_main(proj.sources[v])}
-    inc, outside = _include_dirs(proj.sources, include, src_r)
+    inc, outside = include_dirs(proj.sources, include, src_r)
     inc = [*inc, *map(str, outside)]       # plain hipify ports SRC only: -I folders outside it stay as they are
     res = build.compile_all(tc, work, units, mains, tuple(archs), inc, False, workers,
                             build_dir=work / ".rocmlab-baseline")

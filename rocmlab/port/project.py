@@ -181,7 +181,7 @@ def _inside(p: Path, root: Path) -> bool:
     return p == root or root in p.parents
 
 
-def _include_dirs(rels, user_includes, src_root: Path) -> tuple[list[str], list[Path]]:
+def include_dirs(rels, user_includes, src_root: Path) -> tuple[list[str], list[Path]]:
     """(source-relative include folders: the root, every include/inc folder and the user's -I inside SRC;
     -I folders outside SRC, resolved). A relative -I is taken from SRC (as a build file in SRC
     means it), else from the current folder."""
@@ -294,7 +294,7 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
             raise PortInputError(f"--report {report} is inside SRC ({src_r}): the port never writes into SRC; put "
                                  "the report elsewhere (the default is OUT/rocmlab-port.html)")
     proj = collect(src_r)
-    inc_dirs, ext_dirs = _include_dirs(proj.sources, include, src_r)
+    inc_dirs, ext_dirs = include_dirs(proj.sources, include, src_r)
     tc = build.choose_toolchain(toolchain) if compile else None
     if tc is not None:
         missing = [a for a in archs if not tc.supports(a)]

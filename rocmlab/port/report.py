@@ -4,8 +4,8 @@ The HTML page needs no JavaScript and nothing from the network: its three charts
 status, traps by severity, first errors by category) are inline SVG bars, and every chart is
 also a table, so the page stays small (well under 500 KB). It opens on the project's own traps;
 traps in headers read from outside SRC, and traps in code never compiled for the target, are
-grouped below and folded (``<details>``). In a notebook, :mod:`rocmlab.port.notebook` shows the
-same figures as live plotly figures.
+grouped below and folded (``<details>``). In a notebook, :mod:`rocmlab.course.port_view` shows the
+same page inline.
 """
 
 from __future__ import annotations
@@ -18,37 +18,6 @@ from rocmlab.port import build
 
 LEVEL_COLOURS = {"error": "#cf222e", "warning": "#9a6700", "info": "#0969da"}
 STATUS_COLOURS = {"ok": "#1a7f37", "failed": "#cf222e", "timeout": "#8250df", "not-linked": "#6e7781"}
-
-
-def figures(result) -> dict:
-    """{name: plotly Figure} for the summary charts."""
-    import plotly.graph_objects as go
-
-    figs = {}
-    status = {}
-    for u in result.units:
-        status[u.status] = status.get(u.status, 0) + 1
-    if status:
-        figs["files"] = go.Figure(go.Bar(x=list(status), y=list(status.values()),
-                                         marker_color=[STATUS_COLOURS.get(k, "#888") for k in status]),
-                                  layout=dict(title=f"Files by status ({', '.join(result.archs)})",
-                                              yaxis_title="files", height=320, width=380, margin=dict(t=50, b=40, l=50, r=10)))
-    levels = result.traps_by_level()
-    figs["traps"] = go.Figure(go.Bar(x=list(levels), y=list(levels.values()),
-                                     marker_color=[LEVEL_COLOURS[k] for k in levels]),
-                              layout=dict(title="Traps by severity", yaxis_title="traps", height=320, width=380,
-                                          margin=dict(t=50, b=40, l=50, r=10)))
-    cats = {k: v for k, v in result.categories().items() if k != "ok"}
-    for link in result.links:
-        if link.status != "ok":
-            cats[link.category] = cats.get(link.category, 0) + 1
-    if cats:
-        figs["categories"] = go.Figure(go.Bar(y=list(cats), x=list(cats.values()), orientation="h",
-                                              marker_color="#cf222e"),
-                                       layout=dict(title="First error of each failed file, by category",
-                                                   xaxis_title="files", height=max(320, 120 + 30 * len(cats)),
-                                                   width=420, margin=dict(t=50, b=40, l=150, r=10)))
-    return figs
 
 
 def _table(header, rows, cls="") -> str:

@@ -127,6 +127,52 @@ def _use_device_timer(device: str | None, inputs) -> bool:
     return str(device).startswith("cuda") and torch.cuda.is_available()
 
 
+def time_once(fn: Callable, *, events: bool):
+    """(seconds, result) of one call of ``fn``: between device events after a device synchronize when
+    ``events`` (a GPU, also an AMD one under ROCm), else on the wall clock. The one timer under
+    :func:`bench` and the all-reduce sweeps."""
+    if events:
+        import torch
+
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        out = fn()
+        end.record()
+        end.synchronize()
+        return start.elapsed_time(end) / 1e3, out
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def graph_bench(fn, quantiles=None, warmup: int = 10, rep: int = 40):
+    """Median (or quantiles) in ms of ``fn``'s GPU time: one launch captured in a CUDA/HIP graph and
+    replayed, with the L2 cache flushed between runs (triton.testing.do_bench). The graph keeps the
+    host's launch overhead (tens of microseconds through Python) out of a kernel's time, as in a
+    graph-captured all-reduce. Falls back to plain do_bench where capture fails."""
+    from triton.testing import do_bench
+
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    try:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            fn()
+        torch.cuda.synchronize()
+        run = graph.replay
+    except Exception:   # noqa: BLE001 - any capture failure: time it eagerly
+        torch.cuda.synchronize()
+        run = fn
+    kw = dict(quantiles=quantiles) if quantiles else dict(return_mode="median")
+    return do_bench(run, warmup=warmup, rep=rep, **kw)
+
+
+
 def bench(fn: Callable, *, inputs: Sequence | None = None, warmup: int = 3, reps: int = 20,
           max_time_s: float | None = None, bytes: float | None = None, flops: float | None = None,
           name: str | None = None, device: str | None = None, allow_none: bool = False,
@@ -179,34 +225,14 @@ def bench(fn: Callable, *, inputs: Sequence | None = None, warmup: int = 3, reps
     use_events = _use_device_timer(device, inputs)
     times: list[float] = []
     spent = 0.0
-    if use_events:
-        import torch
-
-        torch.cuda.synchronize()
-        for i in range(reps):
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            out = call(i)
-            end.record()
-            end.synchronize()
-            t = start.elapsed_time(end) / 1e3
-            times.append(t)
-            spent += t
-            del out
-            if max_time_s is not None and spent > max_time_s and len(times) >= 3:
-                break
-        timer = "device events (torch.cuda.Event)"
-    else:
-        for i in range(reps):
-            t0 = time.perf_counter()
-            out = call(i)
-            t = time.perf_counter() - t0
-            times.append(t)
-            spent += t
-            del out
-            if max_time_s is not None and spent > max_time_s and len(times) >= 3:
-                break
-        timer = "wall clock (time.perf_counter)"
+    for i in range(reps):
+        t, out = time_once(lambda i=i: call(i), events=use_events)
+        del out
+        times.append(t)
+        spent += t
+        if max_time_s is not None and spent > max_time_s and len(times) >= 3:
+            break
+    timer = "device events (torch.cuda.Event)" if use_events else "wall clock (time.perf_counter)"
     if label is None:
         from rocmlab.platform import current
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rocmlab.widgets.html_table import html_table
+from rocmlab.html_table import html_table
 
 
 def render_checks(checks) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
-from rocmlab.widgets.html_table import html_table
+from rocmlab.html_table import html_table
 
 
 def mismatch_html(report) -> str:
@@ -23,12 +23,12 @@ def mismatch_html(report) -> str:
 
 
 def report_html(report) -> str:
-    from rocmlab.course.exercise import availability   # which points this machine cannot award, and why
+    from rocmlab.grader.report import availability   # which points this machine cannot award, and why
 
     return availability(report).html() + report.to_html() + mismatch_html(report)
 
 
-def feedback_widget(exercise_id: str, source, *, seed: int | None = None, time_limit_s: float = 20.0):
+def feedback_widget(exercise_id: str, source, *, seed: int | None = None, time_limit_s: float | None = None):
     """Grade ``source`` (HIP text, or a path to a .hip file) and show the result.
 
     "Grade again" re-reads the file (edit it, then press it); "Show a hint" reveals the exercise's graded

@@ -5,8 +5,9 @@ from __future__ import annotations
 import html
 
 from rocmlab.hip import occupancy as occ
-from rocmlab.hip.inspect import CATEGORY_HELP, Inspection
-from rocmlab.widgets.html_table import html_table
+from rocmlab.hip.inspect import Inspection
+from rocmlab.hip.resources import CATEGORY_HELP
+from rocmlab.html_table import html_table
 
 COLOURS = {"shuffle": "#8250df", "global": "#0969da", "lds": "#1a7f37", "wait": "#9a6700",
            "barrier": "#cf222e", "matrix": "#bf3989"}

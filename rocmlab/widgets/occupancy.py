@@ -7,6 +7,7 @@ the allocation granule of 8, so every step right past 64 changes the VGPR bar.
 
 from __future__ import annotations
 
+from rocmlab import settings
 from rocmlab.hip import occupancy as occ
 
 BAR_ORDER = ("VGPRs", "SGPRs", "LDS", "workgroup size")
@@ -28,7 +29,7 @@ def figure_data(o: occ.Occupancy) -> tuple[list[str], list[int], list[str]]:
 class OccupancyExplorer:
     """``OccupancyExplorer().widget`` is the ipywidgets box; ``.set(vgprs=...)`` moves sliders from code."""
 
-    def __init__(self, arch: str = "gfx942", vgprs: int = 64, agprs: int = 0, sgprs: int = 24,
+    def __init__(self, arch: str = settings.DEFAULT_TARGET, vgprs: int = 64, agprs: int = 0, sgprs: int = 24,
                  lds_bytes: int = 0, workgroup_size: int = 256):
         import ipywidgets as w
         import plotly.graph_objects as go

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rocmlab.widgets.html_table import html_table
+from rocmlab.html_table import html_table
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
            "#bcbd22", "#17becf", "#393b79", "#637939")

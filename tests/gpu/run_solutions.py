@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from rocmlab import grader  # noqa: E402
-from rocmlab.course.exercise import availability  # noqa: E402
+from rocmlab.grader.report import availability  # noqa: E402
 from rocmlab.grader import libs  # noqa: E402
 from rocmlab.grader.spec import COMMON_DIR  # noqa: E402
 from rocmlab.grader.wrong import wrong_submissions  # noqa: E402

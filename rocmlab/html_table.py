@@ -1,4 +1,5 @@
-"""Small HTML tables for notebooks (escaped, styled the same everywhere)."""
+"""Small HTML tables (escaped, styled the same everywhere): plain strings, no notebook library, so toolkits
+(a grader report, a hipify trap table) and the course use the same one."""
 
 from __future__ import annotations
 

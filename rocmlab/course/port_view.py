@@ -2,7 +2,7 @@
 
 In a JupyterLab cell::
 
-    from rocmlab.port.notebook import port_view
+    from rocmlab.course.port_view import port_view
     result = port_view("coop_streams")          # a bundled sample, or a path to your CUDA project
 
 It ports into a temporary folder (or ``out=``), compiles offline or with ROCm, and shows the
@@ -15,6 +15,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from rocmlab import settings
 from rocmlab.paths import repo_root
 
 SAMPLES_DIR = repo_root() / "tests" / "data" / "port"
@@ -47,7 +48,7 @@ def show(result, charts: bool = True, plat=None):
     return result
 
 
-def port_view(src, out=None, arch: str = "gfx942", workers: int | None = None, charts: bool = True, **kwargs):
+def port_view(src, out=None, arch: str = settings.DEFAULT_TARGET, workers: int | None = None, charts: bool = True, **kwargs):
     """Port ``src`` (a folder, or the name of a bundled sample) and show the result; returns it."""
     from rocmlab.port import port
 

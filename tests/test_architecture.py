@@ -1,0 +1,88 @@
+"""The house rules (README, "Architecture"), measured by tools/architecture.py on the real package, each
+with a failing control: a small planted package that breaks the rule, which the same measure must catch."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("architecture", ROOT / "tools" / "architecture.py")
+arch = importlib.util.module_from_spec(_spec)
+sys.modules["architecture"] = arch          # dataclasses look their module up while the class is made
+_spec.loader.exec_module(arch)
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return arch.measure(ROOT / "rocmlab")
+
+
+def test_no_import_loops(measured):
+    assert measured["import_loops"] == [], measured["import_loops"]
+
+
+def test_toolkits_never_import_the_course_layer_or_its_libraries(measured):
+    assert measured["upward_imports"] == [], measured["upward_imports"]
+
+
+def test_no_private_names_across_modules(measured):
+    assert measured["private_names_across_modules"] == [], measured["private_names_across_modules"]
+
+
+def test_one_timing_helper(measured):
+    assert measured["timing_implementations"] == ["rocmlab/profile/timing.py"]
+
+
+def test_time_limit_defaults_only_in_settings(measured):
+    assert measured["time_limit_default_definitions"] == []
+
+
+def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
+    root = tmp_path / "rocmlab"
+    for rel, text in {"__init__.py": "", **files}.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if p.parent != root and not (p.parent / "__init__.py").exists():
+            (p.parent / "__init__.py").write_text("")
+        p.write_text(text)
+    return root
+
+
+def test_control_a_planted_loop_an_upward_import_and_a_private_use_are_caught(tmp_path):
+    tk = random.choice(["hip", "port", "grader", "serve", "comm"])      # any toolkit package
+    lazy = random.choice([True, False])                               # a lazy import is still a loop
+    b_body = ("def g():\n    from rocmlab.{tk}.a import f\n    return f\n" if lazy
+              else "from rocmlab.{tk}.a import f\n").format(tk=tk)
+    root = _plant(tmp_path, {
+        f"{tk}/a.py": f"from rocmlab.{tk} import b\nfrom rocmlab.course import widget\n\ndef f():\n    return b._hidden()\n",
+        f"{tk}/b.py": b_body + "\ndef _hidden():\n    return 1\n",
+        f"{tk}/c.py": "def plot():\n    import plotly.graph_objects as go\n    return go\n",
+        "course/widget.py": "import ipywidgets\n",
+        "profile/timing.py": "def t(torch):\n    return torch.cuda.Event(enable_timing=True)\n",
+        f"{tk}/d.py": "def t(torch):\n    return torch.cuda.Event(enable_timing=True)\n",
+        f"{tk}/e.py": "def grade(time_limit_s: float = 20.0):\n    return time_limit_s\n",
+    })
+    r = arch.measure(root)
+    assert r["import_loops"] == [[f"rocmlab.{tk}.a", f"rocmlab.{tk}.b"]]
+    upward = {(n, t) for n, t, _ in r["upward_imports"]}
+    assert (f"rocmlab.{tk}.a", "rocmlab.course.widget") in upward
+    assert (f"rocmlab.{tk}.c", "plotly.graph_objects") in upward
+    assert not any(n.startswith("rocmlab.course") for n, _ in upward)   # the course layer may use them
+    assert [(n, t) for n, t, _ in r["private_names_across_modules"]] == [(f"rocmlab.{tk}.a", f"rocmlab.{tk}.b._hidden")]
+    assert r["timing_implementations"] == [f"rocmlab/{tk}/d.py", "rocmlab/profile/timing.py"]
+    assert len(r["time_limit_default_definitions"]) == 1
+
+
+def test_control_a_clean_planted_package_passes(tmp_path):
+    root = _plant(tmp_path, {
+        "hip/a.py": "from rocmlab.hip import b\n\ndef f():\n    return b.public()\n",
+        "hip/b.py": "def public():\n    return 1\n",
+        "course/view.py": "import plotly.graph_objects as go\nfrom rocmlab.hip import a\n",
+    })
+    r = arch.measure(root)
+    assert r["import_loops"] == [] and r["upward_imports"] == [] and r["private_names_across_modules"] == []

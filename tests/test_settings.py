@@ -1,0 +1,48 @@
+"""rocmlab.settings: precedence (CLI > exercise spec > settings) and the time-limit validator."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rocmlab import grader, settings
+from rocmlab.grader.checks import Context, run_time_limit
+from rocmlab.grader.spec import CheckSpec
+
+
+def _ctx(limit):
+    return Context(grader.load("vector-add"), "", None, 1, time_limit_s=limit)
+
+
+def test_resolve_takes_the_first_value_given():
+    a, b = random.uniform(1, 50), random.uniform(1, 50)
+    assert settings.resolve(a, b, default=7) == a
+    assert settings.resolve(None, b, default=7) == b
+    assert settings.resolve(None, None, default=7) == 7
+    assert settings.resolve(0, b, default=7) == 0          # a given 0 is a value, not "missing"
+
+
+def test_run_limit_precedence_cli_then_spec_then_settings():
+    cli, spec_s = random.randint(2, 30), random.randint(31, 60)
+    with_spec = CheckSpec("runs", "run", 1.0, options={"timeout_s": spec_s})
+    without = CheckSpec("runs", "run", 1.0, options={})
+    assert run_time_limit(_ctx(cli), with_spec) == cli                       # the instructor's flag wins
+    assert run_time_limit(_ctx(None), with_spec) == spec_s                   # then the exercise's spec
+    assert run_time_limit(_ctx(None), without) == settings.RUN_TIME_LIMIT_S  # then settings
+
+
+@pytest.mark.parametrize("bad", ["abc", "nan", "inf", "-1", "0", "1e308"])
+def test_time_limit_rejects_bad_values_with_the_fix(bad):
+    with pytest.raises(ValueError, match="seconds|maximum"):
+        settings.time_limit(bad)
+
+
+def test_time_limit_control_accepts_a_good_value():
+    v = random.uniform(0.5, 100)
+    assert settings.time_limit(str(v)) == pytest.approx(v)
+
+
+def test_grader_check_rejects_a_bad_cli_limit():
+    with pytest.raises(ValueError, match="not a number"):
+        grader.check("vector-add", "int main() {}", time_limit_s="abc")
