@@ -48,6 +48,10 @@ class Analysis:
     directives: list[list[Tok]]        # every directive line of the submission (compiled or not)
     strings: list[Tok] = field(default_factory=list)     # every string literal token of the submission
     seconds: float = 0.0
+    #: the scan of the submission with its warp-like integer constants (``constexpr int W = 32``, enum
+    #: members) folded into their uses, for the warp-size rule; None when there were none
+    folded: ScanReport | None = None
+    constants: dict[str, str] = field(default_factory=dict)   # the folded constants: name -> literal
 
     @property
     def launches(self) -> list[tuple[int, str]]:
@@ -77,7 +81,96 @@ def _analyze(source: str, target: str) -> Analysis:
         elif active[idx]:
             tokens += toks
         strings += [t for t in toks if t.kind == "str"]
-    return Analysis(report, tokens, directives, strings, time.monotonic() - start)
+    consts = warp_constants(tokens)
+    folded = None
+    if consts:
+        with tempfile.TemporaryDirectory(prefix="rocmlab-static-") as root:
+            from rocmlab.grader.spec import COMMON_DIR
+
+            folded = scan(fold_constants(source, consts), target=target, include_dirs=[str(COMMON_DIR)],
+                          filename=SUBMISSION, root=root)
+    return Analysis(report, tokens, directives, strings, time.monotonic() - start, folded, consts)
+
+
+# --- constants the warp rule must see through ---------------------------------------------------------
+
+#: Values that betray a 32-lane warp (a lane mask, a width, a half width, a 32-bit full mask).
+WARP_VALUES = {16, 31, 32, 0xFFFFFFFF}
+_DECL_WORDS = {"const", "constexpr", "static", "inline", "__device__", "__host__", "__constant__", "unsigned",
+               "signed", "int", "long", "short", "char", "auto", "size_t", "int32_t", "uint32_t", "int64_t",
+               "uint64_t", "int16_t", "uint16_t", "std", "::"}
+
+
+def _int_value(text: str) -> int | None:
+    t = text.rstrip("uUlL").replace("'", "")
+    try:
+        return int(t, 0)
+    except ValueError:
+        try:
+            return int(t, 8) if t.startswith("0") else None
+        except ValueError:
+            return None
+
+
+def warp_constants(tokens: list[Tok]) -> dict[str, str]:
+    """Named integer constants of the compiled code whose value is warp-like: ``[static] const(expr) T NAME =
+    32;`` (also ``{32}``, ``(32)``, ``32u``, ``0x20``) and enum members ``NAME = 32``. One pass (linear)."""
+    out: dict[str, str] = {}
+    n, enum_depth = len(tokens), 0
+    for i, t in enumerate(tokens):
+        if t.text == "enum":
+            enum_depth = 1
+            continue
+        if t.text == ";":
+            enum_depth = 0
+        if t.kind != "id" or i + 2 >= n or tokens[i + 1].text not in ("=", "{", "("):
+            continue
+        j = i + 2
+        while j < n and j < i + 6 and tokens[j].text in ("(", "{"):
+            j += 1
+        if j >= n or tokens[j].kind != "num":
+            continue
+        k = j + 1
+        while k < n and k < j + 5 and tokens[k].text in (")", "}"):
+            k += 1
+        if k >= n or tokens[k].text not in (";", ",", "}"):
+            continue
+        # a declaration: const/constexpr among the words before the name, or an enum member
+        back, is_const = i - 1, False
+        while back >= 0 and back > i - 8 and tokens[back].text in _DECL_WORDS:
+            is_const = is_const or tokens[back].text in ("const", "constexpr")
+            back -= 1
+        in_enum = enum_depth and back >= 0 and tokens[back].text in ("{", ",")
+        if not (is_const or in_enum):
+            continue
+        v = _int_value(tokens[j].text)
+        if v in WARP_VALUES:
+            out[t.text] = tokens[j].text
+    # a cooperative-groups tile size (tiled_partition<kGroup>) is a group size chosen on purpose, not a warp size
+    for i in range(2, n):
+        if tokens[i - 1].text == "<" and tokens[i - 2].text in _TILE_TEMPLATES:
+            out.pop(tokens[i].text, None)
+    return out
+
+
+_TILE_TEMPLATES = {"tiled_partition", "thread_block_tile"}
+
+
+def fold_constants(source: str, consts: dict[str, str]) -> str:
+    """``source`` with each use of a folded constant replaced by its literal (declarations kept, line
+    numbers kept), so the scanner judges ``x % W`` as it judges ``x % 32``."""
+    rx = re.compile(r"(?<![\w.])(?<!->)(" + "|".join(map(re.escape, sorted(consts, key=len, reverse=True))) + r")\b")
+    decl = re.compile(r"\b(" + "|".join(map(re.escape, consts)) + r")\s*[={(]\s*[({]*\s*[0-9]")
+    out = []
+    for line in source.split("\n"):
+        if decl.search(line):     # keep the declaration itself; fold the uses after it on the same line
+            m = decl.search(line)
+            end = line.find(";", m.end())
+            end = len(line) if end < 0 else end
+            out.append(line[:end] + rx.sub(lambda mm: consts[mm.group(1)], line[end:]))
+        else:
+            out.append(rx.sub(lambda mm: consts[mm.group(1)], line))
+    return "\n".join(out)
 
 
 def _child(conn, source, target):
@@ -136,7 +229,14 @@ def no_cuda_left(a: Analysis, options: dict) -> list[tuple[int, str]]:
 
 
 def no_warp_size(a: Analysis, options: dict) -> list[tuple[int, str]]:
-    return _finding_problems(a.report.compiled_findings("error", kinds=("warp",)))
+    problems = _finding_problems(a.report.compiled_findings("error", kinds=("warp",)))
+    if a.folded is not None:       # also through the named constants (constexpr int W = 32; x % W)
+        seen = {ln for ln, _ in problems}
+        names = ", ".join(f"{k} = {v}" for k, v in a.constants.items())
+        problems += [(ln, f"{text} [through the constant {names}]")
+                     for ln, text in _finding_problems(a.folded.compiled_findings("error", kinds=("warp",)))
+                     if ln not in seen]
+    return sorted(problems)
 
 
 def errors_checked(a: Analysis, options: dict) -> list[tuple[int, str]]:
@@ -207,10 +307,38 @@ RULES = {"no-cuda-left": no_cuda_left, "no-warp-size": no_warp_size, "errors-che
          "requires": requires}
 
 
-def compile_inputs(a: Analysis) -> list[tuple[int, str]]:
-    """What would make the compiler read a file other than system headers and exercise_io.h."""
+def _directive_view(source: str) -> list[list[Tok]]:
+    """The directive lines as the compiler sees them: line splices (backslash-newline) joined, even inside a
+    word (``#inc\\<newline>lude``), and the digraph ``%:`` and trigraph ``??=`` read as ``#``. Line numbers kept.
+    Linear in the file size."""
+    phys = source.split("\n")
+    out, cur, pad = [], [], 0
+    for line in phys:
+        body = line[:-1] if line.endswith("\r") else line
+        if body.endswith("\\"):
+            cur.append(body[:-1])
+            pad += 1
+            continue
+        cur.append(body)
+        out.append("".join(cur) + "\n" * pad)
+        cur, pad = [], 0
+    if cur:
+        out.append("".join(cur))
+    text = _DIGRAPH_HASH.sub("#", "\n".join(out))
+    return tokenize(text)
+
+
+_DIGRAPH_HASH = re.compile(r"^[ \t]*(?:%:|\?\?=)", re.MULTILINE)
+_ASM_READS = (".incbin", ".include")
+
+
+def compile_inputs(a: Analysis, source: str | None = None) -> list[tuple[int, str]]:
+    """What would make the compiler read a file other than system headers and exercise_io.h.
+    With ``source``, directives are read as the compiler reads them (splices, ``%:``, ``??=``)."""
     problems = []
-    for d in a.directives:
+    lines = _directive_view(source) if source is not None else None
+    directives = [t for t in lines if t and t[0].text == "#"] if lines is not None else a.directives
+    for d in directives:
         if len(d) < 2:
             continue
         name, rest = d[1].text, d[2:]
@@ -226,7 +354,23 @@ def compile_inputs(a: Analysis) -> list[tuple[int, str]]:
                                         "and \"exercise_io.h\""))
         elif name == "embed" or (name == "pragma" and any(t.text == "dependency" for t in rest)):
             problems.append((d[0].line, f"`#{name}` reads a file: a submission may not read files at compile time"))
-    for t in a.strings:
-        if ".incbin" in t.text or ".include" in t.text:
-            problems.append((t.line, "`.incbin`/`.include` in inline assembly reads a file: remove it"))
-    return sorted(problems)
+    # assembler directives that read files: in a string, split over adjacent strings (".inc" "bin"), or
+    # spelled as tokens for a stringizing macro (S(.incbin "x"))
+    toks = [t for ln in lines for t in ln] if lines is not None else [*a.tokens, *(t for d in a.directives for t in d)]
+    run_text, run_line, flagged = "", 0, set()
+    for i, t in enumerate(toks):
+        low = t.text.lower()
+        if t.kind == "str":
+            body = low[low.find('"') + 1:low.rfind('"')] if low.count('"') >= 2 else low
+            run_text, run_line = run_text[-16:] + body, run_line or t.line     # the tail only: linear
+            if any(x in run_text for x in _ASM_READS) and run_line not in flagged:
+                flagged.add(run_line)
+                problems.append((run_line, "`.incbin`/`.include` in inline assembly reads a file: remove it"))
+            continue
+        run_text, run_line = "", 0
+        if t.kind == "id" and (low == "incbin" or (low == "include" and i and toks[i - 1].text == "."
+                                                   and not (i > 1 and toks[i - 2].text == "#"))):
+            if t.line not in flagged:
+                flagged.add(t.line)
+                problems.append((t.line, "`.incbin`/`.include` (an assembler directive that reads a file): remove it"))
+    return sorted(set(problems))
