@@ -20,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -63,12 +64,13 @@ class Analysis:
         return bool(self.launches or self.report.libraries)
 
 
-def _analyze(source: str, target: str) -> Analysis:
-    start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="rocmlab-static-") as root:
-        from rocmlab.grader.spec import COMMON_DIR
+def _analyze(source: str, target: str, root: str) -> Analysis:
+    """``root``: an empty folder (the project folder, so ``#include "..."`` reaches nothing), made and removed by
+    the parent, so a child killed at the time limit leaves no temporary folder behind."""
+    from rocmlab.grader.spec import COMMON_DIR
 
-        report = scan(source, target=target, include_dirs=[str(COMMON_DIR)], filename=SUBMISSION, root=root)
+    start = time.monotonic()
+    report = scan(source, target=target, include_dirs=[str(COMMON_DIR)], filename=SUBMISSION, root=root)
     lines = tokenize(source)
     active = [True] * len(lines)
     for a, b in report.inactive_lines.get(SUBMISSION, []):
@@ -84,11 +86,8 @@ def _analyze(source: str, target: str) -> Analysis:
     consts = warp_constants(tokens)
     folded = None
     if consts:
-        with tempfile.TemporaryDirectory(prefix="rocmlab-static-") as root:
-            from rocmlab.grader.spec import COMMON_DIR
-
-            folded = scan(fold_constants(source, consts), target=target, include_dirs=[str(COMMON_DIR)],
-                          filename=SUBMISSION, root=root)
+        folded = scan(fold_constants(source, consts), target=target, include_dirs=[str(COMMON_DIR)],
+                      filename=SUBMISSION, root=root)
     return Analysis(report, tokens, directives, strings, time.monotonic() - start, folded, consts)
 
 
@@ -173,9 +172,9 @@ def fold_constants(source: str, consts: dict[str, str]) -> str:
     return "\n".join(out)
 
 
-def _child(conn, source, target):
+def _child(conn, source, target, root):
     try:
-        conn.send(("ok", _analyze(source, target)))
+        conn.send(("ok", _analyze(source, target, root)))
     except BaseException as exc:       # noqa: BLE001 - reported to the parent, which decides
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
@@ -188,9 +187,14 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
     target = target if target in settings.AMD_TARGETS else settings.DEFAULT_TARGET
     limit = time_limit_s or settings.STATIC_TIME_LIMIT_S
     ctx = multiprocessing.get_context("fork")
+    root = tempfile.mkdtemp(prefix="rocmlab-static-")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, source, target), daemon=True)
-    proc.start()
+    proc = ctx.Process(target=_child, args=(send, source, target, root), daemon=True)
+    try:
+        proc.start()
+    except BaseException:
+        os.rmdir(root)
+        raise
     send.close()
     try:
         if not recv.poll(limit):
@@ -205,6 +209,7 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
             proc.kill()
         proc.join(2)
         recv.close()
+        shutil.rmtree(root, ignore_errors=True)
     if kind != "ok":
         raise AnalysisError(f"the static analysis failed ({value}); tell the instructor")
     return value

@@ -506,7 +506,11 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
     out = work / (stem + _OUT_NAME[output_kind])
     base = target.split(":")[0] if tc.kind == "nvcc" else target
     cmd = command(tc, [src.name], out.name, output_kind=output_kind, targets=(base,), flags=flags, remarks=remarks)
-    done = run(tc, cmd, cwd=work)
+    try:
+        done = run(tc, cmd, cwd=work)
+    except BaseException:      # an interrupt (or a sandbox that cannot start) leaves no half-built folder
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     log = (done.stdout + done.stderr).replace(str(work) + os.sep, "")
     ok = done.ok and out.exists()
     diags = parse_diagnostics(log, src.name)
