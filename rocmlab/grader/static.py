@@ -155,20 +155,26 @@ def warp_constants(tokens: list[Tok]) -> dict[str, str]:
 _TILE_TEMPLATES = {"tiled_partition", "thread_block_tile"}
 
 
+_IDENT = re.compile(r"(?<![\w.])(?<!->)[A-Za-z_]\w*")
+_DECL = re.compile(r"([A-Za-z_]\w*)\s*[={(]\s*[({]*\s*[0-9]")
+
+
 def fold_constants(source: str, consts: dict[str, str]) -> str:
     """``source`` with each use of a folded constant replaced by its literal (declarations kept, line
-    numbers kept), so the scanner judges ``x % W`` as it judges ``x % 32``."""
-    rx = re.compile(r"(?<![\w.])(?<!->)(" + "|".join(map(re.escape, sorted(consts, key=len, reverse=True))) + r")\b")
-    decl = re.compile(r"\b(" + "|".join(map(re.escape, consts)) + r")\s*[={(]\s*[({]*\s*[0-9]")
+    numbers kept), so the scanner judges ``x % W`` as it judges ``x % 32``. Linear: one identifier regex
+    per line and a dict look-up per identifier."""
+    def sub(text: str) -> str:
+        return _IDENT.sub(lambda m: consts.get(m.group(0), m.group(0)), text)
+
     out = []
     for line in source.split("\n"):
-        if decl.search(line):     # keep the declaration itself; fold the uses after it on the same line
-            m = decl.search(line)
+        m = next((d for d in _DECL.finditer(line) if d.group(1) in consts), None)
+        if m is not None:     # keep the declaration itself; fold the uses after it on the same line
             end = line.find(";", m.end())
             end = len(line) if end < 0 else end
-            out.append(line[:end] + rx.sub(lambda mm: consts[mm.group(1)], line[end:]))
+            out.append(sub(line[:m.start()]) + line[m.start():end] + sub(line[end:]))
         else:
-            out.append(rx.sub(lambda mm: consts[mm.group(1)], line))
+            out.append(sub(line))
     return "\n".join(out)
 
 
