@@ -98,7 +98,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help=f"three exercises ({', '.join(QUICK_EXERCISES)}), one repetition")
     ap.add_argument("--reps", type=int, default=None, help="repetitions of the whole interleaved set (default 2; 1 quick)")
-    ap.add_argument("--out", default=None, help="write sandbox_overhead.json and sandbox_overhead.md there")
+    ap.add_argument("--out", default=None, help="write sandbox_overhead[_TAG].json and .md there")
+    ap.add_argument("--tag", default="", help="a name for the machine in the file names (cpu, h200)")
     args = ap.parse_args(argv)
     reps = args.reps or (1 if args.quick else 2)
 
@@ -151,14 +152,14 @@ def main(argv=None) -> int:
         sb, sf = sum(p[0] for p in paired), sum(p[1] for p in paired)
         result["paired_solutions"] = len(paired)
         result["ratio_bubblewrap_over_fallback"] = sb / sf
-    no_fallback = sorted({r["fallback_error"].split(":")[0] for r in rows.values() if r["fallback_error"]})
+    no_fallback = sorted({r["fallback_error"].split(" (")[0] for r in rows.values() if r["fallback_error"]})
     result["fallback_errors"] = no_fallback
     scores_same = all(len(r["scores"]) == 1 for r in rows.values())
     result["scores_same_every_run"] = scores_same
     result["scores"] = {k: sorted(v["scores"]) for k, v in rows.items()}
     print()
     print(f"grading time with bubblewrap: {t_bw:.1f} s for {sum(len(r['bubblewrap']) for r in rows.values())} gradings, "
-          f"{n_runs} sandbox runs ({result['runs_per_grading']:.1f} per grading: static-free compile + program runs)")
+          f"{n_runs} sandbox runs ({result['runs_per_grading']:.1f} per grading: compiles and program runs; the static analysis runs outside)")
     print(f"per-run overhead (replayed {replay['configs']} configurations with `true`): bubblewrap "
           f"{replay['bubblewrap_ms']:.1f} ms vs direct {replay['direct_ms']:.1f} ms = "
           f"{replay['per_run_overhead_ms']:.1f} ms per run (goal < 100 ms)")
@@ -167,14 +168,15 @@ def main(argv=None) -> int:
         print(f"paired gradings (bubblewrap / fallback, {len(paired)} solutions, medians): "
               f"ratio {result['ratio_bubblewrap_over_fallback']:.3f}")
     if no_fallback:
-        print(f"fallback could not grade here: {'; '.join(no_fallback)}")
+        print(f"fallback could not grade here: {'; '.join(no_fallback)} (only bubblewrap enters a toolchain root)")
     print(f"scores the same in every run and with both runners: {scores_same}")
     if args.out:
         out = Path(args.out)
+        stem = "sandbox_overhead" + (f"_{args.tag}" if args.tag else "")
         out.mkdir(parents=True, exist_ok=True)
-        (out / "sandbox_overhead.json").write_text(json.dumps(result, indent=1, default=list))
+        (out / f"{stem}.json").write_text(json.dumps(result, indent=1, default=list))
         lines = ["# Sandbox overhead", "", f"`python benchmarks/sandbox_overhead.py{' --quick' if args.quick else ''}"
-                 f" --reps {reps}` on {plat.backend} ({result['device'] or 'no GPU'}), {os.cpu_count()} CPU cores.", "",
+                 f" --reps {reps}{' --tag ' + args.tag if args.tag else ''} --out DIR` on {plat.backend} ({result['device'] or 'no GPU'}), {os.cpu_count()} CPU cores.", "",
                  f"- isolated: {iso.description}",
                  f"- grading with bubblewrap: {t_bw:.1f} s, {n_runs} sandbox runs",
                  f"- per-run overhead: {replay['per_run_overhead_ms']:.1f} ms (bubblewrap {replay['bubblewrap_ms']:.1f} ms"
@@ -192,8 +194,8 @@ def main(argv=None) -> int:
             f = f"{statistics.median(g['seconds'] for g in r['fallback']):.2f}" if r["fallback"] else "n/a"
             sc = ", ".join(f"{e:g}/{a:g}" for e, a in sorted(r["scores"]))
             lines.append(f"| {k} | {b:.2f} | {f} | {r['bubblewrap'][0]['runs']} | {sc} |")
-        (out / "sandbox_overhead.md").write_text("\n".join(lines) + "\n")
-        print(f"wrote {out}/sandbox_overhead.json and .md")
+        (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+        print(f"wrote {out}/{stem}.json and .md")
     return 0
 
 

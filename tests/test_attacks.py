@@ -794,3 +794,28 @@ def test_macro_bomb_ends_as_not_run_with_a_message():
     assert c.status in ("not run", "passed")      # the scanner may refuse to expand it, but never hangs
     if c.status == "not run":
         assert "did not finish" in c.message or "failed" in c.message
+
+
+# --- 11. outputs the program plants for the grader to read -----------------------------------------------------
+
+def test_planted_output_links_and_fifos_are_not_followed(tmp_path):
+    from rocmlab.grader import io as gio
+    import numpy as np
+
+    decoy = tmp_path / "answer.bin"              # a file outside the scratch the learner wants read as its output
+    gio.write_arrays(decoy, [np.arange(8, dtype=np.float32)])
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "output.bin").symlink_to(decoy)
+    with pytest.raises(gio.FormatError, match="not a plain file"):
+        gio.read_arrays(scratch / "output.bin")
+    os.mkfifo(scratch / "fifo.bin")                 # opening it for reading would block the grader forever
+    t = time.monotonic()
+    with pytest.raises(gio.FormatError, match="not a plain file"):
+        gio.read_arrays(scratch / "fifo.bin")
+    assert time.monotonic() - t < 1.0
+    (scratch / "big.bin").write_bytes(b"RLX1" + b"\0" * 4096)
+    with pytest.raises(gio.FormatError, match="more than the limit"):
+        gio.read_arrays(scratch / "big.bin", max_bytes=1024)
+    # control: following the link (a plain open) reads the decoy as if the program had written it
+    assert gio.parse_arrays(open(scratch / "output.bin", "rb").read())[0].tolist() == list(range(8))
