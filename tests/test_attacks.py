@@ -819,3 +819,53 @@ def test_planted_output_links_and_fifos_are_not_followed(tmp_path):
         gio.read_arrays(scratch / "big.bin", max_bytes=1024)
     # control: following the link (a plain open) reads the decoy as if the program had written it
     assert gio.parse_arrays(open(scratch / "output.bin", "rb").read())[0].tolist() == list(range(8))
+
+
+HOLD = """
+    int n = 0;
+    for (int i = 0; i < 400; i++) {
+        pid_t p = fork();
+        if (p == 0) { sleep(4); _exit(0); }
+        if (p < 0) break;
+        n++;
+    }
+    std::printf("HELD=%d ", n); std::fflush(stdout);
+    while (wait(0) > 0) {}
+"""
+
+
+@needs_gxx
+@needs_bwrap
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root: each run gets a uid of its own (RLIMIT_NPROC counts per uid)")
+def test_one_runs_fork_storm_does_not_starve_a_parallel_run(tmp_path, open_scratch):
+    import threading
+
+    storm = host_program(HOLD, tmp_path)
+    shutil.copy2(storm, open_scratch / "storm")
+    other = tmp_path / "o"
+    other.mkdir()
+    one = host_program('pid_t p = fork(); if (p == 0) _exit(0); std::printf(p > 0 ? "FORK-OK " : "FORK-FAILED "); wait(0);',
+                       other)
+    shutil.copy2(one, open_scratch / "one")
+    box = {}
+    t = threading.Thread(target=lambda: box.update(r=sandbox.run([str(open_scratch / "storm")], scratch=str(open_scratch),
+                                                                 limits=sandbox.Limits(wall_s=20))))
+    t.start()
+    time.sleep(1.5)                                   # the storm now holds every process the uid may have
+    r = sandbox.run([str(open_scratch / "one")], scratch=str(open_scratch), limits=sandbox.Limits(wall_s=10))
+    t.join()
+    held = int(box["r"].stdout.split("HELD=")[1].split()[0])
+    assert 0 < held < settings.RUN_PROCESS_LIMIT                    # the storm reached its own process limit
+    assert "FORK-OK" in r.stdout, r.stdout + r.stderr               # ... and the parallel run could still fork
+    # control: the same two runs under one shared uid (the runner before per-run uids): the second cannot fork
+    from unittest import mock
+
+    with mock.patch.object(sandbox, "run_uid", lambda: settings.SANDBOX_UID):
+        t = threading.Thread(target=lambda: box.update(r=sandbox.run([str(open_scratch / "storm")],
+                                                                     scratch=str(open_scratch),
+                                                                     limits=sandbox.Limits(wall_s=20))))
+        t.start()
+        time.sleep(1.5)
+        shared = sandbox.run([str(open_scratch / "one")], scratch=str(open_scratch), limits=sandbox.Limits(wall_s=10))
+        t.join()
+    assert "FORK-FAILED" in shared.stdout
