@@ -2,9 +2,10 @@
 
 ``run(cmd, limits=Limits(...), scratch=DIR, ...)`` runs a program through bubblewrap:
 
-- as an unprivileged user (uid/gid 65534; when rocmlab itself runs as root, bubblewrap mounts the
-  sandbox and ``setpriv`` drops to that user before the program starts, so file access never
-  happens as root);
+- as an unprivileged user (uid/gid 65534 in a user namespace; when rocmlab itself runs as root,
+  bubblewrap mounts the sandbox and ``setpriv`` drops to a uid of the run's own, with no passwd entry and
+  gid 65534, before the program starts, so file access never happens as root, and one run's processes
+  never count against another's process limit);
 - on a read-only system: ``root="/"`` binds only the system folders a program needs
   (/usr /bin /sbin /lib* /etc /opt), never /root, /home, /tmp of the host or a rocmlab checkout;
   another ``root`` (the offline ROCm root file system) becomes ``/`` read-only;
@@ -205,13 +206,13 @@ def isolation() -> Isolation:
 def _describe(level: str, reason: str, fix: str) -> Isolation:
     if level == BWRAP:
         if _as_root():
-            text = ("bubblewrap: mount, pid, net, ipc namespaces; runs as uid 65534 (setpriv), "
+            text = ("bubblewrap: mount, pid, net, ipc namespaces; runs as an unprivileged uid of its own (setpriv), "
                     "read-only system, only its scratch folder writable")
         else:
             text = ("bubblewrap: user, mount, pid, net namespaces; runs as uid 65534, "
                     "read-only system, only its scratch folder writable")
     elif level == SETPRIV:
-        text = ("setpriv + rlimits + own session (WEAKER: no namespaces; runs as uid 65534 but can read "
+        text = ("setpriv + rlimits + own session (WEAKER: no namespaces; runs as an unprivileged uid but can read "
                 "world-readable files (the grader's code too), see other processes' command lines and use the network)")
     elif level == RLIMITS:
         text = ("rlimits + own session (WEAKER: no namespaces; runs as the grading user and can read and "
@@ -267,7 +268,7 @@ def _gpu_nodes() -> list[str]:
     return found
 
 
-def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd) -> list[str]:
+def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd, uid=None) -> list[str]:
     a = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
          "--unshare-uts", "--unshare-cgroup-try"]
     if not _as_root():
@@ -295,7 +296,7 @@ def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd) -> list[str]
         a += ["--ro-bind", "/sys", "/sys"]
     a += ["--remount-ro", "/", "--chdir", cwd or scratch or "/tmp", "--"]
     if _as_root():
-        a += _setpriv(groups)
+        a += _setpriv(groups, uid)
     return a + list(cmd)
 
 
@@ -315,9 +316,26 @@ def _parents(path: str, system: set[str], made: set[str]) -> list[str]:
     return out
 
 
-def _setpriv(groups: list[int]) -> list[str]:
+def run_uid() -> int:
+    """The uid a run gets: as root one of its own (RLIMIT_NPROC counts per uid, so runs in parallel never starve
+    each other), never one with a passwd entry; otherwise SANDBOX_UID (inside the user namespace)."""
+    if not _as_root():
+        return settings.SANDBOX_UID
+    import pwd
+    import secrets
+
+    for _ in range(100):
+        uid = settings.SANDBOX_UID_BASE + secrets.randbelow(settings.SANDBOX_UID_COUNT)
+        try:
+            pwd.getpwuid(uid)
+        except KeyError:
+            return uid
+    return settings.SANDBOX_UID
+
+
+def _setpriv(groups: list[int], uid: int | None = None) -> list[str]:
     keep = sorted({g for g in groups if g != 0})
-    return ["setpriv", f"--reuid={settings.SANDBOX_UID}", f"--regid={settings.SANDBOX_GID}",
+    return ["setpriv", f"--reuid={settings.SANDBOX_UID if uid is None else uid}", f"--regid={settings.SANDBOX_GID}",
             f"--groups={','.join(map(str, keep))}" if keep else "--clear-groups",
             "--no-new-privs", "--inh-caps=-all", "--bounding-set=-all", "--"]
 
@@ -407,8 +425,8 @@ def _become_subreaper():
         _subreaper.append(True)
 
 
-def _sweep_orphans():
-    """Fallback as root: end uid-65534 processes re-parented to us (daemons that left their session)."""
+def _sweep_orphans(uid: int = settings.SANDBOX_UID):
+    """Fallback as root: end the run's uid's processes re-parented to us (daemons that left their session)."""
     me = str(os.getpid())
     with _live_lock:
         live = set(_live)
@@ -420,7 +438,7 @@ def _sweep_orphans():
                 status = dict(line.split(":", 1) for line in f if ":" in line)
         except OSError:
             continue
-        if status.get("PPid", "").strip() == me and status.get("Uid", "").split()[:1] == [str(settings.SANDBOX_UID)]:
+        if status.get("PPid", "").strip() == me and status.get("Uid", "").split()[:1] == [str(uid)]:
             try:
                 os.kill(int(d), signal.SIGKILL)
                 os.waitpid(int(d), 0)
@@ -512,12 +530,12 @@ def _untrap_sigterm(old):
         signal.signal(signal.SIGTERM, old)
 
 
-def _own_scratch(scratch):
-    """As root, the program runs as uid 65534: hand it the scratch folder, and return how to take it back."""
+def _own_scratch(scratch, uid: int = settings.SANDBOX_UID):
+    """As root, the program runs as an unprivileged uid: hand it the scratch folder, and return how to take it back."""
     if not (_as_root() and scratch):
         return None
     st = os.stat(scratch)
-    os.chown(scratch, settings.SANDBOX_UID, settings.SANDBOX_GID)
+    os.chown(scratch, uid, settings.SANDBOX_GID)
     os.chmod(scratch, 0o700)
     return st
 
@@ -550,8 +568,9 @@ def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None 
     envd = _clean_env(env)
     if iso.level == BWRAP:
         r, w = os.pipe()
-        argv = _bwrap_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, gpu=gpu, cwd=cwd, info_fd=w)
-        st = _own_scratch(scratch)
+        uid = run_uid()
+        argv = _bwrap_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, gpu=gpu, cwd=cwd, info_fd=w, uid=uid)
+        st = _own_scratch(scratch, uid)
         try:
             try:
                 done, proc = _spawn(argv, env=envd, cwd="/", stdin_data=stdin_data, output_bytes=limits.output_bytes,
@@ -569,17 +588,18 @@ def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None 
         raise SandboxError(f"cannot enter the root file system {root} without bubblewrap ({iso.reason}); "
                            f"fix: {iso.fix}")
     argv = list(cmd)
+    uid = run_uid() if iso.level == SETPRIV else settings.SANDBOX_UID
     if iso.level == SETPRIV:
-        argv = _setpriv([]) + argv
+        argv = _setpriv([], uid) + argv
     if iso.level in (SETPRIV, RLIMITS):
         _become_subreaper()
-    st = _own_scratch(scratch) if iso.level == SETPRIV else None
+    st = _own_scratch(scratch, uid) if iso.level == SETPRIV else None
     try:
         done, _ = _spawn(argv, env=envd if iso.level != NONE else {**os.environ, **(env or {})},
                          cwd=cwd or scratch or ("/tmp" if iso.level != NONE else None),
                          stdin_data=stdin_data, output_bytes=limits.output_bytes, wall_s=limits.wall_s,
                          preexec=_preexec(limits, limits.memory_bytes), isolation_text=iso.description,
-                         display_cmd=cmd, after_exit=_sweep_orphans if iso.level == SETPRIV else None)
+                         display_cmd=cmd, after_exit=(lambda: _sweep_orphans(uid)) if iso.level == SETPRIV else None)
     finally:
         _return_scratch(scratch, st)
     if iso.level == SETPRIV and done.returncode == 127 and "failed to execute" in done.stderr:

@@ -73,9 +73,15 @@ SANDBOX_TMP_BYTES = 512 << 20
 #: CPU seconds per wall-clock second when a Limits has no cpu_s: one busy thread meets the wall limit
 #: first, a program spinning on many threads meets the CPU limit.
 SANDBOX_CPU_PER_WALL = 2.0
-#: The unprivileged user (and group) sandboxed programs run as: nobody / nogroup.
+#: The unprivileged user (and group) sandboxed programs run as: nobody / nogroup (inside the user namespace
+#: when rocmlab does not run as root).
 SANDBOX_UID = 65534
 SANDBOX_GID = 65534
+#: As root, each sandboxed run gets a uid of its own from this range (no passwd entry; systemd leaves
+#: 1879048192-2147483647 unused): RLIMIT_NPROC counts per uid, so with one shared uid a learner's fork storm
+#: would make a parallel learner's program fail. The group stays SANDBOX_GID.
+SANDBOX_UID_BASE = 1879048192
+SANDBOX_UID_COUNT = 1 << 26
 #: PATH inside the sandbox unless the caller's env names one.
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #: Seconds the grader's static analysis of one submission may take (it runs in a child with this limit).

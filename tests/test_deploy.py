@@ -204,6 +204,9 @@ def test_hub_extra_config_gives_the_grading_profile_to_admins_only():
     assert override["extra_resource_limits"] == {}                       # grading holds no GPU
     mounts = {m["mountPath"] for m in override["volume_mounts"]}
     assert {"/home/jovyan", "/srv/rocmlab/exchange"} == mounts           # the home stays mounted
+    # bubblewrap in the grading pod needs namespaces: the container's seccomp default refuses them
+    assert override["extra_container_config"]["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
+    assert "seccompProfile" not in str(learner[0])                        # learners keep the default
 
 
 # ----------------------------------------------------------------------------- shared node: one GPU per learner

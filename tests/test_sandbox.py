@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from rocmlab import sandbox
+from rocmlab import sandbox, settings
 from rocmlab.sandbox import Limits, run, run_limited
 
 PY = "/usr/bin/python3"          # the system python: visible inside the sandbox (a venv under /root or /home is not)
@@ -158,7 +158,16 @@ def test_unprivileged_user_clean_env_no_network(scratch):
         del os.environ["ROCMLAB_TEST_SECRET"]
     assert r.ok, r.stderr
     lines = r.stdout.splitlines()
-    assert lines[0] == "65534 65534"
+    uid, gid = map(int, lines[0].split())
+    if os.geteuid() == 0:      # as root: a uid of the run's own, never one with a passwd entry
+        import pwd
+
+        assert uid >= settings.SANDBOX_UID_BASE and gid == settings.SANDBOX_GID
+        with pytest.raises(KeyError):
+            pwd.getpwuid(uid)
+        assert uid != int(run(py("import os; print(os.getuid())"), scratch=scratch).stdout)   # the next run: another
+    else:
+        assert (uid, gid) == (65534, 65534)
     assert eval(lines[1]) == ["HOME", "MINE", "PATH"] or set(eval(lines[1])) <= {"HOME", "MINE", "PATH", "PWD", "LC_CTYPE"}
     assert "ROCMLAB_TEST_SECRET" not in r.stdout and lines[2].startswith("net no")
 

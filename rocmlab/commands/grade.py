@@ -30,8 +30,11 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    from pathlib import Path
+
     from rocmlab.grader import batch
     from rocmlab.grader.spec import ExerciseError, exercises
+    from rocmlab.sandbox import Terminated
 
     if args.list:
         for e in exercises():
@@ -54,6 +57,11 @@ def run(args) -> int:
     except (batch.BatchError, ExerciseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except (KeyboardInterrupt, Terminated) as exc:
+        done = len(list((Path(args.out) / "results").glob("*.json")))
+        print(f"interrupted: every program was stopped; {done} finished result(s) kept in {args.out}/results. "
+              "Run the same command again to grade only what is missing.", file=sys.stderr)
+        return 130 if isinstance(exc, KeyboardInterrupt) else 143
     print(f"{counts['submissions']} submissions: {counts['graded']} graded now, {counts['skipped']} already graded")
     print(f"grades: {args.out}/grades.csv (nbgrader columns), {args.out}/grades_by_check.csv (per check); "
           f"feedback: {args.out}/feedback/LEARNER/EXERCISE.txt")

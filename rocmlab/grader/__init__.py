@@ -32,7 +32,7 @@ from rocmlab.grader.spec import Exercise, ExerciseError, exercises, load
 
 isa_check.register(CHECKS)   # the isa check type and the needs: amd-gpu option
 
-__all__ = ["check", "exercises", "load", "Report", "CheckResult", "Exercise", "ExerciseError"]
+__all__ = ["check", "refused", "exercises", "load", "Report", "CheckResult", "Exercise", "ExerciseError"]
 
 EMPTY = "your submission is empty: paste your whole HIP program (kernel, launch and main) and grade again"
 
@@ -90,3 +90,16 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
         return report(results)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def refused(exercise_id: str, reason: str, *, plat=None) -> Report:
+    """The report for a hand-in the grader would not read (a symbolic link, not a regular file, too large):
+    every check "not run" with ``reason`` (a learner's message), no points, never compiled or run."""
+    from rocmlab import sandbox
+    from rocmlab.platform import current
+
+    ex = load(exercise_id)
+    plat = plat or current()
+    dev = plat.device.name if plat.device else "unknown device"
+    checks = [CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not run: {reason}") for s in ex.checks]
+    return Report(ex.id, ex.title, plat.backend, dev, None, checks, 0.0, "graded", "", sandbox.isolation().description)

@@ -10,6 +10,12 @@ Layout: ``SUBMISSIONS/<learner>/<exercise-id>.hip`` (several exercises) or ``SUB
   first_name, email, raw_score, late_submission_penalty, score, max_score), one row per learner;
 - ``grades_by_check.csv``: otter-grader's shape (file, one column per check, total, possible).
 Both CSVs are rebuilt from ``results/`` each time, so rows are never lost or duplicated.
+
+Hand-ins are read as the grader's own files, never followed: a symbolic link in the submissions folder
+(to /etc/shadow, to another learner's hand-in) is refused with a message and never read; only regular files
+up to ``MAX_SUBMISSION_BYTES`` are graded. A result whose report says ``status: error`` (a fault of the
+machine) is not cached: the next run grades it again. Ctrl-C or SIGTERM ends every worker and every
+sandboxed program within ``settings.SANDBOX_KILL_WAIT_S`` and keeps the results already written.
 """
 
 from __future__ import annotations
@@ -19,12 +25,19 @@ import hashlib
 import io
 import json
 import os
+import signal
+import stat
 import tempfile
+import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+SUFFIXES = (".hip", ".cpp", ".cu")
+#: A hand-in larger than this is not read (a HIP exercise is a few KB; the static analysis has a time limit).
+MAX_SUBMISSION_BYTES = 2 << 20
 
 NBGRADER_COLUMNS = ("assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                     "raw_score", "late_submission_penalty", "score", "max_score")
@@ -40,6 +53,7 @@ class Job:
     exercise: str
     path: str
     sha: str
+    refused: str = ""     # why this hand-in is not read (a symbolic link, too large): a learner's message
 
     @property
     def key(self) -> str:
@@ -57,6 +71,43 @@ def load_assignment(path) -> tuple[str, list[str]]:
     return str(raw.get("name", p.stem)), [str(e) for e in raw["exercises"]]
 
 
+def _walk(entry: Path) -> tuple[list[Path], list[Path]]:
+    """Regular files with a source suffix under a learner's folder, and the symbolic links met (never followed)."""
+    files, links = [], []
+    for dirpath, dirnames, filenames in os.walk(entry, followlinks=False):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            if p.is_symlink():
+                links.append(p)
+            elif name in filenames and p.suffix in SUFFIXES and stat.S_ISREG(p.lstat().st_mode):
+                files.append(p)
+        dirnames[:] = sorted(d for d in dirnames if not (Path(dirpath) / d).is_symlink())
+    return sorted(files), sorted(links)
+
+
+def _link_sha(p: Path) -> str:
+    return hashlib.sha256(b"symlink:" + os.readlink(p).encode(errors="replace")).hexdigest()
+
+
+def read_submission(path) -> bytes:
+    """A hand-in's bytes, refusing symbolic links (even one swapped in after the folder was listed),
+    anything but a regular file, and files over MAX_SUBMISSION_BYTES. Raises BatchError with the learner's fix."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        if os.path.islink(path):
+            raise BatchError(f"{Path(path).name} is a symbolic link: hand in the file itself") from None
+        raise BatchError(f"cannot read {Path(path).name} ({exc.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(f.fileno())
+        if not stat.S_ISREG(st.st_mode):
+            raise BatchError(f"{Path(path).name} is not a regular file: hand in the source file itself")
+        if st.st_size > MAX_SUBMISSION_BYTES:
+            raise BatchError(f"{Path(path).name} is {st.st_size / 1e6:.1f} MB, over the {MAX_SUBMISSION_BYTES >> 20} "
+                             "MiB limit: hand in only your HIP source")
+        return f.read(MAX_SUBMISSION_BYTES + 1)
+
+
 def find_jobs(submissions, exercises: list[str]) -> list[Job]:
     from rocmlab.grader.spec import load
 
@@ -66,19 +117,39 @@ def find_jobs(submissions, exercises: list[str]) -> list[Job]:
     for e in exercises:
         load(e)  # raises with the list of known ids
     jobs = []
+    single = len(exercises) == 1
     for entry in sorted(root.iterdir()):
         if entry.name.startswith("."):
             continue
-        learner = entry.stem if entry.is_file() else entry.name
+        link = entry.is_symlink()
+        is_file = not link and stat.S_ISREG(entry.lstat().st_mode)
+        learner = entry.stem if (is_file or link) and entry.suffix in SUFFIXES else entry.name
+        if link:
+            files, links = [], [entry]
+        elif is_file:
+            files, links = ([entry] if entry.suffix in SUFFIXES else []), []
+        elif entry.is_dir():
+            files, links = _walk(entry)
+        else:
+            continue
         for ex in exercises:
-            if entry.is_file():
-                cand = [entry] if len(exercises) == 1 and entry.suffix in (".hip", ".cpp", ".cu") else []
+            if is_file:
+                cand = files if single else []
             else:
-                files = sorted(p for p in entry.rglob("*") if p.is_file() and p.suffix in (".hip", ".cpp", ".cu"))
-                cand = [p for p in files if p.stem == ex] or (files if len(exercises) == 1 else [])
+                cand = [p for p in files if p.stem == ex] or (files if single else [])
             if cand:
-                data = cand[0].read_bytes()
-                jobs.append(Job(learner, ex, str(cand[0]), hashlib.sha256(data).hexdigest()))
+                try:
+                    data = read_submission(cand[0])
+                    jobs.append(Job(learner, ex, str(cand[0]), hashlib.sha256(data).hexdigest()))
+                except BatchError as exc:
+                    st = cand[0].stat()
+                    jobs.append(Job(learner, ex, str(cand[0]), f"refused:{st.st_size}:{st.st_mtime_ns}", str(exc)))
+                continue
+            bad = [p for p in links if p.stem == ex or (single and (p.suffix in SUFFIXES or p == entry))]
+            if bad:
+                jobs.append(Job(learner, ex, str(bad[0]), _link_sha(bad[0]),
+                                f"{bad[0].name} is a symbolic link: the grader does not follow links; "
+                                "hand in the file itself"))
     if not jobs:
         raise BatchError(f"no submissions found in {root} for {', '.join(exercises)}: expected "
                          "LEARNER.hip or LEARNER/EXERCISE.hip")
@@ -88,23 +159,37 @@ def find_jobs(submissions, exercises: list[str]) -> list[Job]:
 def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:        # an interrupt mid-write leaves no temporary file
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
 
 
 def _grade_one(job: Job, out: str, seed: int | None, time_limit_s: float | None) -> dict:
     from rocmlab import grader
 
     try:
-        source = Path(job.path).read_text(errors="replace")
-        report = grader.check(job.exercise, source, seed=seed, time_limit_s=time_limit_s)
+        if job.refused:
+            report = grader.refused(job.exercise, job.refused)
+        else:
+            source = read_submission(job.path).decode(errors="replace")
+            report = grader.check(job.exercise, source, seed=seed, time_limit_s=time_limit_s)
         d = report.to_json()
         text, page = report.to_text(), report.to_html()
-    except Exception as exc:   # an unreadable or empty file is a result too
-        d = {"exercise": job.exercise, "error": f"{type(exc).__name__}: {exc}", "earned": 0.0, "available": 0.0,
+    except BatchError as exc:   # the hand-in changed since it was listed (now a link, too large): the learner's
+        report = grader.refused(job.exercise, str(exc))
+        d, text, page = report.to_json(), report.to_text(), report.to_html()
+    except Exception as exc:   # a grader bug: reported, never cached (status error)
+        d = {"exercise": job.exercise, "status": "error", "error": f"{type(exc).__name__}: {exc}", "earned": 0.0,
+             "available": 0.0,
              "possible": grader.load(job.exercise).possible, "checks": []}
         text, page = f"{job.exercise}: not graded: {d['error']}", f"<p>not graded: {d['error']}</p>"
     d.update(learner=job.learner, sha=job.sha, path=job.path)
@@ -116,11 +201,13 @@ def _grade_one(job: Job, out: str, seed: int | None, time_limit_s: float | None)
 
 
 def _done(job: Job, out: Path) -> bool:
+    """Graded already: a result for the same source that is not a machine fault (status error is never cached)."""
     p = out / "results" / f"{job.key}.json"
     try:
-        return json.loads(p.read_text()).get("sha") == job.sha
+        d = json.loads(p.read_text())
     except (OSError, ValueError):
         return False
+    return d.get("sha") == job.sha and d.get("status", "graded") == "graded" and not d.get("error")
 
 
 def grade_folder(submissions, exercises: list[str], out, *, assignment: str = "", workers: int = 1,
@@ -134,20 +221,79 @@ def grade_folder(submissions, exercises: list[str], out, *, assignment: str = ""
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="grading", unit="submission")
-    if workers <= 1:
-        for j in todo:
-            _grade_one(j, str(out), seed, time_limit_s)
-            bar and bar.update(1)
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futs = [pool.submit(_grade_one, j, str(out), seed, time_limit_s) for j in todo]
-            for f in as_completed(futs):
-                f.result()
+    old_term = _trap_sigterm()
+    try:
+        if workers <= 1:
+            for j in todo:
+                _grade_one(j, str(out), seed, time_limit_s)
                 bar and bar.update(1)
+        else:
+            _grade_parallel(todo, out, seed, time_limit_s, workers, bar)
+    finally:
+        _untrap_sigterm(old_term)
     if bar:
         bar.close()
     write_csvs(out, jobs, assignment or (exercises[0] if len(exercises) == 1 else "assignment"))
     return {"submissions": len(jobs), "graded": len(todo), "skipped": len(jobs) - len(todo)}
+
+
+def _grade_parallel(todo, out: Path, seed, time_limit_s, workers, bar) -> None:
+    pool = ProcessPoolExecutor(max_workers=workers)
+    try:
+        futs = [pool.submit(_grade_one, j, str(out), seed, time_limit_s) for j in todo]
+        for f in as_completed(futs):
+            f.result()
+            bar and bar.update(1)
+    except BaseException:      # Ctrl-C, SIGTERM: end the workers (each ends its sandbox), keep what is written
+        _stop_workers(pool)
+        raise
+    pool.shutdown(wait=True)
+
+
+def _stop_workers(pool: ProcessPoolExecutor) -> None:
+    """SIGTERM each worker (it ends its sandboxed program and removes its temporary folders), then SIGKILL
+    the ones still there after settings.SANDBOX_KILL_WAIT_S / 2."""
+    from rocmlab import settings
+
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    for p in procs:
+        try:
+            os.kill(p.pid, signal.SIGTERM)
+        except OSError:
+            pass
+    deadline = time.monotonic() + settings.SANDBOX_KILL_WAIT_S / 2
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            p.kill()
+            p.join(0.5)
+    pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _raise_terminated(signum, frame):
+    from rocmlab.sandbox import Terminated
+
+    raise Terminated()
+
+
+def _trap_sigterm():
+    """While grading, SIGTERM raises sandbox.Terminated (as Ctrl-C raises KeyboardInterrupt), so the workers and
+    the sandboxes are ended and the finished results kept; forked workers inherit it."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    old = signal.getsignal(signal.SIGTERM)
+    if old is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_terminated)
+        return old
+    return None
+
+
+def _untrap_sigterm(old) -> None:
+    if old is not None:
+        signal.signal(signal.SIGTERM, old)
 
 
 def write_csvs(out: Path, jobs: list[Job], assignment: str) -> None:

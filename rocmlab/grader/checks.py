@@ -168,7 +168,7 @@ def _compile_refusal(ctx: Context) -> str:
     a = analysis(ctx)
     if a is None:
         return ""
-    bad = static.compile_inputs(a)
+    bad = static.compile_inputs(a, ctx.source)
     if not bad:
         return ""
     return "; ".join(f"line {ln}: {text}" for ln, text in bad[:3]) + ". The grader did not compile it"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import re
+import shutil
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -48,6 +49,10 @@ class Analysis:
     directives: list[list[Tok]]        # every directive line of the submission (compiled or not)
     strings: list[Tok] = field(default_factory=list)     # every string literal token of the submission
     seconds: float = 0.0
+    #: the scan of the submission with its warp-like integer constants (``constexpr int W = 32``, enum
+    #: members) folded into their uses, for the warp-size rule; None when there were none
+    folded: ScanReport | None = None
+    constants: dict[str, str] = field(default_factory=dict)   # the folded constants: name -> literal
 
     @property
     def launches(self) -> list[tuple[int, str]]:
@@ -59,12 +64,13 @@ class Analysis:
         return bool(self.launches or self.report.libraries)
 
 
-def _analyze(source: str, target: str) -> Analysis:
-    start = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="rocmlab-static-") as root:
-        from rocmlab.grader.spec import COMMON_DIR
+def _analyze(source: str, target: str, root: str) -> Analysis:
+    """``root``: an empty folder (the project folder, so ``#include "..."`` reaches nothing), made and removed by
+    the parent, so a child killed at the time limit leaves no temporary folder behind."""
+    from rocmlab.grader.spec import COMMON_DIR
 
-        report = scan(source, target=target, include_dirs=[str(COMMON_DIR)], filename=SUBMISSION, root=root)
+    start = time.monotonic()
+    report = scan(source, target=target, include_dirs=[str(COMMON_DIR)], filename=SUBMISSION, root=root)
     lines = tokenize(source)
     active = [True] * len(lines)
     for a, b in report.inactive_lines.get(SUBMISSION, []):
@@ -77,12 +83,104 @@ def _analyze(source: str, target: str) -> Analysis:
         elif active[idx]:
             tokens += toks
         strings += [t for t in toks if t.kind == "str"]
-    return Analysis(report, tokens, directives, strings, time.monotonic() - start)
+    consts = warp_constants(tokens)
+    folded = None
+    if consts:
+        folded = scan(fold_constants(source, consts), target=target, include_dirs=[str(COMMON_DIR)],
+                      filename=SUBMISSION, root=root)
+    return Analysis(report, tokens, directives, strings, time.monotonic() - start, folded, consts)
 
 
-def _child(conn, source, target):
+# --- constants the warp rule must see through ---------------------------------------------------------
+
+#: Values that betray a 32-lane warp (a lane mask, a width, a half width, a 32-bit full mask).
+WARP_VALUES = {16, 31, 32, 0xFFFFFFFF}
+_DECL_WORDS = {"const", "constexpr", "static", "inline", "__device__", "__host__", "__constant__", "unsigned",
+               "signed", "int", "long", "short", "char", "auto", "size_t", "int32_t", "uint32_t", "int64_t",
+               "uint64_t", "int16_t", "uint16_t", "std", "::"}
+
+
+def _int_value(text: str) -> int | None:
+    t = text.rstrip("uUlL").replace("'", "")
     try:
-        conn.send(("ok", _analyze(source, target)))
+        return int(t, 0)
+    except ValueError:
+        try:
+            return int(t, 8) if t.startswith("0") else None
+        except ValueError:
+            return None
+
+
+def warp_constants(tokens: list[Tok]) -> dict[str, str]:
+    """Named integer constants of the compiled code whose value is warp-like: ``[static] const(expr) T NAME =
+    32;`` (also ``{32}``, ``(32)``, ``32u``, ``0x20``) and enum members ``NAME = 32``. One pass (linear)."""
+    out: dict[str, str] = {}
+    n, enum_depth = len(tokens), 0
+    for i, t in enumerate(tokens):
+        if t.text == "enum":
+            enum_depth = 1
+            continue
+        if t.text == ";":
+            enum_depth = 0
+        if t.kind != "id" or i + 2 >= n or tokens[i + 1].text not in ("=", "{", "("):
+            continue
+        j = i + 2
+        while j < n and j < i + 6 and tokens[j].text in ("(", "{"):
+            j += 1
+        if j >= n or tokens[j].kind != "num":
+            continue
+        k = j + 1
+        while k < n and k < j + 5 and tokens[k].text in (")", "}"):
+            k += 1
+        if k >= n or tokens[k].text not in (";", ",", "}"):
+            continue
+        # a declaration: const/constexpr among the words before the name, or an enum member
+        back, is_const = i - 1, False
+        while back >= 0 and back > i - 8 and tokens[back].text in _DECL_WORDS:
+            is_const = is_const or tokens[back].text in ("const", "constexpr")
+            back -= 1
+        in_enum = enum_depth and back >= 0 and tokens[back].text in ("{", ",")
+        if not (is_const or in_enum):
+            continue
+        v = _int_value(tokens[j].text)
+        if v in WARP_VALUES:
+            out[t.text] = tokens[j].text
+    # a cooperative-groups tile size (tiled_partition<kGroup>) is a group size chosen on purpose, not a warp size
+    for i in range(2, n):
+        if tokens[i - 1].text == "<" and tokens[i - 2].text in _TILE_TEMPLATES:
+            out.pop(tokens[i].text, None)
+    return out
+
+
+_TILE_TEMPLATES = {"tiled_partition", "thread_block_tile"}
+
+
+_IDENT = re.compile(r"(?<![\w.])(?<!->)[A-Za-z_]\w*")
+_DECL = re.compile(r"([A-Za-z_]\w*)\s*[={(]\s*[({]*\s*[0-9]")
+
+
+def fold_constants(source: str, consts: dict[str, str]) -> str:
+    """``source`` with each use of a folded constant replaced by its literal (declarations kept, line
+    numbers kept), so the scanner judges ``x % W`` as it judges ``x % 32``. Linear: one identifier regex
+    per line and a dict look-up per identifier."""
+    def sub(text: str) -> str:
+        return _IDENT.sub(lambda m: consts.get(m.group(0), m.group(0)), text)
+
+    out = []
+    for line in source.split("\n"):
+        m = next((d for d in _DECL.finditer(line) if d.group(1) in consts), None)
+        if m is not None:     # keep the declaration itself; fold the uses after it on the same line
+            end = line.find(";", m.end())
+            end = len(line) if end < 0 else end
+            out.append(sub(line[:m.start()]) + line[m.start():end] + sub(line[end:]))
+        else:
+            out.append(sub(line))
+    return "\n".join(out)
+
+
+def _child(conn, source, target, root):
+    try:
+        conn.send(("ok", _analyze(source, target, root)))
     except BaseException as exc:       # noqa: BLE001 - reported to the parent, which decides
         conn.send(("error", f"{type(exc).__name__}: {exc}"))
     finally:
@@ -95,9 +193,14 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
     target = target if target in settings.AMD_TARGETS else settings.DEFAULT_TARGET
     limit = time_limit_s or settings.STATIC_TIME_LIMIT_S
     ctx = multiprocessing.get_context("fork")
+    root = tempfile.mkdtemp(prefix="rocmlab-static-")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, source, target), daemon=True)
-    proc.start()
+    proc = ctx.Process(target=_child, args=(send, source, target, root), daemon=True)
+    try:
+        proc.start()
+    except BaseException:
+        os.rmdir(root)
+        raise
     send.close()
     try:
         if not recv.poll(limit):
@@ -112,6 +215,7 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
             proc.kill()
         proc.join(2)
         recv.close()
+        shutil.rmtree(root, ignore_errors=True)
     if kind != "ok":
         raise AnalysisError(f"the static analysis failed ({value}); tell the instructor")
     return value
@@ -136,7 +240,14 @@ def no_cuda_left(a: Analysis, options: dict) -> list[tuple[int, str]]:
 
 
 def no_warp_size(a: Analysis, options: dict) -> list[tuple[int, str]]:
-    return _finding_problems(a.report.compiled_findings("error", kinds=("warp",)))
+    problems = _finding_problems(a.report.compiled_findings("error", kinds=("warp",)))
+    if a.folded is not None:       # also through the named constants (constexpr int W = 32; x % W)
+        seen = {ln for ln, _ in problems}
+        names = ", ".join(f"{k} = {v}" for k, v in a.constants.items())
+        problems += [(ln, f"{text} [through the constant {names}]")
+                     for ln, text in _finding_problems(a.folded.compiled_findings("error", kinds=("warp",)))
+                     if ln not in seen]
+    return sorted(problems)
 
 
 def errors_checked(a: Analysis, options: dict) -> list[tuple[int, str]]:
@@ -207,10 +318,38 @@ RULES = {"no-cuda-left": no_cuda_left, "no-warp-size": no_warp_size, "errors-che
          "requires": requires}
 
 
-def compile_inputs(a: Analysis) -> list[tuple[int, str]]:
-    """What would make the compiler read a file other than system headers and exercise_io.h."""
+def _directive_view(source: str) -> list[list[Tok]]:
+    """The directive lines as the compiler sees them: line splices (backslash-newline) joined, even inside a
+    word (``#inc\\<newline>lude``), and the digraph ``%:`` and trigraph ``??=`` read as ``#``. Line numbers kept.
+    Linear in the file size."""
+    phys = source.split("\n")
+    out, cur, pad = [], [], 0
+    for line in phys:
+        body = line[:-1] if line.endswith("\r") else line
+        if body.endswith("\\"):
+            cur.append(body[:-1])
+            pad += 1
+            continue
+        cur.append(body)
+        out.append("".join(cur) + "\n" * pad)
+        cur, pad = [], 0
+    if cur:
+        out.append("".join(cur))
+    text = _DIGRAPH_HASH.sub("#", "\n".join(out))
+    return tokenize(text)
+
+
+_DIGRAPH_HASH = re.compile(r"^[ \t]*(?:%:|\?\?=)", re.MULTILINE)
+_ASM_READS = (".incbin", ".include")
+
+
+def compile_inputs(a: Analysis, source: str | None = None) -> list[tuple[int, str]]:
+    """What would make the compiler read a file other than system headers and exercise_io.h.
+    With ``source``, directives are read as the compiler reads them (splices, ``%:``, ``??=``)."""
     problems = []
-    for d in a.directives:
+    lines = _directive_view(source) if source is not None else None
+    directives = [t for t in lines if t and t[0].text == "#"] if lines is not None else a.directives
+    for d in directives:
         if len(d) < 2:
             continue
         name, rest = d[1].text, d[2:]
@@ -226,7 +365,23 @@ def compile_inputs(a: Analysis) -> list[tuple[int, str]]:
                                         "and \"exercise_io.h\""))
         elif name == "embed" or (name == "pragma" and any(t.text == "dependency" for t in rest)):
             problems.append((d[0].line, f"`#{name}` reads a file: a submission may not read files at compile time"))
-    for t in a.strings:
-        if ".incbin" in t.text or ".include" in t.text:
-            problems.append((t.line, "`.incbin`/`.include` in inline assembly reads a file: remove it"))
-    return sorted(problems)
+    # assembler directives that read files: in a string, split over adjacent strings (".inc" "bin"), or
+    # spelled as tokens for a stringizing macro (S(.incbin "x"))
+    toks = [t for ln in lines for t in ln] if lines is not None else [*a.tokens, *(t for d in a.directives for t in d)]
+    run_text, run_line, flagged = "", 0, set()
+    for i, t in enumerate(toks):
+        low = t.text.lower()
+        if t.kind == "str":
+            body = low[low.find('"') + 1:low.rfind('"')] if low.count('"') >= 2 else low
+            run_text, run_line = run_text[-16:] + body, run_line or t.line     # the tail only: linear
+            if any(x in run_text for x in _ASM_READS) and run_line not in flagged:
+                flagged.add(run_line)
+                problems.append((run_line, "`.incbin`/`.include` in inline assembly reads a file: remove it"))
+            continue
+        run_text, run_line = "", 0
+        if t.kind == "id" and (low == "incbin" or (low == "include" and i and toks[i - 1].text == "."
+                                                   and not (i > 1 and toks[i - 2].text == "#"))):
+            if t.line not in flagged:
+                flagged.add(t.line)
+                problems.append((t.line, "`.incbin`/`.include` (an assembler directive that reads a file): remove it"))
+    return sorted(set(problems))

@@ -283,7 +283,22 @@ _NVCC_DIAG = re.compile(r"^(?P<file>[^(\n]+)\((?P<line>\d+)\): (?P<sev>error|war
                         r"(?P<msg>.*)$", re.MULTILINE)
 _TOOL_ERR = re.compile(r"^(?:.*undefined (?:reference to|symbol:?) .*|ptxas (?:error|fatal)\s*:.*|"
                        r"(?:ld|ld\.lld|lld|/usr/bin/ld): error: .*|.*error: linker command failed.*|nvlink error.*|"
-                       r"\S*clang\S*: error: .*|bwrap: .*)$", re.MULTILINE)
+                       r"bwrap: .*)$", re.MULTILINE)
+
+
+def _tool_errors(log: str) -> list[str]:
+    """Tool errors of a log, in order: the lines _TOOL_ERR matches, and ``PROGRAM: error: ...`` where PROGRAM is a
+    clang (found by a split, not by ``\\S*clang\\S*``, which backtracks quadratically on a long line a submission
+    can put into the log, e.g. a 400 KB undefined symbol)."""
+    out = []
+    for line in log.splitlines():
+        if _TOOL_ERR.match(line):
+            out.append(line)
+            continue
+        head, sep, _ = line.partition(": error: ")
+        if sep and "clang" in head and not any(ch.isspace() for ch in head):
+            out.append(line)
+    return out
 
 
 def parse_diagnostics(log: str, cell_file: str, line_offset: int = 0) -> list[Diagnostic]:
@@ -332,8 +347,8 @@ def parse_diagnostics(log: str, cell_file: str, line_offset: int = 0) -> list[Di
             out.append(Diagnostic(None, None, "error", f"{header_error.file}: {header_error.message}",
                                   header_error.file))
     if not any(d.severity == "error" for d in out):
-        for m in _TOOL_ERR.finditer(log):
-            text = m.group(0).strip()
+        for line in _tool_errors(log):
+            text = line.strip()
             if "linker command failed" in text and any("undefined" in d.message for d in out):
                 continue
             out.append(Diagnostic(None, None, "error", text))
@@ -348,8 +363,8 @@ def first_error(log: str) -> Diagnostic | None:
         m = _CLANG_DIAG.search(log, m.end())
     if m:
         return Diagnostic(int(m.group("line")), int(m.group("col")), "error", m.group("msg").strip(), m.group("file"))
-    t = _TOOL_ERR.search(log)
-    return Diagnostic(None, None, "error", t.group(0).strip()) if t else None
+    t = _tool_errors(log)
+    return Diagnostic(None, None, "error", t[0].strip()) if t else None
 
 
 # --- files (rocmlab port) ---------------------------------------------------------------------
@@ -512,7 +527,11 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
     out = work / (stem + _OUT_NAME[output_kind])
     base = target.split(":")[0] if tc.kind == "nvcc" else target
     cmd = command(tc, [src.name], out.name, output_kind=output_kind, targets=(base,), flags=flags, remarks=remarks)
-    done = run(tc, cmd, cwd=work)
+    try:
+        done = run(tc, cmd, cwd=work)
+    except BaseException:      # an interrupt (or a sandbox that cannot start) leaves no half-built folder
+        shutil.rmtree(work, ignore_errors=True)
+        raise
     log = (done.stdout + done.stderr).replace(str(work) + os.sep, "")
     ok = done.ok and out.exists()
     diags = parse_diagnostics(log, src.name)
