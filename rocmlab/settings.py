@@ -100,6 +100,8 @@ SERVE_CONNECT_TIMEOUT_S = 10.0
 SERVE_FIRST_TOKEN_TIMEOUT_S = 300.0
 SERVE_TOKEN_TIMEOUT_S = 60.0
 SERVE_TOTAL_TIMEOUT_S = 1800.0
+#: Seconds one answer of vLLM's ``/tokenize`` or ``/detokenize`` may take (the random dataset's prompts).
+SERVE_TOKENIZE_TIMEOUT_S = 30.0
 #: Seconds ``GET /v1/models`` may take when the client checks that a server is there.
 SERVE_CHECK_TIMEOUT_S = 5.0
 

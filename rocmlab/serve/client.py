@@ -44,18 +44,20 @@ class MalformedChunk(ValueError):
 @dataclass(frozen=True)
 class Timeouts:
     """Seconds each step of one request may take: ``connect`` (open the connection),
-    ``first_token`` (request sent -> first token; for a non-streaming call, its whole answer),
-    ``between_tokens`` (one token -> the next; SSE pings do not count as tokens), ``total``
-    (the whole request). Each is a finite number of seconds above 0."""
+    ``first_token`` (request sent -> first token), ``between_tokens`` (one token -> the next;
+    SSE pings do not count as tokens), ``total`` (the whole request), and ``tokenize`` (one
+    answer of vLLM's ``/tokenize`` or ``/detokenize``, which the random dataset needs). Each is
+    a finite number of seconds above 0 (at most an hour)."""
 
     connect: float = settings.SERVE_CONNECT_TIMEOUT_S
     first_token: float = settings.SERVE_FIRST_TOKEN_TIMEOUT_S
     between_tokens: float = settings.SERVE_TOKEN_TIMEOUT_S
     total: float = settings.SERVE_TOTAL_TIMEOUT_S
+    tokenize: float = settings.SERVE_TOKENIZE_TIMEOUT_S
 
     #: The command-line flag of each limit, named in the messages.
     FLAGS = {"connect": "--connect-timeout", "first_token": "--first-token-timeout",
-             "between_tokens": "--token-timeout", "total": "--total-timeout"}
+             "between_tokens": "--token-timeout", "total": "--total-timeout", "tokenize": "--tokenize-timeout"}
 
     def __post_init__(self):
         for name, flag in self.FLAGS.items():
@@ -428,14 +430,14 @@ def _post_json(base_url: str, path: str, body: dict, client, timeouts: Timeouts 
     url = base_url.rstrip("/") + path
     c = client or httpx
     try:
-        r = c.post(url, json=body, timeout=httpx.Timeout(connect=t.connect, read=min(t.first_token, t.total),
-                                                         write=t.connect, pool=t.connect))
+        r = c.post(url, json=body, timeout=httpx.Timeout(connect=t.connect, read=t.tokenize, write=t.connect,
+                                                         pool=t.connect))
     except httpx.ConnectError as exc:
         raise ServerUnreachable(f"cannot reach {url} ({_reason(exc)}): is the server running?") from None
     except httpx.TimeoutException:
-        raise ServerUnreachable(f"{url} did not answer within {min(t.first_token, t.total):g} s "
-                                f"({Timeouts.FLAGS['first_token']}): the server is hung or overloaded; raise the "
-                                "limit, or use the shipped prompts (--dataset prompts)") from None
+        raise ServerUnreachable(f"{url} did not answer within {t.tokenize:g} s: the server is hung or overloaded; "
+                                f"raise {Timeouts.FLAGS['tokenize']} if it is just slow, or use the shipped prompts "
+                                "(--dataset prompts)") from None
     except httpx.HTTPError as exc:
         raise ServerUnreachable(f"{url}: {type(exc).__name__}: {_reason(exc)}") from None
     if r.status_code != 200:
