@@ -102,6 +102,8 @@ SERVE_TOKEN_TIMEOUT_S = 60.0
 SERVE_TOTAL_TIMEOUT_S = 1800.0
 #: Seconds one answer of vLLM's ``/tokenize`` or ``/detokenize`` may take (the random dataset's prompts).
 SERVE_TOKENIZE_TIMEOUT_S = 30.0
+#: Characters one server-sent event may have (a stream without blank lines is not an OpenAI stream).
+SERVE_MAX_SSE_MESSAGE_CHARS = 16 << 20
 #: Seconds ``GET /v1/models`` may take when the client checks that a server is there.
 SERVE_CHECK_TIMEOUT_S = 5.0
 
@@ -136,6 +138,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_TEST_ARTIFACTS", "where tests put screenshots", "test-artifacts"),
     Variable("ROCMLAB_GPU_STATE", "file recording which learner holds which GPU (workshop)", ""),
     Variable("ROCMLAB_SANDBOX", "auto, or no-bwrap: isolate as if bubblewrap could not run (tests the fallback)", "auto"),
+    Variable("ROCMLAB_FUZZ_SEED", "replay a fuzz test's run with this seed (tests/test_sse_fuzz.py prints it)", ""),
     Variable("ROCMLAB_CUBLAS", "folder holding cuBLAS (the HIP->CUDA path of the SGEMM exercise)", ""),
 )
 

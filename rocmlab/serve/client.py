@@ -144,42 +144,70 @@ def _excerpt(data: bytes, n: int = 120) -> str:
 # ------------------------------------------------------------------------------ SSE parsing
 class SSEBuffer:
     """Splits a byte stream into server-sent-event messages (separated by a blank line; lines end
-    in LF, CRLF or CR). Bytes that are not UTF-8 raise MalformedChunk naming their offset."""
+    in LF, CRLF or CR). Bytes that are not UTF-8 raise MalformedChunk naming their offset (its
+    ``messages`` are those complete before the bad byte), and so
+    does a message longer than ``settings.SERVE_MAX_SSE_MESSAGE_CHARS``. Linear in the stream's
+    length however it is cut into pieces."""
 
-    def __init__(self):
+    def __init__(self, max_chars: int = settings.SERVE_MAX_SSE_MESSAGE_CHARS):
         self._dec = codecs.getincrementaldecoder("utf-8")()
-        self._buf = ""
+        self._parts: list[str] = []     # text after the last message, line endings already LF
+        self._size = 0
+        self._last = ""                 # its last character ("" when empty)
+        self._cr = False                # a CR ended the last piece: maybe the first half of a CRLF
         self._fed = 0
+        self.max_chars = max_chars
 
     def feed(self, data: bytes) -> list[str]:
+        pending = self._dec.getstate()[0]       # the start of a character cut by the last piece
         try:
             text = self._dec.decode(data)
         except UnicodeDecodeError as exc:
-            pending = len(self._dec.getstate()[0])
-            offset = self._fed - pending + exc.start
-            raise MalformedChunk(f"the stream is not UTF-8 text (byte {data[exc.start:exc.start + 1]!r} at offset "
-                                 f"{offset}): the server or a proxy in between corrupted it") from None
+            # exc.start counts from the pending bytes, which the decoder put before this piece
+            offset = self._fed - len(pending) + exc.start
+            whole = pending + data
+            err = MalformedChunk(f"the stream is not UTF-8 text (byte {whole[exc.start:exc.start + 1]!r} at offset "
+                                 f"{offset}): the server or a proxy in between corrupted it")
+            # the messages complete before the bad byte, so that what a stream says does not depend on
+            # how it was cut into pieces
+            err.messages = self._add(whole[:exc.start].decode("utf-8"))
+            raise err from None
         self._fed += len(data)
-        self._buf += text
-        # a CR at the very end may be the first half of a CRLF: keep it raw until the next piece
-        ready, held = (self._buf[:-1], "\r") if self._buf.endswith("\r") else (self._buf, "")
-        ready = ready.replace("\r\n", "\n").replace("\r", "\n")
-        out = []
-        while "\n\n" in ready:
-            msg, ready = ready.split("\n\n", 1)
-            msg = msg.strip()
-            if msg:
-                out.append(msg)
-        self._buf = ready + held
-        return out
+        return self._add(text)
+
+    def _add(self, text: str) -> list[str]:
+        if self._cr:
+            text = "\r" + text
+        self._cr = text.endswith("\r")
+        if self._cr:
+            text = text[:-1]
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if not text:
+            return []
+        if "\n\n" not in self._last + text:
+            self._parts.append(text)
+            self._size += len(text)
+            self._last = text[-1]
+            if self._size > self.max_chars:
+                raise MalformedChunk(f"an SSE message is over {self.max_chars} characters without its blank line: "
+                                     "not an OpenAI stream (or a proxy merged the stream)")
+            return []
+        *msgs, rest = "".join(self._parts + [text]).split("\n\n")
+        self._parts, self._size, self._last = [rest], len(rest), rest[-1:]
+        return [m.strip() for m in msgs if m.strip()]
 
     def rest(self) -> str:
         """What is left after the stream ended (a last message without its blank line)."""
         try:
-            self._buf += self._dec.decode(b"", final=True)
+            tail = self._dec.decode(b"", final=True)
         except UnicodeDecodeError:
             raise MalformedChunk("the stream ends inside a UTF-8 character: the server cut it mid-character") from None
-        return self._buf.replace("\r\n", "\n").replace("\r", "\n").strip()
+        msgs = self._add(tail)
+        if self._cr:
+            msgs += self._add("\n")
+        left = "".join(self._parts).strip()
+        self._parts, self._size, self._last = [], 0, ""
+        return "\n\n".join(msgs + ([left] if left else []))
 
 
 def parse_message(msg: str):
@@ -278,7 +306,13 @@ class StreamParser:
         self.out.bytes_received += len(data)
         self._tail = (self._tail + data)[-TAIL_BYTES:]
         self.out.received_tail = self._tail.decode("utf-8", errors="backslashreplace")
-        for msg in self._sse.feed(data):
+        try:
+            msgs = self._sse.feed(data)
+        except MalformedChunk as exc:
+            for msg in getattr(exc, "messages", []):
+                self._message(msg, now)
+            raise
+        for msg in msgs:
             self._message(msg, now)
 
     def _message(self, msg: str, now: float) -> None:
@@ -310,9 +344,9 @@ class StreamParser:
 
     def finish(self, now: float) -> None:
         """The body ended: the last message, then success or the reason it failed."""
-        rest = self._sse.rest()
-        if rest:
-            self._message(rest, now)
+        for msg in self._sse.rest().split("\n\n"):
+            if msg.strip():
+                self._message(msg, now)
         if self.first and self.done:
             self.out.success = True
         elif self.first:
