@@ -93,6 +93,15 @@ def test_serve_bench_no_models(fake, capsys):
     assert rc == 2 and "model ids that are not names" in err
 
 
+def test_serve_bench_wrong_model(fake, capsys):
+    s = fake()
+    rc, out, err, _ = bench(capsys, s.url, "--model", "llama-3")
+    assert rc == 2 and "serves ['fake-model'], not 'llama-3'" in err and "--model" in err
+    record("rocmlab serve bench", "`--model` the server does not serve", err.removeprefix("error: "), rc)
+    rc, out, err, _ = bench(capsys, s.url, "--model", "fake-model")       # control
+    assert rc == 0, err
+
+
 def test_serve_bench_tokenize_hangs_is_bounded_by_tokenize_timeout(fake, capsys):
     s = fake(tokenize="hang", hang_s=20)
     rc, out, err, secs = bench(capsys, s.url, "--tokenize-timeout", 0.5, dataset="random")

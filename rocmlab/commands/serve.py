@@ -153,7 +153,11 @@ def _bench(a) -> int:
         raise ValueError(f"--out {a.out}: the folder {Path(a.out).resolve().parent} does not exist; create it first")
     timeouts = bench.Timeouts(connect=a.connect_timeout, first_token=a.first_token_timeout,
                               between_tokens=a.token_timeout, total=a.total_timeout, tokenize=a.tokenize_timeout)
-    model = a.model or bench.check_server(a.url)[0]
+    models = bench.check_server(a.url)
+    if a.model and a.model not in models:
+        raise ValueError(f"the server at {a.url} serves {models}, not {a.model!r}: pass one of those as --model "
+                         "(or leave --model out for the first)")
+    model = a.model or models[0]
     if a.dataset == "random":
         reqs = bench.random_requests(a.url, a.num_prompts, a.input_len, a.output_len, model=model, timeouts=timeouts)
     else:
