@@ -176,12 +176,13 @@ def time_limit(value, *, what: str = "time limit", maximum: float = MAX_TIME_LIM
 
 
 def time_limit_arg(flag: str, maximum: float = MAX_TIME_LIMIT_S):
-    """An argparse ``type=`` for a time limit: :func:`time_limit`, its message naming ``flag``."""
+    """An argparse ``type=`` for a time limit: :func:`time_limit` (argparse's message names ``flag``)."""
     import argparse
 
     def seconds(text):
         try:
-            return time_limit(text, what=flag, maximum=maximum)
+            return time_limit(text, what="", maximum=maximum)
         except ValueError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
+            raise argparse.ArgumentTypeError(str(exc).strip()) from None
+    seconds.__name__ = f"seconds ({flag})"
     return seconds
