@@ -183,6 +183,50 @@ def test_serve_bench_first_token_and_total_timeouts(fake, capsys, tmp_path):
     assert rc == 0, err
 
 
+def test_serve_connect_timeout(fake):
+    """A server whose listen queue is full never accepts: the request fails after --connect-timeout."""
+    import asyncio
+    import socket
+
+    import httpx
+
+    from rocmlab.serve import client as C
+
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(0)
+    port = srv.getsockname()[1]
+    fillers = []
+    for _ in range(3):                      # fill the accept queue: later connections wait for ever
+        f = socket.socket()
+        f.setblocking(False)
+        try:
+            f.connect(("127.0.0.1", port))
+        except BlockingIOError:
+            pass
+        fillers.append(f)
+    good = fake(tokens=3)
+
+    async def one(url, t):
+        async with httpx.AsyncClient(timeout=t.http()) as cl:
+            t0 = time.monotonic()
+            out = await C.request_one(cl, url, "fake-model", C.SampleRequest("p", 1, 3), timeouts=t)
+            return out, time.monotonic() - t0
+
+    try:
+        t = C.Timeouts(connect=0.5)
+        out, secs = asyncio.run(one(f"http://127.0.0.1:{port}", t))
+        assert not out.success and secs < 5
+        assert "could not connect" in out.error and "within 0.5 s" in out.error and "--connect-timeout" in out.error
+        record("rocmlab serve bench", "a server that never accepts (`--connect-timeout 0.5`)", out.error, 1)
+        ok, _ = asyncio.run(one(good.url, t))          # control: the same limit, a server that answers
+        assert ok.success and ok.generated_text == "t0t1t2"
+    finally:
+        for f in fillers:
+            f.close()
+        srv.close()
+
+
 @pytest.mark.parametrize("flag", ["--connect-timeout", "--first-token-timeout", "--token-timeout", "--total-timeout",
                                   "--tokenize-timeout"])
 @pytest.mark.parametrize("value, says", [("nan", "finite number of seconds above 0"),
