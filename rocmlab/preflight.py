@@ -24,8 +24,6 @@ from pathlib import Path
 from rocmlab import settings
 from rocmlab.report import HEADLINES_ENV, read_headlines
 
-#: A preflight at full sizes may run long cells: up to a day each.
-PREFLIGHT_MAX_CELL_TIME_S = 86400.0
 #: Characters of an error shown in summary.md's table (summary.json and .html have all of it).
 MD_ERROR_CHARS = 200
 
@@ -157,7 +155,7 @@ def run(labs_dir: Path, out_dir: Path, quick: bool = True, timeout_s: float = se
     from rocmlab.platform import current
 
     try:
-        timeout_s = settings.time_limit(timeout_s, what="--timeout", maximum=PREFLIGHT_MAX_CELL_TIME_S)
+        timeout_s = settings.time_limit(timeout_s, what="--timeout", maximum=settings.PREFLIGHT_MAX_CELL_TIME_S)
     except ValueError as exc:
         raise PreflightError(str(exc)) from None
     labs = find_labs(labs_dir, only)

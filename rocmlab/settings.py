@@ -110,6 +110,8 @@ SERVE_CHECK_TIMEOUT_S = 5.0
 # --- preflight --------------------------------------------------------------------------------
 #: Seconds one notebook cell may run under ``rocmlab preflight`` before its lab is failed.
 PREFLIGHT_CELL_TIME_LIMIT_S = 900.0
+#: The largest per-cell limit preflight takes (full sizes may run long cells): a day.
+PREFLIGHT_MAX_CELL_TIME_S = 86400.0
 
 
 @dataclass(frozen=True)

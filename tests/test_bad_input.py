@@ -541,9 +541,27 @@ def test_preflight_cell_index_control_matches_the_notebook():
         assert failed_cell(Path(d) / "missing.ipynb") == (None, "")
 
 
-@pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e308"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "1e308", "abc"])
 def test_preflight_bad_timeout(capsys, tmp_path, value):
     rc, _, err, _ = rocmlab(capsys, "preflight", "--labs", tmp_path, "--out", tmp_path / "o", "--timeout", value)
-    assert rc == 2 and "--timeout" in err and ("finite number" in err or "maximum" in err), err
-    if value == "nan":
-        record("rocmlab preflight", f"`--timeout {value}`", err.removeprefix("error: "), rc)
+    assert rc == 2 and "--timeout" in err and ("finite number" in err or "maximum" in err or "not a number" in err)
+    assert not (tmp_path / "o").exists()
+    if value in ("nan", "1e308"):
+        record("rocmlab preflight", f"`--timeout {value}`", err.splitlines()[-1].split("error: ", 1)[1], rc)
+
+
+def test_preflight_timeout_library_check_and_control(tmp_path):
+    from rocmlab import preflight
+
+    with pytest.raises(preflight.PreflightError, match="finite number of seconds"):
+        preflight.run(tmp_path, tmp_path / "o", timeout_s=float("nan"), progress=False)
+    with pytest.raises(preflight.PreflightError, match="no notebooks"):      # control: a valid limit gets further
+        preflight.run(tmp_path, tmp_path / "o", timeout_s=7200, progress=False)
+
+
+@pytest.mark.parametrize("url", ["notaurl", "127.0.0.1:8000", "ftp://x/", "http://"])
+def test_serve_bench_url_without_scheme(capsys, url):
+    rc, _, err, secs = rocmlab(capsys, "serve", "bench", "--url", url)
+    assert rc == 2 and "is not a server's base URL" in err and "e.g. --url http://127.0.0.1:8000" in err
+    if url == "127.0.0.1:8000":
+        record("rocmlab serve bench", f"`--url {url}`", err.removeprefix("error: "), rc)

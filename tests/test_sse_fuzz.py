@@ -27,7 +27,8 @@ import pytest
 from rocmlab import settings
 from rocmlab.serve import client as C
 
-COUNTS: dict[str, int] = {}
+FUZZ_COUNTS: dict[str, int] = {}
+COUNTS = FUZZ_COUNTS
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -214,6 +215,27 @@ def test_random_json_chunks_parse_or_raise_malformed_chunk(rng):
         kinds["token" if ch.text is not None else "usage" if ch.completion_tokens is not None else "nothing"] += 1
     print("kinds", kinds)
     assert kinds["malformed"] and kinds["token"]
+
+
+def test_usage_counts_are_taken_exactly_or_refused(rng):
+    """An oracle for the usage chunk: whole numbers >= 0 are taken as they are, anything else is refused."""
+    values = [0, 1, 7, 2**40, -1, "3", None, True, False, 2.0, float("nan"), [], {}]
+    taken = refused = 0
+    for _ in counted("usage_chunks", 3000):
+        usage = {k: rng.choice(values) for k in ("completion_tokens", "prompt_tokens") if rng.random() < 0.9}
+        good = all(v is None or (type(v) is int and v >= 0) for v in usage.values())
+        try:
+            ch = C.parse_chunk({"choices": rng.choice([[], None]), "usage": usage})
+        except C.MalformedChunk:
+            assert not good, usage
+            refused += 1
+            continue
+        assert good, usage
+        taken += 1
+        if any(v is not None for v in usage.values()):
+            assert (ch.completion_tokens, ch.prompt_tokens) == (usage.get("completion_tokens"),
+                                                                usage.get("prompt_tokens"))
+    assert taken and refused
 
 
 def test_sse_messages_parse_or_raise_malformed_chunk(rng):

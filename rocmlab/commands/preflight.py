@@ -18,7 +18,8 @@ def add_parser(sub):
     p.add_argument("--out", default="preflight-out", help="where executed notebooks and the summary go")
     p.add_argument("--full", action="store_true", help="full sizes instead of quick=True")
     p.add_argument("--only", default=None, help="run only notebooks whose name contains this")
-    p.add_argument("--timeout", type=float, default=settings.PREFLIGHT_CELL_TIME_LIMIT_S, metavar="S",
+    p.add_argument("--timeout", type=settings.time_limit_arg("--timeout", maximum=settings.PREFLIGHT_MAX_CELL_TIME_S),
+                   default=settings.PREFLIGHT_CELL_TIME_LIMIT_S, metavar="S",
                    help=f"seconds per cell before a lab is failed (default {settings.PREFLIGHT_CELL_TIME_LIMIT_S:g})")
     p.set_defaults(func=run)
 

@@ -144,6 +144,12 @@ def _bench(a) -> int:
 
     from rocmlab.serve import bench
 
+    from urllib.parse import urlparse
+
+    u = urlparse(a.url)
+    if u.scheme not in ("http", "https") or not u.netloc:
+        raise ValueError(f"--url {a.url!r} is not a server's base URL: give its scheme, host and port, "
+                         "e.g. --url http://127.0.0.1:8000")
     for flag, n in (("--num-prompts", a.num_prompts), ("--input-len", a.input_len), ("--output-len", a.output_len)):
         if n < 1:
             raise ValueError(f"{flag} {n} must be 1 or more")
