@@ -363,6 +363,23 @@ def test_hip_run_magic_control_valid_timeout_reaches_the_name_lookup():
     assert f"no build named '{name}'" in shown[0] and "%%hip --name" in shown[0]
 
 
+def test_hip_run_magic_control_runs_a_named_build():
+    """The valid line runs the program: the timeout is taken, '--' is not passed to the program."""
+    from rocmlab.hip import build
+    from rocmlab.hip.magics import hip_run
+
+    name = f"hello{random.randrange(10**6)}"
+    src = ("#include <hip/hip_runtime.h>\n#include <cstdio>\n"
+           "int main(int argc, char** argv) { printf(\"argc=%d %s\\n\", argc, argc > 1 ? argv[1] : \"-\"); return 0; }\n")
+    res = build.compile(src, lang="hip", name=name)
+    if not res.ok:
+        pytest.skip(f"no HIP compiler here: {res.summary()[:200]}")
+    shown = []
+    done = hip_run(f"{name} --timeout 5 --host-only -- world", display=shown.append)
+    assert done is not None and done.ok, shown
+    assert "argc=2 world" in done.stdout
+
+
 def test_hip_cell_magic_bad_timeout():
     from rocmlab.hip.magics import run_cell
 
