@@ -228,6 +228,28 @@ def test_serve_connect_timeout(fake):
         srv.close()
 
 
+def test_serve_request_answered_with_plain_json():
+    """A server that ignores "stream": true and answers one JSON object: failed with that reason."""
+    import asyncio
+
+    import httpx
+
+    from rocmlab.serve import client as C
+
+    def answer(body):
+        async def go():
+            transport = httpx.MockTransport(lambda req: httpx.Response(200, content=body))
+            async with httpx.AsyncClient(transport=transport) as cl:
+                return await C.request_one(cl, "http://fake", "m", C.SampleRequest("p", 1, 3))
+        return asyncio.run(go())
+
+    out = answer(b'{"id": "x", "choices": [{"text": "hello"}], "usage": {"completion_tokens": 1}}')
+    assert not out.success and "plain JSON, not a stream of server-sent events" in out.error
+    record("rocmlab serve bench", 'a server that ignores `"stream": true` (one JSON answer)', out.error, 1)
+    ok = answer(b'data: {"choices": [{"text": "hello"}]}\n\ndata: [DONE]\n\n')      # control: the same as SSE
+    assert ok.success and ok.generated_text == "hello"
+
+
 @pytest.mark.parametrize("flag", ["--connect-timeout", "--first-token-timeout", "--token-timeout", "--total-timeout",
                                   "--tokenize-timeout"])
 @pytest.mark.parametrize("value, says", [("nan", "finite number of seconds above 0"),

@@ -297,6 +297,7 @@ class StreamParser:
         self.out, self.endpoint = out, endpoint
         self.start = self.last = start
         self.first = self.done = False
+        self.sse_fields = False          # a 'data:' line was seen: the body is server-sent events
         self._sse = SSEBuffer()
         self._text: list[str] = []
         self._tail = b""
@@ -316,6 +317,8 @@ class StreamParser:
             self._message(msg, now)
 
     def _message(self, msg: str, now: float) -> None:
+        if not self.sse_fields and any(line.startswith("data:") for line in msg.split("\n")):
+            self.sse_fields = True
         obj = parse_message(msg)
         if obj is None:
             return
@@ -347,6 +350,10 @@ class StreamParser:
         for msg in self._sse.rest().split("\n\n"):
             if msg.strip():
                 self._message(msg, now)
+        if self.first and not self.sse_fields:
+            raise MalformedChunk("the server answered plain JSON, not a stream of server-sent events ('data: ...' "
+                                 "lines): it ignored \"stream\": true; is the URL an OpenAI-compatible server (vLLM, "
+                                 "SGLang)?")
         if self.first and self.done:
             self.out.success = True
         elif self.first:
