@@ -158,6 +158,7 @@ def test_serve_bench_one_chunk_then_hang_is_bounded_by_token_timeout(fake, capsy
     row = json.loads(out.read_text())
     assert row["failed"] == 2 and all("no token for 0.5 s after token 1" in e and "--token-timeout" in e
                                       for e in row["errors"])
+    assert row["generated_texts"] == ["t0", "t0"]         # the token received before the hang is kept
     assert rc == 1
     record("rocmlab serve bench", "one chunk, then the server hangs (`--token-timeout 0.5`)",
            next(line for line in err.splitlines() if "failed request" in line).split(": ", 1)[1], rc)

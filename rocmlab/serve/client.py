@@ -308,13 +308,22 @@ class StreamParser:
         self._tail = (self._tail + data)[-TAIL_BYTES:]
         self.out.received_tail = self._tail.decode("utf-8", errors="backslashreplace")
         try:
-            msgs = self._sse.feed(data)
-        except MalformedChunk as exc:
-            for msg in getattr(exc, "messages", []):
+            try:
+                msgs = self._sse.feed(data)
+            except MalformedChunk as exc:
+                for msg in getattr(exc, "messages", []):
+                    self._message(msg, now)
+                raise
+            for msg in msgs:
                 self._message(msg, now)
+        except MalformedChunk:
+            self.sync()
             raise
-        for msg in msgs:
-            self._message(msg, now)
+
+    def sync(self) -> None:
+        """Put the text received so far into ``out.generated_text`` (done once at the end, not per
+        token: joining per token would cost the client time quadratic in the output's length)."""
+        self.out.generated_text = "".join(self._text)
 
     def _message(self, msg: str, now: float) -> None:
         if not self.sse_fields and any(line.startswith("data:") for line in msg.split("\n")):
@@ -337,7 +346,6 @@ class StreamParser:
             self.last = now
             self.out.chunks += 1
             self._text.append(chunk.text)
-            self.out.generated_text = "".join(self._text)
             self.out.latency = self.last - self.start
         else:
             if chunk.completion_tokens is not None:
@@ -347,9 +355,12 @@ class StreamParser:
 
     def finish(self, now: float) -> None:
         """The body ended: the last message, then success or the reason it failed."""
-        for msg in self._sse.rest().split("\n\n"):
-            if msg.strip():
-                self._message(msg, now)
+        try:
+            for msg in self._sse.rest().split("\n\n"):
+                if msg.strip():
+                    self._message(msg, now)
+        finally:
+            self.sync()
         if self.first and not self.sse_fields:
             raise MalformedChunk("the server answered plain JSON, not a stream of server-sent events ('data: ...' "
                                  "lines): it ignored \"stream\": true; is the URL an OpenAI-compatible server (vLLM, "
@@ -452,6 +463,7 @@ async def request_one(client, base_url: str, model: str, req: SampleRequest, end
                      f"{_received(out)}): did it die or restart?")
     except httpx.HTTPError as exc:
         out.error = f"HTTP error: {type(exc).__name__}: {exc} ({_received(out)})"
+    parser.sync()       # the text received so far, also after a timeout or a dropped connection
     if not out.error and not out.success:
         out.error = f"the request did not complete ({_received(out)})"
     if out.error:
