@@ -5,6 +5,10 @@ lab never stops the others: its error, the failing cell and its source go into t
 summary. Outputs: the executed notebooks, ``summary.json``, ``summary.md`` and
 ``summary.html`` (lab, status, duration, backend, headline figures). Exit status 1
 when any lab failed, 2 for bad input.
+
+The failing cell is the one that was running when the lab failed (an exception, a cell
+timeout, a kernel that died), numbered as in the lab itself: papermill's injected
+``parameters`` cell is not counted. ``cell_index`` counts from 0, ``cell_number`` from 1.
 """
 
 from __future__ import annotations
@@ -17,7 +21,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rocmlab import settings
 from rocmlab.report import HEADLINES_ENV, read_headlines
+
+#: Characters of an error shown in summary.md's table (summary.json and .html have all of it).
+MD_ERROR_CHARS = 200
 
 
 class PreflightError(Exception):
@@ -33,8 +41,53 @@ class LabResult:
     output: str               # the executed notebook
     headlines: list = field(default_factory=list)
     error: str = ""           # ename: evalue
-    cell_index: int | None = None
+    cell_index: int | None = None     # in the lab as written (0 = its first cell); None: no cell had started
     cell_source: str = ""
+
+    @property
+    def cell_number(self) -> int | None:
+        return None if self.cell_index is None else self.cell_index + 1
+
+    def where(self) -> str:
+        """Where the lab failed, for a person: 'cell 3' (counting from 1), or why there is no cell."""
+        if self.cell_index is None:
+            return "before any cell ran (the kernel did not start, or the notebook could not be read)"
+        if self.cell_index < 0:
+            return "in the injected parameters cell (check the lab's parameters cell)"
+        return f"cell {self.cell_number}"
+
+
+INJECTED_TAG = "injected-parameters"
+PAPERMILL_ERROR_TAG = "papermill-error-cell-tag"
+
+
+def failed_cell(executed: Path, index: int | None = None) -> tuple[int | None, str]:
+    """(index in the lab as written, source) of the cell that failed in an executed notebook.
+
+    ``index`` is papermill's index in the executed notebook (its PapermillExecutionError); without
+    it (a timeout, a dead kernel) the failed cell is the last one papermill started. The injected
+    parameters cell is not counted (-1 when it is the one that failed)."""
+    import nbformat
+
+    try:
+        nb = nbformat.read(str(executed), as_version=4)
+    except Exception:      # not written, or cut: nothing to say
+        return None, ""
+    # papermill writes a failed notebook with markdown cells of its own (an error banner, an anchor
+    # before the failed cell); its cell_index counts the notebook without them
+    cells = [c for c in nb.cells if PAPERMILL_ERROR_TAG not in c.get("metadata", {}).get("tags", [])]
+    if index is None:
+        started = [i for i, c in enumerate(cells) if (c.get("metadata", {}).get("papermill") or {}).get("start_time")]
+        if not started:
+            return None, ""
+        index = started[-1]
+    if not 0 <= index < len(cells):
+        return None, ""
+    injected = [i for i, c in enumerate(cells) if INJECTED_TAG in c.get("metadata", {}).get("tags", [])]
+    source = cells[index].get("source", "")
+    if index in injected:
+        return -1, source
+    return index - sum(i < index for i in injected), source
 
 
 def find_labs(labs_dir: Path, only: str | None = None) -> list[Path]:
@@ -70,11 +123,20 @@ def _run_one(nb: Path, out_dir: Path, quick: bool, timeout_s: int, backend: str)
     except PapermillExecutionError as exc:
         result.status = "failed"
         result.error = f"{exc.ename}: {exc.evalue}"
-        result.cell_index = exc.cell_index
-        result.cell_source = exc.source
+        result.cell_index, source = failed_cell(out, exc.cell_index)
+        result.cell_source = source or exc.source
     except Exception as exc:  # kernel death, timeouts, unreadable notebooks: record, go on
         result.status = "failed"
-        result.error = f"{type(exc).__name__}: {exc}"
+        kind = type(exc).__name__
+        if kind == "CellTimeoutError":
+            result.error = (f"{kind}: the cell ran longer than {timeout_s:g} s (--timeout): it hangs, or needs a "
+                            "larger --timeout")
+        elif kind == "DeadKernelError":
+            result.error = (f"{kind}: the kernel died (a crash, os._exit, or out of memory): run the lab by hand "
+                            "to see why")
+        else:
+            result.error = f"{kind}: {exc}"
+        result.cell_index, result.cell_source = failed_cell(out)
     finally:
         if old is None:
             os.environ.pop(HEADLINES_ENV, None)
@@ -86,12 +148,16 @@ def _run_one(nb: Path, out_dir: Path, quick: bool, timeout_s: int, backend: str)
     return result
 
 
-def run(labs_dir: Path, out_dir: Path, quick: bool = True, timeout_s: int = 900, only: str | None = None,
-        progress: bool = True) -> list[LabResult]:
+def run(labs_dir: Path, out_dir: Path, quick: bool = True, timeout_s: float = settings.PREFLIGHT_CELL_TIME_LIMIT_S,
+        only: str | None = None, progress: bool = True) -> list[LabResult]:
     from tqdm.auto import tqdm
 
     from rocmlab.platform import current
 
+    try:
+        timeout_s = settings.time_limit(timeout_s, what="--timeout", maximum=settings.PREFLIGHT_MAX_CELL_TIME_S)
+    except ValueError as exc:
+        raise PreflightError(str(exc)) from None
     labs = find_labs(labs_dir, only)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -111,25 +177,37 @@ def _headline_text(h: dict) -> str:
     return f"{h['name']}: {v} {h['unit']}".strip()
 
 
+def md_cell(text: str, limit: int | None = None) -> str:
+    """Text made safe for one cell of a Markdown table: one line (a multi-line error keeps its
+    lines, separated by ' / '), '|' escaped, at most ``limit`` characters."""
+    one = " / ".join(line.strip() for line in str(text).splitlines() if line.strip())
+    if limit is not None and len(one) > limit:
+        one = one[:limit - 1].rstrip() + "…"
+    return one.replace("\\", "\\\\").replace("|", "\\|")
+
+
 def write_summary(results: list[LabResult], out_dir: Path) -> dict:
     out_dir = Path(out_dir)
-    data = {"labs": [asdict(r) for r in results],
+    data = {"labs": [{**asdict(r), "cell_number": r.cell_number} for r in results],
             "passed": sum(r.status == "passed" for r in results),
             "failed": sum(r.status == "failed" for r in results)}
     (out_dir / "summary.json").write_text(json.dumps(data, indent=2))
     head = "| lab | status | duration (s) | backend | headline figures |\n|---|---|---|---|---|\n"
     rows = []
     for r in results:
-        figs = "; ".join(_headline_text(h) for h in r.headlines)
+        figs = md_cell("; ".join(_headline_text(h) for h in r.headlines))
         if r.status == "failed":
-            figs = f"**{r.error}** (cell {r.cell_index})" + (f"; {figs}" if figs else "")
-        rows.append(f"| {r.lab} | {r.status} | {r.duration_s:.1f} | {r.backend} | {figs.replace('|', '/')} |")
+            figs = f"**{md_cell(r.error, MD_ERROR_CHARS)}** ({r.where()})" + (f"; {figs}" if figs else "")
+        rows.append(f"| {md_cell(r.lab)} | {r.status} | {r.duration_s:.1f} | {md_cell(r.backend)} | {figs} |")
     md = head + "\n".join(rows) + f"\n\n{data['passed']} passed, {data['failed']} failed\n"
+    if any(r.status == "failed" for r in results):
+        md += ("\nCells are numbered from 1 as in each lab (the injected parameters cell is not counted); "
+               "the whole error and the cell's source are in summary.html and summary.json.\n")
     (out_dir / "summary.md").write_text(md)
     cells = "".join(
         f"<tr class='{r.status}'><td>{html.escape(r.lab)}</td><td>{r.status}</td><td>{r.duration_s:.1f}</td>"
         f"<td>{html.escape(r.backend)}</td><td>{html.escape('; '.join(_headline_text(h) for h in r.headlines))}"
-        f"{'<pre>' + html.escape(r.error + chr(10) + r.cell_source) + '</pre>' if r.error else ''}</td></tr>"
+        f"{'<pre>' + html.escape(r.error + chr(10) + chr(10) + r.where() + ':' + chr(10) + r.cell_source) + '</pre>' if r.error else ''}</td></tr>"
         for r in results)
     (out_dir / "summary.html").write_text(
         "<!doctype html><meta charset=utf-8><title>rocmlab preflight</title>"

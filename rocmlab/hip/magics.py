@@ -21,13 +21,14 @@ from __future__ import annotations
 import argparse
 import shlex
 
+from rocmlab import settings
 from rocmlab.hip import build as _build
 
 _LAST: dict[str, _build.BuildResult] = {}
 
 
 def _parser(lang: str) -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog=f"%%{lang}", add_help=False,
+    p = argparse.ArgumentParser(prog=f"%%{lang}", add_help=False, exit_on_error=False,
                                 description=f"Build (and run) the cell as {lang.upper()} source.")
     p.add_argument("-t", "--target", default=None, help="gfx942 (MI300X), gfx90a (MI200), sm_90 (H100/H200)...")
     p.add_argument("--inspect", action="store_true", help="show registers, LDS, occupancy per kernel")
@@ -35,7 +36,8 @@ def _parser(lang: str) -> argparse.ArgumentParser:
     p.add_argument("--no-run", action="store_true", help="build only")
     p.add_argument("-n", "--name", default=None, help="name the build so later cells can reuse it")
     p.add_argument("-f", "--flags", default="", help='extra compiler flags, quoted: -f "-O2 -DN=4"')
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds before the program is stopped")
+    p.add_argument("--timeout", type=settings.time_limit_arg("--timeout"), default=settings.RUN_TIME_LIMIT_S,
+                   help=f"seconds before the program is stopped (default {settings.RUN_TIME_LIMIT_S:g})")
     p.add_argument("--host-only", action="store_true",
                    help="run an offline build's host code anyway (GPU calls fail without a GPU)")
     p.add_argument("-h", "--help", action="store_true")
@@ -74,11 +76,14 @@ def run_cell(lang: str, line: str, cell: str, user_ns: dict | None = None, displ
     p = _parser(lang)
     try:
         opts = p.parse_args(shlex.split(line))
+    except argparse.ArgumentError as exc:
+        display(f"error: bad %%{lang} options: {exc}\n{p.format_usage()}")
+        return None
     except SystemExit:
         display(f"error: bad %%{lang} options {line!r}\n{p.format_usage()}")
         return None
-    except ValueError as exc:
-        display(f"error: bad %%{lang} options: {exc}")
+    except ValueError as exc:       # shlex: an unclosed quote
+        display(f"error: bad %%{lang} options: {exc} in {line!r}: close the quote")
         return None
     if opts.help:
         display(p.format_help())
@@ -100,6 +105,47 @@ def run_cell(lang: str, line: str, cell: str, user_ns: dict | None = None, displ
         else:
             display(f"not run: {res.cannot_run_reason}")
     return res
+
+
+HIP_RUN_USAGE = "usage: %hip_run NAME [--timeout S] [--host-only] [args...]"
+
+
+def hip_run(line: str, display=print):
+    """What ``%hip_run NAME [--timeout S] [--host-only] [args...]`` does: run a named build again.
+    Returns the run (None for bad options, an unknown name or a program that cannot run here)."""
+    try:
+        parts = shlex.split(line)
+    except ValueError as exc:
+        display(f"error: bad %hip_run line: {exc} in {line!r}: close the quote\n{HIP_RUN_USAGE}")
+        return None
+    if not parts or parts[0].startswith("-"):
+        display(f"error: %hip_run needs the NAME of a build (%%hip --name NAME) first\n{HIP_RUN_USAGE}")
+        return None
+    timeout, host_only, args = settings.RUN_TIME_LIMIT_S, False, []
+    it = iter(parts[1:])
+    for a in it:
+        if a == "--":
+            args.extend(it)
+        elif a == "--timeout" or a.startswith("--timeout="):
+            value = a.split("=", 1)[1] if "=" in a else next(it, None)
+            if value is None:
+                display(f"error: --timeout needs a number of seconds, e.g. --timeout 5\n{HIP_RUN_USAGE}")
+                return None
+            try:
+                timeout = settings.time_limit(value, what="--timeout")
+            except ValueError as exc:
+                display(f"error: {exc}\n{HIP_RUN_USAGE}")
+                return None
+        elif a == "--host-only":
+            host_only = True
+        else:
+            args.append(a)
+    try:
+        res = _build.named(parts[0])
+    except KeyError as exc:
+        display(f"error: {exc.args[0]}")
+        return None
+    return report_run(res, args, timeout, host_only, display)
 
 
 def report_run(res: _build.BuildResult, args, timeout: float, host_only: bool = False, display=print):
@@ -151,24 +197,6 @@ def load_ipython_extension(ipython):
         @line_magic
         def hip_run(self, line):
             """%hip_run NAME [--timeout S] [--host-only] [args...]: run a named build again."""
-            parts = shlex.split(line)
-            if not parts:
-                print("usage: %hip_run NAME [--timeout S] [--host-only] [args...]")
-                return
-            timeout, host_only, args = 10.0, False, []
-            it = iter(parts[1:])
-            for a in it:
-                if a == "--timeout":
-                    timeout = float(next(it, "10"))
-                elif a == "--host-only":
-                    host_only = True
-                else:
-                    args.append(a)
-            try:
-                res = _build.named(parts[0])
-            except KeyError as exc:
-                print(f"error: {exc.args[0]}")
-                return
-            report_run(res, args, timeout, host_only)
+            hip_run(line)
 
     ipython.register_magics(RocmlabMagics)

@@ -44,18 +44,20 @@ class MalformedChunk(ValueError):
 @dataclass(frozen=True)
 class Timeouts:
     """Seconds each step of one request may take: ``connect`` (open the connection),
-    ``first_token`` (request sent -> first token; for a non-streaming call, its whole answer),
-    ``between_tokens`` (one token -> the next; SSE pings do not count as tokens), ``total``
-    (the whole request). Each is a finite number of seconds above 0."""
+    ``first_token`` (request sent -> first token), ``between_tokens`` (one token -> the next;
+    SSE pings do not count as tokens), ``total`` (the whole request), and ``tokenize`` (one
+    answer of vLLM's ``/tokenize`` or ``/detokenize``, which the random dataset needs). Each is
+    a finite number of seconds above 0 (at most an hour)."""
 
     connect: float = settings.SERVE_CONNECT_TIMEOUT_S
     first_token: float = settings.SERVE_FIRST_TOKEN_TIMEOUT_S
     between_tokens: float = settings.SERVE_TOKEN_TIMEOUT_S
     total: float = settings.SERVE_TOTAL_TIMEOUT_S
+    tokenize: float = settings.SERVE_TOKENIZE_TIMEOUT_S
 
     #: The command-line flag of each limit, named in the messages.
     FLAGS = {"connect": "--connect-timeout", "first_token": "--first-token-timeout",
-             "between_tokens": "--token-timeout", "total": "--total-timeout"}
+             "between_tokens": "--token-timeout", "total": "--total-timeout", "tokenize": "--tokenize-timeout"}
 
     def __post_init__(self):
         for name, flag in self.FLAGS.items():
@@ -142,42 +144,70 @@ def _excerpt(data: bytes, n: int = 120) -> str:
 # ------------------------------------------------------------------------------ SSE parsing
 class SSEBuffer:
     """Splits a byte stream into server-sent-event messages (separated by a blank line; lines end
-    in LF, CRLF or CR). Bytes that are not UTF-8 raise MalformedChunk naming their offset."""
+    in LF, CRLF or CR). Bytes that are not UTF-8 raise MalformedChunk naming their offset (its
+    ``messages`` are those complete before the bad byte), and so
+    does a message longer than ``settings.SERVE_MAX_SSE_MESSAGE_CHARS``. Linear in the stream's
+    length however it is cut into pieces."""
 
-    def __init__(self):
+    def __init__(self, max_chars: int = settings.SERVE_MAX_SSE_MESSAGE_CHARS):
         self._dec = codecs.getincrementaldecoder("utf-8")()
-        self._buf = ""
+        self._parts: list[str] = []     # text after the last message, line endings already LF
+        self._size = 0
+        self._last = ""                 # its last character ("" when empty)
+        self._cr = False                # a CR ended the last piece: maybe the first half of a CRLF
         self._fed = 0
+        self.max_chars = max_chars
 
     def feed(self, data: bytes) -> list[str]:
+        pending = self._dec.getstate()[0]       # the start of a character cut by the last piece
         try:
             text = self._dec.decode(data)
         except UnicodeDecodeError as exc:
-            pending = len(self._dec.getstate()[0])
-            offset = self._fed - pending + exc.start
-            raise MalformedChunk(f"the stream is not UTF-8 text (byte {data[exc.start:exc.start + 1]!r} at offset "
-                                 f"{offset}): the server or a proxy in between corrupted it") from None
+            # exc.start counts from the pending bytes, which the decoder put before this piece
+            offset = self._fed - len(pending) + exc.start
+            whole = pending + data
+            err = MalformedChunk(f"the stream is not UTF-8 text (byte {whole[exc.start:exc.start + 1]!r} at offset "
+                                 f"{offset}): the server or a proxy in between corrupted it")
+            # the messages complete before the bad byte, so that what a stream says does not depend on
+            # how it was cut into pieces
+            err.messages = self._add(whole[:exc.start].decode("utf-8"))
+            raise err from None
         self._fed += len(data)
-        self._buf += text
-        # a CR at the very end may be the first half of a CRLF: keep it raw until the next piece
-        ready, held = (self._buf[:-1], "\r") if self._buf.endswith("\r") else (self._buf, "")
-        ready = ready.replace("\r\n", "\n").replace("\r", "\n")
-        out = []
-        while "\n\n" in ready:
-            msg, ready = ready.split("\n\n", 1)
-            msg = msg.strip()
-            if msg:
-                out.append(msg)
-        self._buf = ready + held
-        return out
+        return self._add(text)
+
+    def _add(self, text: str) -> list[str]:
+        if self._cr:
+            text = "\r" + text
+        self._cr = text.endswith("\r")
+        if self._cr:
+            text = text[:-1]
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+        if not text:
+            return []
+        if "\n\n" not in self._last + text:
+            self._parts.append(text)
+            self._size += len(text)
+            self._last = text[-1]
+            if self._size > self.max_chars:
+                raise MalformedChunk(f"an SSE message is over {self.max_chars} characters without its blank line: "
+                                     "not an OpenAI stream (or a proxy merged the stream)")
+            return []
+        *msgs, rest = "".join(self._parts + [text]).split("\n\n")
+        self._parts, self._size, self._last = [rest], len(rest), rest[-1:]
+        return [m.strip() for m in msgs if m.strip()]
 
     def rest(self) -> str:
         """What is left after the stream ended (a last message without its blank line)."""
         try:
-            self._buf += self._dec.decode(b"", final=True)
+            tail = self._dec.decode(b"", final=True)
         except UnicodeDecodeError:
             raise MalformedChunk("the stream ends inside a UTF-8 character: the server cut it mid-character") from None
-        return self._buf.replace("\r\n", "\n").replace("\r", "\n").strip()
+        msgs = self._add(tail)
+        if self._cr:
+            msgs += self._add("\n")
+        left = "".join(self._parts).strip()
+        self._parts, self._size, self._last = [], 0, ""
+        return "\n\n".join(msgs + ([left] if left else []))
 
 
 def parse_message(msg: str):
@@ -267,6 +297,7 @@ class StreamParser:
         self.out, self.endpoint = out, endpoint
         self.start = self.last = start
         self.first = self.done = False
+        self.sse_fields = False          # a 'data:' line was seen: the body is server-sent events
         self._sse = SSEBuffer()
         self._text: list[str] = []
         self._tail = b""
@@ -276,10 +307,27 @@ class StreamParser:
         self.out.bytes_received += len(data)
         self._tail = (self._tail + data)[-TAIL_BYTES:]
         self.out.received_tail = self._tail.decode("utf-8", errors="backslashreplace")
-        for msg in self._sse.feed(data):
-            self._message(msg, now)
+        try:
+            try:
+                msgs = self._sse.feed(data)
+            except MalformedChunk as exc:
+                for msg in getattr(exc, "messages", []):
+                    self._message(msg, now)
+                raise
+            for msg in msgs:
+                self._message(msg, now)
+        except MalformedChunk:
+            self.sync()
+            raise
+
+    def sync(self) -> None:
+        """Put the text received so far into ``out.generated_text`` (done once at the end, not per
+        token: joining per token would cost the client time quadratic in the output's length)."""
+        self.out.generated_text = "".join(self._text)
 
     def _message(self, msg: str, now: float) -> None:
+        if not self.sse_fields and any(line.startswith("data:") for line in msg.split("\n")):
+            self.sse_fields = True
         obj = parse_message(msg)
         if obj is None:
             return
@@ -298,7 +346,6 @@ class StreamParser:
             self.last = now
             self.out.chunks += 1
             self._text.append(chunk.text)
-            self.out.generated_text = "".join(self._text)
             self.out.latency = self.last - self.start
         else:
             if chunk.completion_tokens is not None:
@@ -308,9 +355,16 @@ class StreamParser:
 
     def finish(self, now: float) -> None:
         """The body ended: the last message, then success or the reason it failed."""
-        rest = self._sse.rest()
-        if rest:
-            self._message(rest, now)
+        try:
+            for msg in self._sse.rest().split("\n\n"):
+                if msg.strip():
+                    self._message(msg, now)
+        finally:
+            self.sync()
+        if self.first and not self.sse_fields:
+            raise MalformedChunk("the server answered plain JSON, not a stream of server-sent events ('data: ...' "
+                                 "lines): it ignored \"stream\": true; is the URL an OpenAI-compatible server (vLLM, "
+                                 "SGLang)?")
         if self.first and self.done:
             self.out.success = True
         elif self.first:
@@ -409,6 +463,7 @@ async def request_one(client, base_url: str, model: str, req: SampleRequest, end
                      f"{_received(out)}): did it die or restart?")
     except httpx.HTTPError as exc:
         out.error = f"HTTP error: {type(exc).__name__}: {exc} ({_received(out)})"
+    parser.sync()       # the text received so far, also after a timeout or a dropped connection
     if not out.error and not out.success:
         out.error = f"the request did not complete ({_received(out)})"
     if out.error:
@@ -428,14 +483,14 @@ def _post_json(base_url: str, path: str, body: dict, client, timeouts: Timeouts 
     url = base_url.rstrip("/") + path
     c = client or httpx
     try:
-        r = c.post(url, json=body, timeout=httpx.Timeout(connect=t.connect, read=min(t.first_token, t.total),
-                                                         write=t.connect, pool=t.connect))
+        r = c.post(url, json=body, timeout=httpx.Timeout(connect=t.connect, read=t.tokenize, write=t.connect,
+                                                         pool=t.connect))
     except httpx.ConnectError as exc:
         raise ServerUnreachable(f"cannot reach {url} ({_reason(exc)}): is the server running?") from None
     except httpx.TimeoutException:
-        raise ServerUnreachable(f"{url} did not answer within {min(t.first_token, t.total):g} s "
-                                f"({Timeouts.FLAGS['first_token']}): the server is hung or overloaded; raise the "
-                                "limit, or use the shipped prompts (--dataset prompts)") from None
+        raise ServerUnreachable(f"{url} did not answer within {t.tokenize:g} s: the server is hung or overloaded; "
+                                f"raise {Timeouts.FLAGS['tokenize']} if it is just slow, or use the shipped prompts "
+                                "(--dataset prompts)") from None
     except httpx.HTTPError as exc:
         raise ServerUnreachable(f"{url}: {type(exc).__name__}: {_reason(exc)}") from None
     if r.status_code != 200:

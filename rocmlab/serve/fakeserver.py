@@ -9,7 +9,8 @@ concurrency: two clients measuring it must agree. ``mode`` scripts failures: ``m
 ``pings`` (an SSE comment before every chunk), ``cut`` (the body ends after two chunks, without ``[DONE]``), ``error500``, ``nousage``
 (no usage chunk). Bad servers for the client's tests are scripted too: ``replace={i: b"..."}`` sends
 those raw bytes instead of chunk ``i``; ``hang_after=k`` stops after ``k`` chunks and holds the
-connection open (until ``close()`` or ``hang_s`` seconds); ``models=[]`` lists no models; and
+connection open (until ``close()`` or ``hang_s`` seconds); ``bad_from=n`` applies ``replace`` and
+``hang_after`` only from the n-th completion request on (the earlier ones are good); ``models=[]`` lists no models; and
 ``tokenize`` = ok (one token per character) | hang | bad (``{"tokens": "not a list"}``) scripts
 vLLM's ``/tokenize`` and ``/detokenize``. It listens on 127.0.0.1 only, and ``close()`` ends
 every connection, hanging ones included.
@@ -30,10 +31,11 @@ class FakeServer:
     | error500 | nousage (no usage chunk)."""
 
     def __init__(self, mode="ok", tokens=5, gap=0.01, model="fake-model", ttft=0.0, port=0, replace=None,
-                 hang_after=None, hang_s=30.0, models=None, tokenize="ok"):
+                 hang_after=None, hang_s=30.0, models=None, tokenize="ok", bad_from=1):
         self.mode, self.tokens, self.gap, self.model, self.ttft = mode, tokens, gap, model, ttft
         self.replace, self.hang_after, self.hang_s, self.tokenize = dict(replace or {}), hang_after, hang_s, tokenize
         self.models = [model] if models is None else list(models)
+        self.bad_from = bad_from
         self.requests = 0
         self._conns = set()
         self._stop = threading.Event()
@@ -69,6 +71,7 @@ class FakeServer:
                     self.end_headers()
                     return
                 outer.requests += 1
+                bad = outer.requests >= outer.bad_from
                 if outer.mode == "error500":
                     body = b'{"error": "model exploded"}'
                     self.send_response(500)
@@ -99,10 +102,10 @@ class FakeServer:
                         self.wfile.write(b"0\r\n\r\n")
                         self.wfile.flush()
                         return
-                    if outer.hang_after is not None and i == outer.hang_after:
+                    if bad and outer.hang_after is not None and i == outer.hang_after:
                         outer._stop.wait(outer.hang_s)
                         return
-                    if i in outer.replace:
+                    if bad and i in outer.replace:
                         send(outer.replace[i])
                         continue
                     if outer.mode == "malformed" and i == 1:
@@ -134,7 +137,11 @@ class FakeServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
+        class Quiet(http.server.ThreadingHTTPServer):
+            def handle_error(self, request, client_address):
+                pass        # a client that hangs up mid-stream is what the tests do on purpose
+
+        self.httpd = Quiet(("127.0.0.1", port), H)
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}"

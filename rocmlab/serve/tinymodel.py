@@ -86,7 +86,7 @@ def build(out: str | Path | None = None, python: str | None = None, force: bool 
         _build(out)
         return out
     if python is None:
-        from rocmlab.serve.vllm_cpu import vllm_python
+        from rocmlab.serve.vllm_env import vllm_python
 
         python = vllm_python()
         if python is None:

