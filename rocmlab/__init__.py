@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 def load_ipython_extension(ipython):  # pragma: no cover - exercised through notebooks
     """``%load_ext rocmlab`` registers the cell magics (``%%hip``, ``%%cuda``) where available."""
     try:
-        from rocmlab.hip import magics
+        from rocmlab.course import magics
     except ImportError as exc:
         print(f"rocmlab: HIP magics unavailable ({exc})")
         return

@@ -359,7 +359,7 @@ def test_hip_build_timeout_control_and_library_check(tmp_path):
             build.run(res, timeout_s=bad)
 
 
-# ================================================================== %hip_run (rocmlab.hip.magics)
+# ================================================================== %hip_run (rocmlab.course.magics)
 @pytest.mark.parametrize("line, says", [("vadd --timeout abc", "--timeout 'abc' is not a number"),
                                         ("vadd --timeout nan", "finite number of seconds above 0"),
                                         ("vadd --timeout 1e308", "over the 3600 s maximum"),
@@ -368,7 +368,7 @@ def test_hip_build_timeout_control_and_library_check(tmp_path):
                                         ("vadd 'unclosed", "close the quote"),
                                         ("", "needs the NAME of a build")])
 def test_hip_run_magic_bad_options(line, says):
-    from rocmlab.hip.magics import hip_run
+    from rocmlab.course.magics import hip_run
 
     shown = []
     assert hip_run(line, display=shown.append) is None
@@ -378,7 +378,7 @@ def test_hip_run_magic_bad_options(line, says):
 
 
 def test_hip_run_magic_control_valid_timeout_reaches_the_name_lookup():
-    from rocmlab.hip.magics import hip_run
+    from rocmlab.course.magics import hip_run
 
     name = f"never-built-{random.randrange(10**9)}"
     shown = []
@@ -389,7 +389,7 @@ def test_hip_run_magic_control_valid_timeout_reaches_the_name_lookup():
 def test_hip_run_magic_control_runs_a_named_build():
     """The valid line runs the program: the timeout is taken, '--' is not passed to the program."""
     from rocmlab.hip import build
-    from rocmlab.hip.magics import hip_run
+    from rocmlab.course.magics import hip_run
 
     name = f"hello{random.randrange(10**6)}"
     src = ("#include <hip/hip_runtime.h>\n#include <cstdio>\n"
@@ -404,7 +404,7 @@ def test_hip_run_magic_control_runs_a_named_build():
 
 
 def test_hip_cell_magic_bad_timeout():
-    from rocmlab.hip.magics import run_cell
+    from rocmlab.course.magics import run_cell
 
     shown = []
     assert run_cell("hip", "--timeout abc", HIP_SRC, display=shown.append) is None

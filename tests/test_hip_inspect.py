@@ -217,7 +217,7 @@ def test_indexing_map_and_inspector_html():
 
 @need_offline
 def test_inspector_widget_html_and_magic(capsys):
-    from rocmlab.hip import magics
+    from rocmlab.course import magics
     from rocmlab.widgets import inspector
 
     ins = insp.inspect((KERNELS / "reduce.hip").read_text(), "gfx942")

@@ -164,7 +164,7 @@ def test_wrong_model_name_names_the_served_one(fake):
 
 def test_malformed_sse_chunk_fails_that_request_with_a_message(fake):
     s = fake(mode="malformed")
-    outs, _ = bench._run_coro(bench._run(s.url, "fake-model", reqs(3)))
+    outs, _ = bench.run_coroutine(bench.run_requests(s.url, "fake-model", reqs(3)))
     assert all(not o.success for o in outs)
     assert all("malformed SSE chunk" in o.error and "not JSON" in o.error for o in outs)
     assert all(o.generated_text == "t0" for o in outs)      # what came before is kept
@@ -174,11 +174,11 @@ def test_malformed_sse_chunk_fails_that_request_with_a_message(fake):
 
 def test_server_dying_mid_stream_marks_the_request_failed(fake):
     s = fake(mode="die", tokens=5)
-    outs, _ = bench._run_coro(bench._run(s.url, "fake-model", reqs(2)))
+    outs, _ = bench.run_coroutine(bench.run_requests(s.url, "fake-model", reqs(2)))
     assert all(not o.success and "closed the connection after 2 chunks" in o.error for o in outs), outs
     assert all(o.generated_text == "t0t1" for o in outs)
     cut = fake(mode="cut", tokens=5)
-    outs, _ = bench._run_coro(bench._run(cut.url, "fake-model", reqs(2)))
+    outs, _ = bench.run_coroutine(bench.run_requests(cut.url, "fake-model", reqs(2)))
     assert all(not o.success and "ended after 2 chunks without [DONE]" in o.error for o in outs), outs
 
 

@@ -24,7 +24,7 @@ PRESENTATION_PACKAGES = ("rocmlab.course", "rocmlab.widgets")
 #: Front ends: may import anything.
 FRONT_ENDS = ("rocmlab.commands", "rocmlab.cli", "rocmlab.course", "rocmlab.widgets", "rocmlab")
 #: Modules allowed to import presentation libraries lazily, because they are IPython glue by definition.
-GLUE = ("rocmlab.hip.magics",)
+GLUE: tuple[str, ...] = ()   # none left: the magics live in course/
 
 
 @dataclass

@@ -124,7 +124,7 @@ def run(args) -> int:
                 for ln in k.lines:
                     print(f"{'[' + ln.category + ']' if ln.category else '':10s}{ln.text}")
         return 0
-    from rocmlab.hip.magics import report_build, report_run
+    from rocmlab.course.magics import report_build, report_run
 
     print(report_build(res))
     if not res.ok:

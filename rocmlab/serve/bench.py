@@ -21,7 +21,7 @@ from __future__ import annotations
 from rocmlab.serve.client import (BadServerAnswer, Chunk, MalformedChunk, RequestOutput, SampleRequest, ServerUnreachable,
                                   SSEBuffer, StreamParser, Timeouts, check_server, detokenize, parse_chunk,
                                   parse_message, request_one, tokenize)
-from rocmlab.serve.load import (NOT_SENT, InitialRequestFailed, _run, _run_coro, arrival_delays, load_prompts,
+from rocmlab.serve.load import (NOT_SENT, InitialRequestFailed, run_requests, run_coroutine, arrival_delays, load_prompts,
                                 prompt_requests, prompts_path, random_requests, run, sweep)
 from rocmlab.serve.metrics import (MS, SCALAR_KEYS, calculate_metrics, load_results, make_result,
                                    outputs_from_result, save_result, to_frame)
@@ -31,4 +31,4 @@ __all__ = ["BadServerAnswer", "Chunk", "InitialRequestFailed", "MS", "MalformedC
            "arrival_delays", "calculate_metrics", "check_server", "detokenize", "load_prompts", "load_results",
            "make_result", "outputs_from_result", "parse_chunk", "parse_message", "prompt_requests", "prompts_path",
            "random_requests", "request_one", "run", "save_result", "sweep", "to_frame", "tokenize",
-           "_run", "_run_coro"]
+           "run_requests", "run_coroutine"]

@@ -51,7 +51,7 @@ def arrival_delays(n: int, request_rate: float, burstiness: float = 1.0, rng=Non
 
 
 # ------------------------------------------------------------------------------ a benchmark run
-async def _run(base_url, model, requests, endpoint="completions", request_rate=math.inf, burstiness=1.0,
+async def run_requests(base_url, model, requests, endpoint="completions", request_rate=math.inf, burstiness=1.0,
                max_concurrency=None, ignore_eos=True, temperature=0.0, timeouts: Timeouts | None = None,
                progress=False, seed=0, extra_body=None, stop_after_refused=3):
     import httpx
@@ -118,7 +118,7 @@ async def _run(base_url, model, requests, endpoint="completions", request_rate=m
     return list(outputs), duration
 
 
-def _run_coro(coro):
+def run_coroutine(coro):
     """Run a coroutine from plain code or from inside Jupyter's running event loop."""
     try:
         asyncio.get_running_loop()
@@ -161,13 +161,13 @@ def run(base_url: str, requests: list[SampleRequest], model: str | None = None, 
     common = dict(endpoint=endpoint, ignore_eos=ignore_eos, temperature=temperature, timeouts=timeouts,
                   extra_body=extra_body, stop_after_refused=stop_after_refused)
     if test_request:
-        outs, _ = _run_coro(_run(base_url, model, requests[:1], max_concurrency=1, seed=seed, **common))
+        outs, _ = run_coroutine(run_requests(base_url, model, requests[:1], max_concurrency=1, seed=seed, **common))
         if not outs[0].success:
             raise InitialRequestFailed(f"the initial test request failed: {outs[0].error}")
     gc.collect()
     gc.freeze()     # as vLLM's client: keep the garbage collector off long-lived objects during timing
     try:
-        outputs, duration = _run_coro(_run(base_url, model, requests, request_rate=request_rate,
+        outputs, duration = run_coroutine(run_requests(base_url, model, requests, request_rate=request_rate,
                                            burstiness=burstiness, max_concurrency=max_concurrency, progress=progress,
                                            seed=seed, **common))
     finally:
