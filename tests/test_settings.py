@@ -46,3 +46,21 @@ def test_time_limit_control_accepts_a_good_value():
 def test_grader_check_rejects_a_bad_cli_limit():
     with pytest.raises(ValueError, match="not a number"):
         grader.check("vector-add", "int main() {}", time_limit_s="abc")
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-1", "abc", "1e308"])
+def test_grade_cli_rejects_a_bad_time_limit_with_exit_2(bad, tmp_path, capsys):
+    from rocmlab.cli import main
+
+    with pytest.raises(SystemExit) as e:
+        main(["grade", str(tmp_path), "--exercise", "vector-add", "--time-limit", bad])
+    assert e.value.code == 2 and "--time-limit" in capsys.readouterr().err
+
+
+def test_grade_cli_control_a_good_time_limit_parses(tmp_path, capsys):
+    from rocmlab.cli import main
+
+    (tmp_path / "ada.hip").write_text("")      # an empty hand-in: graded (not run), the CLI exits normally
+    rc = main(["grade", str(tmp_path), "--exercise", "vector-add", "--time-limit", "3", "--out",
+               str(tmp_path / "out"), "--no-progress"])
+    assert rc == 0 and (tmp_path / "out" / "grades.csv").exists()

@@ -19,7 +19,7 @@ def add_parser(sub):
     p.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)),
                    help="parallel graders (default: CPU cores, at most 4)")
     p.add_argument("--seed", type=int, default=None, help="fixed input seed (default: a fresh secret one each)")
-    p.add_argument("--time-limit", type=float, default=None,
+    p.add_argument("--time-limit", type=settings.time_limit_arg("--time-limit"), default=None,
                    help="seconds per program run (default: the exercise spec's timeout_s, else "
                         f"{settings.RUN_TIME_LIMIT_S:g})")
     p.add_argument("--no-progress", action="store_true")
