@@ -249,3 +249,21 @@ def test_two_targets_in_one_compile():
     cmd = build.compile_command(rocm, Path("a.hip"), Path("a.o"), ("gfx942", "gfx90a"), ["/o/include"])
     assert cmd[0] == "/opt/rocm/bin/hipcc" and "-I/o/include" in cmd
     assert cmd.count("--offload-arch=gfx942") == 1 and cmd.count("--offload-arch=gfx90a") == 1 and "-c" in cmd
+
+
+def test_first_error_is_linear_on_a_long_token_and_still_finds_tool_errors():
+    """A 400 KB run of 'clang' once took a backtracking regex about 80 s; the line-by-line scan is linear."""
+    import random
+    import time
+
+    from rocmlab.port.diagnose import first_error
+
+    blob = "clang" * random.randint(70_000, 90_000)
+    t0 = time.monotonic()
+    assert first_error(blob)[3] == blob            # no error line: the last line is shown
+    assert time.monotonic() - t0 < 5
+    # controls: each kind of tool error is still found, the first one wins
+    assert first_error("x\nclang++: error: linker command failed\n")[3] == "clang++: error: linker command failed"
+    assert first_error("a.o: x.cpp:(.text): undefined reference to `f'\nld.lld: error: y\n")[3].endswith("`f'")
+    assert first_error("ld.lld: error: undefined symbol: bar\n")[3] == "ld.lld: error: undefined symbol: bar"
+    assert first_error("not a clang tool: error: x\nlast")[3] == "last"   # a head with spaces is not a tool

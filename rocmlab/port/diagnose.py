@@ -13,8 +13,21 @@ from rocmlab.port.scan import strip_comments_and_strings
 
 _MAIN = re.compile(r"\bint\s+main\s*\(")
 _ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)$", re.MULTILINE)
-_TOOL_ERROR = re.compile(r"^(?:.*undefined (?:reference to|symbol:?) .*|ld(?:\.lld)?: error: .*|\S*clang\S*: error: .*)$",
-                         re.MULTILINE)
+_UNDEFINED = ("undefined reference to ", "undefined symbol ", "undefined symbol: ")
+
+
+def _tool_error(log: str) -> str | None:
+    """The first line of a linker or driver error (an undefined symbol, ``ld: error:``, ``clang...: error:``).
+    Line by line with plain string tests: linear in the log (a regex with ``\\S*clang\\S*`` was quadratic on a
+    long token)."""
+    for line in log.splitlines():
+        if any(u in line for u in _UNDEFINED) or line.startswith(("ld: error: ", "ld.lld: error: ")):
+            return line
+        head, sep, _ = line.partition(": error: ")
+        if sep and "clang" in head and not any(c.isspace() for c in head):
+            return line
+    return None
+
 
 # category -> (what it means, what to do). Order of the rules in categorise() matters.
 CATEGORIES = {
@@ -162,7 +175,7 @@ def first_error(log: str) -> tuple[str, str, int, str]:
     lld = re.search(r"^lld: error: .*$", log, re.MULTILINE)
     if lld:
         return "", 0, "", lld.group(0).strip()
-    t = _TOOL_ERROR.search(log)
-    return "", 0, "", (t.group(0).strip() if t else log.strip().splitlines()[-1] if log.strip() else "failed")
+    t = _tool_error(log)
+    return "", 0, "", (t.strip() if t else log.strip().splitlines()[-1] if log.strip() else "failed")
 
 
