@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 CELLS = [
     ("code", "import torch\nfrom rocmlab.profile import Roofline, measure_ceilings, ops, profile_kernels\n"
-             "from rocmlab.widgets.roofline import roofline_widget\nfrom rocmlab.widgets.timeline import kernel_table_widget\n"
+             "from rocmlab.course.widgets.roofline import roofline_widget\nfrom rocmlab.course.widgets.timeline import kernel_table_widget\n"
              "quick = True", ["parameters"]),
     ("code", "ceil = measure_ceilings(quick=True, dtypes=('fp32', 'bf16'))\nroof = Roofline.for_device(ceil)\n"
              "res = [ops.gemm_case(n, d).run(reps=3) for n in (64, 128, 256) for d in ('fp32', 'bf16')]\n"

@@ -1,7 +1,7 @@
 """Environment checks, each ``ok``/``warn``/``fail``/``skip`` with a concrete fix.
 
 Run ``rocmlab doctor`` (``--json`` for machines; exit 1 on any fail) or show
-:func:`rocmlab.widgets.doctor_widget` in a notebook. Every check is a small function
+:func:`rocmlab.course.widgets.doctor_widget` in a notebook. Every check is a small function
 of the detected :class:`~rocmlab.platform.Platform` and the :class:`~rocmlab.platform.Probe`
 it came from, so tests can run each one on fake machines.
 

@@ -195,7 +195,7 @@ def test_classify_teaching_highlights():
 # --- widgets, magics, Lab 01 checks -----------------------------------------------------------------------
 
 def test_occupancy_explorer_slider_moves_the_plot():
-    from rocmlab.widgets.occupancy import OccupancyExplorer
+    from rocmlab.course.widgets.occupancy import OccupancyExplorer
 
     ex = OccupancyExplorer(vgprs=64, workgroup_size=256)
     slider = ex.sliders["vgprs"]
@@ -209,7 +209,7 @@ def test_occupancy_explorer_slider_moves_the_plot():
 
 
 def test_indexing_map_and_inspector_html():
-    from rocmlab.widgets import indexing
+    from rocmlab.course.widgets import indexing
 
     ln = indexing.launch(130, 64, 64, round_up=False)
     rows = indexing.thread_map(ln)
@@ -224,7 +224,7 @@ def test_indexing_map_and_inspector_html():
 @need_offline
 def test_inspector_widget_html_and_magic(capsys):
     from rocmlab.course import magics
-    from rocmlab.widgets import inspector
+    from rocmlab.course.widgets import inspector
 
     ins = insp.inspect((KERNELS / "reduce.hip").read_text(), "gfx942")
     html = inspector.inspection_html(ins)

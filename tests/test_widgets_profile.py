@@ -11,9 +11,9 @@ import pytest
 
 from rocmlab.profile import roofline, trace
 from rocmlab.profile.timing import BenchResult
-from rocmlab.widgets.monitor import monitor_widget
-from rocmlab.widgets.roofline import describe_intensity, roofline_figure, roofline_widget
-from rocmlab.widgets.timeline import kernel_table_widget, timeline_figure
+from rocmlab.course.widgets.monitor import monitor_widget
+from rocmlab.course.widgets.roofline import describe_intensity, roofline_figure, roofline_widget
+from rocmlab.course.widgets.timeline import kernel_table_widget, timeline_figure
 
 
 def _strict_json(fig):

@@ -3,8 +3,8 @@
     python tools/architecture.py [--json] [--root rocmlab]
 
 The layers (README, "Architecture"): toolkits (everything in ``rocmlab/`` except ``course/``,
-``widgets/``, ``commands/`` and ``cli.py``) never import ``rocmlab.course``/``rocmlab.widgets`` nor the
-presentation libraries (IPython, ipywidgets, plotly); ``course/`` and ``widgets/`` are the only importers
+``commands/`` and ``cli.py``) never import ``rocmlab.course`` (its ``widgets/`` included) nor the
+presentation libraries (IPython, ipywidgets, plotly); ``course/`` is the only importer
 of those. ``tests/test_architecture.py`` fails when a rule is broken; this script prints the counts.
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 
 PRESENTATION_LIBS = ("IPython", "ipywidgets", "plotly", "anywidget")
 #: Packages of the presentation layer: only they may import PRESENTATION_LIBS.
-PRESENTATION_PACKAGES = ("rocmlab.course", "rocmlab.widgets")
+PRESENTATION_PACKAGES = ("rocmlab.course",)
 #: Front ends: may import anything.
-FRONT_ENDS = ("rocmlab.commands", "rocmlab.cli", "rocmlab.course", "rocmlab.widgets", "rocmlab")
+FRONT_ENDS = ("rocmlab.commands", "rocmlab.cli", "rocmlab.course", "rocmlab")
 #: Modules allowed to import presentation libraries lazily, because they are IPython glue by definition.
 GLUE: tuple[str, ...] = ()   # none left: the magics live in course/
 

@@ -93,7 +93,7 @@ class Workbench:
         """Buttons over the learner's file: Grade again (re-reads it), Show a hint (one level at a time)."""
         import ipywidgets as w
 
-        from rocmlab.widgets.grader import report_html
+        from rocmlab.course.widgets.grader import report_html
 
         out, hints_box = w.HTML(), w.HTML()
         again = w.Button(description="Grade again", icon="refresh")

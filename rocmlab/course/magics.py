@@ -165,7 +165,7 @@ def report_run(res: _build.BuildResult, args, timeout: float, host_only: bool = 
 
 def _show_inspection(res: _build.BuildResult, with_isa: bool):
     from rocmlab.hip.inspect import inspect
-    from rocmlab.widgets import inspector
+    from rocmlab.course.widgets import inspector
 
     ins = inspect(res)
     try:
