@@ -29,27 +29,20 @@ from __future__ import annotations
 
 import re
 
+from rocmlab import settings
+from rocmlab.grader.checks import build_flags, result
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import CheckSpec
 
 NEEDS = ("amd-gpu", "amd-target")
 
 
-def _result(ctx, spec: CheckSpec, status: str, message: str, details=None) -> CheckResult:
-    from rocmlab.grader.checks import result
-
-    return result(spec, ctx, status, message, details)
-
-
 def isa_target(spec: CheckSpec) -> str:
-    from rocmlab.settings import DEFAULT_TARGET
-
-    return str(spec.options.get("target") or DEFAULT_TARGET)
+    return str(spec.options.get("target") or settings.DEFAULT_TARGET)
 
 
 def inspect_submission(ctx, target: str):
     """The submission's device code for ``target`` (cached per context), via rocmlab.hip.inspect."""
-    from rocmlab.grader.checks import build_flags
     from rocmlab.hip import inspect as hip_inspect
 
     cache = ctx.__dict__.setdefault("_isa", {})
@@ -107,17 +100,17 @@ def check_isa(ctx, spec: CheckSpec) -> CheckResult:
     target = isa_target(spec)
     ins, missing = inspect_submission(ctx, target)
     if ins is None:
-        return _result(ctx, spec, "skipped", f"cannot compile for {target} here: {missing}")
+        return result(spec, ctx, "skipped", f"cannot compile for {target} here: {missing}")
     if not ins.ok:
         text = " ".join(str(d) for d in ins.diagnostics[:2])
         if "not available offline" in text or not ins.toolchain:
-            return _result(ctx, spec, "skipped", f"no compiler for {target} here: {text}")
-        return _result(ctx, spec, "failed", f"does not compile for {target}: {text}")
+            return result(spec, ctx, "skipped", f"no compiler for {target} here: {text}")
+        return result(spec, ctx, "failed", f"does not compile for {target}: {text}")
     want = spec.options.get("kernel")
     kernels = [k for k in ins.kernels if not want or k.name.split("(")[0] == want or k.symbol == want]
     if not kernels:
         names = ", ".join(k.name.split("(")[0] for k in ins.kernels) or "none"
-        return _result(ctx, spec, "failed", f"no kernel {want!r} in the {target} code (kernels: {names})")
+        return result(spec, ctx, "failed", f"no kernel {want!r} in the {target} code (kernels: {names})")
     problems, facts = [], []
     for k in kernels:
         try:
@@ -131,8 +124,8 @@ def check_isa(ctx, spec: CheckSpec) -> CheckResult:
                                              "scratch_bytes": k.scratch_bytes, "occupancy": k.occupancy}
                                             for k in kernels]}
     if problems:
-        return _result(ctx, spec, "failed", f"{target}: " + "; ".join(problems), details)
-    return _result(ctx, spec, "passed", f"{target} ({ins.toolchain}): " + "; ".join(facts or ["ok"]), details)
+        return result(spec, ctx, "failed", f"{target}: " + "; ".join(problems), details)
+    return result(spec, ctx, "passed", f"{target} ({ins.toolchain}): " + "; ".join(facts or ["ok"]), details)
 
 
 def _no_offline_compiler(target: str) -> str:
@@ -164,12 +157,12 @@ def with_needs(fn):
         if needs == "amd-gpu" and not _needs_amd_gpu(ctx):
             backend = getattr(ctx.plat, "backend", "?")
             why = spec.options.get("why") or "not run: this program needs an AMD GPU"
-            return _result(ctx, spec, "skipped", f"{why} (this machine's backend is {backend})")
+            return result(spec, ctx, "skipped", f"{why} (this machine's backend is {backend})")
         if needs == "amd-target" and not ctx.target and getattr(ctx.plat, "backend", None) != "rocm":
             target = isa_target(spec)
             missing = _no_offline_compiler(target)
             if missing:
-                return _result(ctx, spec, "skipped", f"cannot compile for {target} here: {missing}")
+                return result(spec, ctx, "skipped", f"cannot compile for {target} here: {missing}")
             ctx.target = target
         return fn(ctx, spec)
 
