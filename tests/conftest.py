@@ -81,3 +81,20 @@ def pytest_terminal_summary(terminalreporter):
         counts = getattr(mod, "FUZZ_COUNTS", None) if name.endswith("test_sse_fuzz") else None
         if counts:
             terminalreporter.write_line(f"SSE fuzz: {sum(counts.values())} cases this run ({counts})")
+
+
+@pytest.fixture
+def fake():
+    """make(**kw) -> a started rocmlab.serve.fakeserver.FakeServer; all are closed after the test."""
+    from rocmlab.serve.fakeserver import FakeServer
+
+    servers = []
+
+    def make(**kw):
+        s = FakeServer(**kw)
+        servers.append(s)
+        return s
+
+    yield make
+    for s in servers:
+        s.close()

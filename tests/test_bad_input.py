@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from rocmlab import cli
-from rocmlab.serve.fakeserver import FakeServer
 
 TABLE: list[tuple[str, str, str, int]] = []
 
@@ -56,20 +55,6 @@ def rocmlab(capsys, *argv):
     out, err = capsys.readouterr()
     assert "Traceback" not in err, err
     return rc, out, err, time.monotonic() - t0
-
-
-@pytest.fixture
-def fake():
-    servers = []
-
-    def make(**kw):
-        s = FakeServer(**kw)
-        servers.append(s)
-        return s
-
-    yield make
-    for s in servers:
-        s.close()
 
 
 # ================================================================== rocmlab serve bench

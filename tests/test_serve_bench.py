@@ -16,21 +16,6 @@ import pytest
 
 from rocmlab.serve import bench
 from rocmlab.serve.bench import RequestOutput, SampleRequest
-from rocmlab.serve.fakeserver import FakeServer
-
-
-@pytest.fixture
-def fake():
-    servers = []
-
-    def make(**kw):
-        s = FakeServer(**kw)
-        servers.append(s)
-        return s
-
-    yield make
-    for s in servers:
-        s.close()
 
 
 def reqs(n, out=5):
