@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     import torch
 
     from rocmlab.comm import workers
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     plat = current()
     backend = args.backend or ("nccl" if torch.cuda.is_available() else "gloo")

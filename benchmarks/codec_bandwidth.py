@@ -117,7 +117,7 @@ def main(argv=None) -> int:
                          "or none")
     args = ap.parse_args(argv)
 
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     plat = current()
     if not torch.cuda.is_available() or not T.available():

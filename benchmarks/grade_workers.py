@@ -56,7 +56,7 @@ def grade(subs: Path, out: Path, workers: int, home: Path, kill_after: float | N
 def main() -> int:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
     from rocmlab.hip.toolchain import discover_offline
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     tc = discover_offline()
     if tc is None:

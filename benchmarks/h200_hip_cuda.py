@@ -7,7 +7,7 @@ Run on a machine with an NVIDIA GPU and nvcc (the lead's H200 command is in benc
 1. translates rocmlab/hip/kernels/reduce.hip (HIP) to CUDA, builds it with nvcc for the GPU's
    sm_XX through rocmlab.hip.build.compile, runs it on fresh random inputs (a new seed each
    run, printed) of several sizes and block sizes, and checks each sum against numpy (float64);
-2. records `nvcc -Xptxas -v` and `cuobjdump -sass` figures for the same kernel (rocmlab.hip.inspect);
+2. records `nvcc -Xptxas -v` and `cuobjdump -sass` figures for the same kernel (rocmlab.hip.inspector);
 3. runs the __ballot/warpSize program, and the bad-input cases: a syntax error (diagnostic on the
    cell's line), a kernel that never ends (stopped by the timeout), a segfaulting host program;
    then checks that the GPU still runs the reduction correctly.
@@ -31,8 +31,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rocmlab.hip import build, hipcuda, inspect  # noqa: E402
-from rocmlab.platform import current  # noqa: E402
+from rocmlab.hip import build, hipcuda, inspector  # noqa: E402
+from rocmlab.machine.detect import current  # noqa: E402
 
 KERNELS = ROOT / "rocmlab" / "hip" / "kernels"
 
@@ -107,7 +107,7 @@ def main() -> int:
         f"{sum(bool(c['ok']) for c in ran)}/{len(ran)} correct against numpy" if ran else "reduction not run here")
 
     # 2. NVIDIA figures for the same kernel
-    ins = inspect.inspect(src, target, plat=plat)
+    ins = inspector.inspect(src, target, plat=plat)
     res["inspect"] = {"ok": ins.ok, "listing": ins.listing,
                       "kernels": [{**k.__dict__} for k in ins.kernels],
                       "isa_counts": {k.name: k.counts for k in ins.isa},

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rocmlab.hip import build  # noqa: E402
 from rocmlab.hip import compile as driver  # noqa: E402
-from rocmlab.report import headline  # noqa: E402
+from rocmlab.course.headline import headline  # noqa: E402
 
 CELL = """\
 // nonce {nonce}
@@ -57,7 +57,7 @@ def main() -> int:
         with contextlib.redirect_stdout(buf):
             rc = measure(a)
         print(buf.getvalue(), end="")
-        from rocmlab.platform import current
+        from rocmlab.machine.detect import current
 
         Path(a.out).mkdir(parents=True, exist_ok=True)
         (Path(a.out) / f"hip_cache_{current().backend}.txt").write_text(buf.getvalue())
@@ -68,7 +68,7 @@ def main() -> int:
 def measure(a) -> int:
     src = CELL.format(nonce=uuid.uuid4().hex)
     # platform detection and toolchain discovery happen once per process: keep them out of both timings
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     current()
     build.default_target("hip")

@@ -128,8 +128,8 @@ def main(argv=None) -> int:
     if a.learners < 1 or a.wave < 1:
         p.error("--learners and --wave must be at least 1")
 
-    from rocmlab.platform import current
-    from rocmlab.report import headline
+    from rocmlab.machine.detect import current
+    from rocmlab.course.headline import headline
     from rocmlab.workshop.hub import jupyterhub
 
     out = Path(a.out)

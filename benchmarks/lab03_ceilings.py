@@ -27,7 +27,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import torch  # noqa: E402
 
-from rocmlab.platform import current  # noqa: E402
+from rocmlab.machine.detect import current  # noqa: E402
 from rocmlab.profile import Monitor, MonitorUnavailable, ops  # noqa: E402
 
 GPU = torch.cuda.is_available()

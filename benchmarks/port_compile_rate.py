@@ -60,7 +60,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", default=None, help="also write the figures here")
     args = ap.parse_args(argv)
 
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
     from rocmlab.port import port
     from rocmlab.port.baseline import plain_hipify
 
@@ -79,8 +79,8 @@ def main(argv=None) -> int:
                    "first_blocker": next((u.category for u in r.units if u.status != "ok"), ""),
                    "first_error": next((u.error[:200] for u in r.units if u.status != "ok"), ""),
                    "linked": sum(x.status == "ok" for x in r.links), "programs": len(r.links),
-                   "traps_own": r.traps_by_level("own"), "traps_included": r.traps_by_level("included"),
-                   "errors_never_compiled": sum(t.level == "error" and not t.compiled for t in r.traps),
+                   "traps_own": r.traps_by_severity("own"), "traps_included": r.traps_by_severity("included"),
+                   "errors_never_compiled": sum(t.severity == "error" and not t.compiled for t in r.traps),
                    "outside_src": len(r.outside_src), "fixes": len(r.fixes), "libraries": r.libraries}
             if not args.no_baseline:
                 b = plain_hipify(cb, Path(tmp) / f"{n}-plain", (args.target,), workers=args.workers,

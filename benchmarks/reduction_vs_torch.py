@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from rocmlab import grader  # noqa: E402
 from rocmlab.grader.spec import COMMON_DIR  # noqa: E402
 from rocmlab.hip import build  # noqa: E402
-from rocmlab.platform import current  # noqa: E402
+from rocmlab.machine.detect import current  # noqa: E402
 
 GOAL = {64: 1.0}   # else 0.9
 

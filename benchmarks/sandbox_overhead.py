@@ -108,7 +108,7 @@ def main(argv=None) -> int:
         print(f"bubblewrap does not run here ({iso.reason}); fix: {iso.fix}", file=sys.stderr)
         return 2
     weaker = sandbox.SETPRIV if os.geteuid() == 0 and shutil.which("setpriv") else sandbox.RLIMITS
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     plat = current()
     exs = [e for e in grader.exercises() if e.solution and (not args.quick or e.id in QUICK_EXERCISES)]

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rocmlab.platform import current
+from rocmlab.machine.detect import current
 from rocmlab.serve import bench, vllm_cpu
 
 KEYS = (("mean_ttft_ms", "TTFT mean (ms)"), ("median_ttft_ms", "TTFT median (ms)"),

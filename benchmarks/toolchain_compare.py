@@ -9,7 +9,7 @@ scratch, spills or compiler occupancy differ. It also compiles everything for gf
 new toolchain (the old one does not know MI355X), and compiles and links every exercise solution
 for gfx942, gfx950 and gfx90a with the grader's flags.
 
-- new: the offline ROCm 7.2.4 root, through rocmlab's compiler driver (``rocmlab.hip.inspect``);
+- new: the offline ROCm 7.2.4 root, through rocmlab's compiler driver (``rocmlab.hip.inspector``);
 - old: Debian 12's clang-19 with the HIP 5.2 headers (``/usr/include/hip``) and the gfx942
   device bitcode from Debian trixie's rocm-device-libs-17 (``$ROCMLAB_HOME/device-libs-17``),
   called directly: it is the baseline this script measures against, not a rocmlab toolchain.
@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rocmlab import sandbox, settings  # noqa: E402
-from rocmlab.hip import inspect as insp  # noqa: E402
+from rocmlab.hip import inspector as insp  # noqa: E402
 from rocmlab.hip import resources  # noqa: E402
 from rocmlab.paths import cache_dir, repo_root  # noqa: E402
 

@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmlab import settings
-from rocmlab.report import HEADLINES_ENV, read_headlines
 
 #: Characters of an error shown in summary.md's table (summary.json and .html have all of it).
 MD_ERROR_CHARS = 200
@@ -106,6 +105,15 @@ def find_labs(labs_dir: Path, only: str | None = None) -> list[Path]:
     return labs
 
 
+def read_headlines(path: str) -> list[dict]:
+    """The figures a lab's ``headline()`` calls appended to ``path`` (one JSON object a line)."""
+    try:
+        with open(path) as fh:
+            return [json.loads(line) for line in fh if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
 def _run_one(nb: Path, out_dir: Path, quick: bool, timeout_s: int, backend: str) -> LabResult:
     import papermill
     from papermill.exceptions import PapermillExecutionError
@@ -113,8 +121,8 @@ def _run_one(nb: Path, out_dir: Path, quick: bool, timeout_s: int, backend: str)
     out = out_dir / nb.name
     fd, hl_path = tempfile.mkstemp(prefix="headlines-", suffix=".jsonl")
     os.close(fd)
-    old = os.environ.get(HEADLINES_ENV)
-    os.environ[HEADLINES_ENV] = hl_path
+    old = os.environ.get(settings.HEADLINES_ENV)
+    os.environ[settings.HEADLINES_ENV] = hl_path
     start = time.monotonic()
     result = LabResult(nb.stem, "passed", 0.0, backend, str(out))
     try:
@@ -139,9 +147,9 @@ def _run_one(nb: Path, out_dir: Path, quick: bool, timeout_s: int, backend: str)
         result.cell_index, result.cell_source = failed_cell(out)
     finally:
         if old is None:
-            os.environ.pop(HEADLINES_ENV, None)
+            os.environ.pop(settings.HEADLINES_ENV, None)
         else:
-            os.environ[HEADLINES_ENV] = old
+            os.environ[settings.HEADLINES_ENV] = old
         result.duration_s = time.monotonic() - start
         result.headlines = read_headlines(hl_path)
         os.unlink(hl_path)
@@ -152,7 +160,7 @@ def run(labs_dir: Path, out_dir: Path, quick: bool = True, timeout_s: float = se
         only: str | None = None, progress: bool = True) -> list[LabResult]:
     from tqdm.auto import tqdm
 
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     try:
         timeout_s = settings.time_limit(timeout_s, what="--timeout", maximum=settings.PREFLIGHT_MAX_CELL_TIME_S)

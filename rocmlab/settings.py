@@ -120,6 +120,10 @@ PREFLIGHT_CELL_TIME_LIMIT_S = 900.0
 PREFLIGHT_MAX_CELL_TIME_S = 86400.0
 
 
+#: The variable naming the file a lab's ``headline()`` appends figures to; ``rocmlab preflight`` sets it.
+HEADLINES_ENV = "ROCMLAB_HEADLINES"
+
+
 @dataclass(frozen=True)
 class Variable:
     name: str
@@ -133,7 +137,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_QUICK", "1: labs and tests use quick (CI) sizes", ""),
     Variable("ROCMLAB_BACKEND", "force the detected backend: rocm, cuda or cpu (tests, demos)", ""),
     Variable("ROCMLAB_ROCM_ROOT", "the offline ROCm root file system to compile in", "$ROCMLAB_HOME/rocm-" + OFFLINE_ROCM_VERSION),
-    Variable("ROCMLAB_HEADLINES", "file that headline() appends figures to (preflight sets it)", ""),
+    Variable(HEADLINES_ENV, "file that headline() appends figures to (preflight sets it)", ""),
     Variable("ROCMLAB_EXCHANGE", "the hand-in exchange folder of a workshop", ""),
     Variable("ROCMLAB_WORKSHOP_GPUS", "GPU indices a workshop node hands out, e.g. 0-7", ""),
     Variable("ROCMLAB_WORKSHOP_GPU", "the GPU index assigned to this learner", ""),

@@ -619,7 +619,7 @@ def test_empty_and_host_only_programs_earn_nothing(name, src, why):
 @needs_compiler
 @pytest.mark.parametrize("target", ["sm_90", "gfx1100"])
 def test_machine_fault_is_an_error_not_a_score(target):
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     if target == "sm_90" and current().backend == "cuda":
         pytest.skip("this machine has the NVIDIA GPU")

@@ -399,7 +399,7 @@ def test_hip_cell_magic_bad_timeout():
 
 # ================================================================== rocmlab port
 def test_port_long_relative_path(capsys, tmp_path):
-    from rocmlab.port.build import log_name
+    from rocmlab.port.unit_build import log_name
 
     src = tmp_path / "src"
     d = src
@@ -422,7 +422,7 @@ def test_port_long_relative_path(capsys, tmp_path):
 
 
 def test_port_long_relative_path_compiles(capsys, tmp_path):
-    from rocmlab.port.build import choose_toolchain
+    from rocmlab.port.unit_build import choose_toolchain
 
     try:
         choose_toolchain()

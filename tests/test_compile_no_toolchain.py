@@ -57,7 +57,7 @@ def test_the_lab_checks_fail_when_a_cell_needs_the_compiler_and_is_not_guarded(t
     for k, v in _hidden_env(tmp_path).items():
         monkeypatch.setenv(k, v)
     from rocmlab.hip import compile as driver
-    from rocmlab.hip.inspect import inspect
+    from rocmlab.hip.inspector import inspect
 
     driver.forget_toolchains()
     ins = inspect((LABS.parent / "rocmlab/hip/kernels/ballot.hip").read_text(), "gfx942")

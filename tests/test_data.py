@@ -6,7 +6,7 @@ import csv
 
 import pytest
 
-from rocmlab import hardware, stack
+from rocmlab.machine import hardware, stack
 from rocmlab.paths import datasets_dir
 
 

@@ -8,9 +8,9 @@ import os
 import pytest
 from conftest import amd_props, fake_torch, nvidia_props
 
-from rocmlab import doctor
+from rocmlab.machine import doctor
 from rocmlab.cli import main
-from rocmlab.platform import Probe, detect
+from rocmlab.machine.detect import Probe, detect
 
 
 def probe(machine, torch=None, env=None, tools=None, run=None):

@@ -110,7 +110,7 @@ def test_every_solution_scores_full_marks_on_what_this_backend_runs(ex):
     failed = [c for c in report.checks if c.status == "failed"]
     assert not failed, report.to_text()
     assert report.earned == report.available > 0
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     if not current().is_gpu:   # on a CPU the program cannot reach the GPU: run checks say so
         runs = report.check("runs")
@@ -171,7 +171,7 @@ def test_the_mechanical_port_of_each_new_starter_is_not_full_marks(eid):
 
 
 def test_mfma_run_checks_say_they_need_an_amd_gpu_on_an_nvidia_machine(monkeypatch):
-    from rocmlab.platform import detect
+    from rocmlab.machine.detect import detect
 
     monkeypatch.setenv("ROCMLAB_BACKEND", "cuda")
     plat = detect()

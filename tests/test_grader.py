@@ -10,7 +10,7 @@ from rocmlab import grader
 from rocmlab.grader import batch, checks
 from rocmlab.grader import io as gio
 from rocmlab.grader.wrong import wrong_submissions
-from rocmlab.platform import current
+from rocmlab.machine.detect import current
 
 WRONG = wrong_submissions()
 CPU = not current().is_gpu

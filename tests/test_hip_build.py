@@ -13,7 +13,7 @@ import pytest
 from rocmlab.hip import build
 from rocmlab.hip import compile as driver
 from rocmlab.hip.toolchain import discover, discover_offline
-from rocmlab.platform import current
+from rocmlab.machine.detect import current
 
 KERNELS = Path(build.__file__).parent / "kernels"
 OFFLINE = discover_offline()
@@ -247,7 +247,7 @@ def test_cli_hip_commands(tmp_path, capsys):
 
 def test_rocm_toolchain_is_found_under_rocm_path(machine):
     from rocmlab.hip.toolchain import discover as disc
-    from rocmlab.platform import Probe
+    from rocmlab.machine.detect import Probe
 
     hipcc = machine.write("opt/rocm/bin/hipcc", "#!/bin/sh\necho 'HIP version: 6.2.41133-dd7f95766'\n"
                                                 "echo 'AMD clang version 18.0.0git'\n")

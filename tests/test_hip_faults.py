@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from rocmlab.hip import build, faults
-from rocmlab.platform import current
+from rocmlab.machine.detect import current
 
 ROCM_FAULT = """launching a kernel that writes 1 GiB past its 1 KiB buffer
 Memory access fault by GPU node-2 (Agent handle: 0x5591e3c0b2a0) on address 0x7f3a00000000. Reason: Page not present or supervisor privilege.

@@ -10,7 +10,7 @@ from rocmlab.course import lab01
 from rocmlab.hip import build, occupancy
 from rocmlab.hip import compile as driver
 from rocmlab.hip import resources
-from rocmlab.hip import inspect as insp
+from rocmlab.hip import inspector as insp
 from rocmlab.hip.toolchain import discover, discover_offline
 
 KERNELS = Path(build.__file__).parent / "kernels"

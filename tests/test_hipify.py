@@ -2,7 +2,8 @@
 
 import pytest
 
-from rocmlab.hip import hipify, traps
+from rocmlab.hip import hipify
+from rocmlab.port.scan import scan
 
 CUDA = """#include <cuda_runtime.h>
 __global__ void k(const float* x, float* out) {
@@ -30,6 +31,10 @@ def test_torch_hipify_renames_and_leaves_the_traps():
     assert "+++" in port.diff()
 
 
+def compiled_findings(source):
+    return [f for f in scan(source, filename="source.hip").findings if f.compiled]
+
+
 @pytest.mark.parametrize("code, rule", [
     ("asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(l));", "inline-ptx"),
     ("texture<float, 1> tex; float v = tex1Dfetch(tex, i);", "texture-reference"),
@@ -47,20 +52,20 @@ def test_torch_hipify_renames_and_leaves_the_traps():
     ("cudaStream_t s;", "cuda-left"),
 ])
 def test_each_trap_rule_fires(code, rule):
-    found = [t.rule for t in traps.find_traps(code)]
+    found = [t.rule for t in compiled_findings(code)]
     assert rule in found, found
 
 
 def test_comments_and_strings_are_not_traps():
     src = '// cudaMalloc and 0xffffffff in a comment\nconst char* s = "__shfl_down_sync(0xffffffff";\n/* asm( */\n'
-    assert traps.find_traps(src) == []
+    assert compiled_findings(src) == []
 
 
 def test_clean_hip_has_no_wrong_traps():
     src = ("__global__ void k(float* x) { float v = x[threadIdx.x];\n"
            "  for (int o = warpSize / 2; o > 0; o /= 2) v += __shfl_down(v, o);\n"
            "  unsigned long long m = __ballot(v > 0); x[0] = __popcll(m); }\n")
-    assert [t for t in traps.find_traps(src) if t.severity == "wrong"] == []
+    assert [t for t in compiled_findings(src) if t.severity == "error"] == []
 
 
 def test_folder_and_file(tmp_path):

@@ -8,7 +8,7 @@ import pytest
 
 from rocmlab.grader import checks, isa_check, load
 from rocmlab.grader.spec import CheckSpec
-from rocmlab.hip.inspect import Inspection
+from rocmlab.hip.inspector import Inspection
 from rocmlab.hip.resources import IsaLine, KernelIsa, KernelResources
 
 

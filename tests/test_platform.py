@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import amd_props, fake_torch, nvidia_props
 
-from rocmlab.platform import Probe, _gfx_from_target_version, detect
+from rocmlab.machine.detect import Probe, _gfx_from_target_version, detect
 
 
 def probe(machine, torch=None, env=None, tools=None, run=None):

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rocmlab.port import port
-from rocmlab.port.build import choose_toolchain
+from rocmlab.port.unit_build import choose_toolchain
 
 SAMPLES = Path(__file__).parent / "data" / "port"
 BASES = ("reduce_intrinsics", "coop_streams", "blas_atomics")
@@ -75,7 +75,7 @@ def _expected_traps(text: str) -> set[tuple[int, str]]:
 def test_every_marked_trap_found_and_nothing_else(ported, base):
     res = ported[0][base]
     out = Path(res.out)
-    found_all = {(t.path, t.line, t.rule, t.level, t.compiled) for t in res.traps}
+    found_all = {(t.path, t.line, t.rule, t.severity, t.compiled) for t in res.traps}
     for f in res.files:
         text = (out / f["ported"]).read_text()
         expected = _expected_traps(text)
@@ -86,7 +86,7 @@ def test_every_marked_trap_found_and_nothing_else(ported, base):
 
 def test_clean_wave_agnostic_file_has_no_traps(ported):
     res = ported[0]["reduce_intrinsics"]
-    assert [t for t in res.traps if t.path == "src/ballot_count.hip" and t.level != "info"] == []
+    assert [t for t in res.traps if t.path == "src/ballot_count.hip" and t.severity != "info"] == []
     row = next(f for f in res.files if f["ported"] == "src/ballot_count.hip")
     assert row["compile"] == "ok"
 
@@ -98,13 +98,13 @@ def test_every_cuda_arch_guard_is_an_error_and_code_is_kept(ported):
                          for p in (SAMPLES / b).rglob("*") if p.is_file())
         traps = [t for t in res.traps if t.rule == "cuda-arch-guard"]
         assert len(traps) == src_guards
-        assert all(t.level == "error" for t in traps)
+        assert all(t.severity == "error" for t in traps)
         for t in traps:
             line = (Path(res.out) / t.path).read_text().split("\n")[t.line - 1]
             assert "__CUDA_ARCH__" in line and "rocmlab port: TRAP" in line   # annotated, not rewritten
     reduce = (Path(ported[0]["reduce_intrinsics"].out) / "src" / "reduce.hip").read_text()
     assert "atomicAdd(out, v);" in reduce and "atomicCAS(p, assumed" in reduce   # both branches still there
-    why = {t.line: t.why for t in ported[0]["reduce_intrinsics"].traps if t.rule == "cuda-arch-guard"}
+    why = {t.line: t.message for t in ported[0]["reduce_intrinsics"].traps if t.rule == "cuda-arch-guard"}
     assert all("NEVER compiled" in w or "ALWAYS compiled" in w for w in why.values())
 
 
@@ -175,8 +175,8 @@ def test_reports_json_and_html(ported):
     data = json.loads(Path(res.report_json).read_text())
     assert data["summary"]["compiled"] == res.n_compiled == 5
     assert data["scan_config"]["device_pass"]["__HIP_DEVICE_COMPILE__"] == "1"
-    assert {t["level"] for t in data["traps"]} <= {"error", "warning", "info"}
-    assert all(t["why"] and t["fix"] for t in data["traps"])
+    assert {t["severity"] for t in data["traps"]} <= {"error", "warning", "info"}
+    assert all(t["message"] and t["fix"] for t in data["traps"])
     page = Path(res.report_html).read_text()
     assert page.startswith("<!DOCTYPE html>")
     assert "Plotly" not in page and "<script" not in page and page.count("<svg") >= 2   # inline SVG, no JS
@@ -250,7 +250,7 @@ def test_notebook_view(ported, capsys):
 def test_traps_point_back_at_the_cuda_source(ported):
     for b in BASES:
         for t in ported[0][b].traps:
-            if t.level == "info" or not t.compiled or t.src_line == 0 and t.level == "warning":
+            if t.severity == "info" or not t.compiled or t.src_line == 0 and t.severity == "warning":
                 continue                    # warnings from the port's own fixes sit on changed lines
             assert t.src_line > 0, t
             src_line = (SAMPLES / b / t.src_path).read_text().split("\n")[t.src_line - 1]
@@ -260,12 +260,12 @@ def test_traps_point_back_at_the_cuda_source(ported):
 def test_notebook_view_without_a_compiler(tmp_path, monkeypatch, capsys):
     pytest.importorskip("IPython")
     from rocmlab.course import port_view as notebook
-    from rocmlab.port import build
+    from rocmlab.port import unit_build
 
     def none(kind="auto"):
         raise RuntimeError("no HIP compiler found (rocm, offline): install ...")
 
-    monkeypatch.setattr(build, "choose_toolchain", none)
+    monkeypatch.setattr(unit_build, "choose_toolchain", none)
     res = notebook.port_view("reduce_intrinsics", out=tmp_path / "o")
     assert not res.compiled and res.units == []
     assert "cannot compile on this machine" in capsys.readouterr().out

@@ -171,7 +171,7 @@ def test_cli_no_compile_writes_report(project, tmp_path, capsys):
 
 
 def test_cli_compiles_and_exit_status(project, tmp_path, capsys):
-    from rocmlab.port.build import choose_toolchain
+    from rocmlab.port.unit_build import choose_toolchain
 
     try:
         choose_toolchain()

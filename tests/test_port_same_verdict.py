@@ -32,7 +32,7 @@ int main() {{ float* d; cudaMalloc(&d, 4); k<<<1, 64>>>(d, d); cudaDeviceSynchro
 
 def _verdicts(cuda: str, tmp_path: Path, name: str = "k.cu"):
     lab = hipify.hipify_source(cuda, name)                       # Lab 02's porting cell
-    lab_errors = {(t.line, t.rule) for t in lab.traps if t.level == "error"}
+    lab_errors = {(t.line, t.rule) for t in lab.traps if t.severity == "error"}
     analysis = static.analyze(lab.hip)                            # the grader, on the HIP
     problems = static.no_warp_size(analysis, {}) + static.no_cuda_left(analysis, {})
     grader_lines = {line for line, _ in problems}
@@ -41,7 +41,7 @@ def _verdicts(cuda: str, tmp_path: Path, name: str = "k.cu"):
     (src / name).write_text(cuda)
     res = port(src, tmp_path / "out", compile=False)             # rocmlab port, a one-file project
     ported = res.files[0]["ported"]
-    port_errors = {(t.line, t.rule) for t in res.traps if t.level == "error" and t.compiled and t.path == ported}
+    port_errors = {(t.line, t.rule) for t in res.traps if t.severity == "error" and t.compiled and t.path == ported}
     port_text = (tmp_path / "out" / ported).read_text()
     return lab, lab_errors, grader_lines, port_errors, port_text
 

@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from rocmlab.port import build, translate
+from rocmlab.port import unit_build, translate
 from rocmlab.port.scan import scan as scan_source
 
 
@@ -46,24 +46,24 @@ CATEGORY_CASES = [
 
 @pytest.mark.parametrize("message,code,category", CATEGORY_CASES)
 def test_categorise(message, code, category):
-    assert build.categorise(message, code) == category
+    assert unit_build.categorise(message, code) == category
 
 
 def test_every_category_is_reachable_and_explained():
     reached = {c for _, _, c in CATEGORY_CASES}
-    for cat, (means, fix) in build.CATEGORIES.items():
+    for cat, (means, fix) in unit_build.CATEGORIES.items():
         assert means
         if cat not in ("ok",):
             assert fix, cat
-    assert reached <= set(build.CATEGORIES)
+    assert reached <= set(unit_build.CATEGORIES)
 
 
 def test_first_error_prefers_the_compiler_location():
     log = ("a.hip:3:5: warning: unused\n/tmp/o/a.hip:7:12: error: use of undeclared identifier 'hipFoo'\n"
            "/tmp/o/a.hip:9:1: error: second\n")
-    f, line, _where, msg = build.first_error(log)
+    f, line, _where, msg = unit_build.first_error(log)
     assert (f, line, msg) == ("/tmp/o/a.hip", 7, "use of undeclared identifier 'hipFoo'")
-    assert build.first_error("lld: error: undefined hidden symbol: x\nclang++-19: error: amdgcn-link failed")[3] \
+    assert unit_build.first_error("lld: error: undefined hidden symbol: x\nclang++-19: error: amdgcn-link failed")[3] \
         .startswith("lld: error")
 
 
@@ -197,10 +197,10 @@ def test_runtime_header_moved_before_cooperative_groups():
 
 def test_log_names_stay_short():
     rel = "/".join(["a-very-long-folder-name"] * 40) + "/k.hip"
-    name = build.log_name(rel)
+    name = unit_build.log_name(rel)
     assert len(name.encode()) <= 200 and name.endswith("k.hip.log")
-    assert build.log_name("src/k.hip") == "src__k.hip.log"
-    assert build.log_name(rel) != build.log_name(rel.replace("a-very", "b-very"))
+    assert unit_build.log_name("src/k.hip") == "src__k.hip.log"
+    assert unit_build.log_name(rel) != unit_build.log_name(rel.replace("a-very", "b-very"))
 
 
 def test_plan_names_and_collisions():
@@ -246,7 +246,7 @@ def test_two_targets_in_one_compile():
     from rocmlab.hip.toolchain import Toolchain
 
     rocm = Toolchain("rocm", "/opt/rocm/bin/hipcc", "7.2", ("gfx942", "gfx90a"))
-    cmd = build.compile_command(rocm, Path("a.hip"), Path("a.o"), ("gfx942", "gfx90a"), ["/o/include"])
+    cmd = unit_build.compile_command(rocm, Path("a.hip"), Path("a.o"), ("gfx942", "gfx90a"), ["/o/include"])
     assert cmd[0] == "/opt/rocm/bin/hipcc" and "-I/o/include" in cmd
     assert cmd.count("--offload-arch=gfx942") == 1 and cmd.count("--offload-arch=gfx90a") == 1 and "-c" in cmd
 

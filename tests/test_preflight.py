@@ -13,7 +13,7 @@ from rocmlab.cli import main
 def write_labs(folder):
     folder.mkdir()
     ok = new_notebook([("code", "quick = False", ["parameters"]),
-                       ("code", "from rocmlab.report import headline\nheadline('answer', 6 * 7, 'units')\n"
+                       ("code", "from rocmlab.course.headline import headline\nheadline('answer', 6 * 7, 'units')\n"
                                 "assert quick is True")])
     bad = new_notebook([("code", "quick = False", ["parameters"]),
                         ("code", "x = 1"),

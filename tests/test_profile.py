@@ -15,7 +15,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from rocmlab.platform import current
+from rocmlab.machine.detect import current
 from rocmlab.profile import monitor as mon_mod
 from rocmlab.profile import ops, roofline, trace
 from rocmlab.profile.timing import BenchError, BenchResult, bench, rotation_count
@@ -181,7 +181,7 @@ def test_roofline_places_points_and_flags_impossible_ones():
 
 
 def test_for_device_reads_the_spec_row():
-    from rocmlab import hardware
+    from rocmlab.machine import hardware
 
     spec = hardware.lookup("NVIDIA H200")
     plat = SimpleNamespace(label="cuda: NVIDIA H200", device=SimpleNamespace(spec=spec))

@@ -11,16 +11,16 @@ import time
 
 import pytest
 
-from rocmlab.serve import process, spec, sglang
+from rocmlab.serve import deployment, process, sglang
 from rocmlab.serve.process import PortInUse, Server, ServerError, free_port, port_is_free
-from rocmlab.serve.spec import ServerSpec
+from rocmlab.serve.deployment import ServerSpec
 
 
 def test_docker_line_has_every_rocm_flag_and_mounts_a_local_model(tmp_path):
     model = tmp_path / "Llama-3.1-8B"
     model.mkdir()
     (model / "config.json").write_text("{}")
-    s = spec.rocm_spec(str(model), tp=8, dtype="bfloat16", kv_cache_dtype="fp8", max_model_len=8192,
+    s = deployment.rocm_spec(str(model), tp=8, dtype="bfloat16", kv_cache_dtype="fp8", max_model_len=8192,
                        max_num_seqs=256, max_num_batched_tokens=8192, gpu_memory_utilization=0.92,
                        quantization="fp8", port=8123)
     cmd = s.docker_command()
@@ -56,7 +56,7 @@ def test_bad_specs_and_wrong_model_path_fail_fast_with_the_fix(tmp_path):
     with pytest.raises(ValueError, match="port must be"):
         ServerSpec("m", port=70000)
     with pytest.raises(KeyError, match="unknown preset"):
-        spec.preset_env("mi999")
+        deployment.preset_env("mi999")
 
 
 def _vllm_envs_source():
@@ -76,14 +76,14 @@ def _vllm_envs_source():
 
 def test_preset_vllm_names_exist_in_the_installed_vllm_and_old_names_do_not():
     src = _vllm_envs_source()
-    names = {v.name for vs in spec.ROCM_PRESETS.values() for v in vs if v.layer == "vLLM"}
+    names = {v.name for vs in deployment.ROCM_PRESETS.values() for v in vs if v.layer == "vLLM"}
     assert "VLLM_ROCM_QUICK_REDUCE_QUANTIZATION" in names and "VLLM_ROCM_USE_AITER" in names
     for n in names:
         assert f'"{n}"' in src, f"{n} is not read by the installed vLLM"
-    for n in spec.RENAMED:
+    for n in deployment.RENAMED:
         assert f'"{n}":' not in src, f"{n} is listed as gone but vLLM still reads it"
     # the non-vLLM variables are documented with the layer that reads them
-    layers = {v.name: v.layer for vs in spec.ROCM_PRESETS.values() for v in vs}
+    layers = {v.name: v.layer for vs in deployment.ROCM_PRESETS.values() for v in vs}
     assert layers["HIP_FORCE_DEV_KERNARG"] == "HIP runtime" and layers["NCCL_MIN_NCHANNELS"] == "RCCL"
 
 

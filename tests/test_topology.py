@@ -1,4 +1,4 @@
-"""rocmlab.topology against the published figures (hardware.csv / sources.csv) and its own invariants;
+"""rocmlab.machine.topology against the published figures (hardware.csv / sources.csv) and its own invariants;
 the Lab 08 widget builds and reacts."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from rocmlab import hardware
-from rocmlab import topology as T
+from rocmlab.machine import hardware
+from rocmlab.machine import topology as T
 
 
 def test_package_matches_the_published_figures():

@@ -55,7 +55,7 @@ SGLANG_SHARED = (ENV_QUANT, ENV_CAST, ENV_MAX)
 
 def can_sweep(plat=None) -> tuple[bool, str]:
     """(True, '') on a ROCm machine with >= 2 GPUs and vLLM installed; else (False, why)."""
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     plat = plat or current()
     if plat.backend != "rocm":

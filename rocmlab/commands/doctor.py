@@ -10,8 +10,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from rocmlab import doctor
-    from rocmlab.platform import Probe, detect
+    from rocmlab.machine import doctor
+    from rocmlab.machine.detect import Probe, detect
 
     probe = Probe()
     plat = detect(probe)

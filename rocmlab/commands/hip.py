@@ -66,9 +66,9 @@ def add_parser(sub):
 
 def run(args) -> int:
     from rocmlab.hip import build, hipcuda
-    from rocmlab.hip import inspect as insp
+    from rocmlab.hip import inspector as insp
     from rocmlab.hip import occupancy
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     path = Path(args.file)
     if not path.is_file():
@@ -190,4 +190,4 @@ def run_hipify(args) -> int:
             print(port.report().replace(port.name, name, 1), file=sys.stderr)
         if args.out:
             print(f"wrote {args.out}", file=sys.stderr)
-    return 1 if any(t.level == "error" for _, t in traps) else 0
+    return 1 if any(t.severity == "error" for _, t in traps) else 0

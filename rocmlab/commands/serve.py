@@ -116,7 +116,7 @@ def run(args) -> int:
 
 
 def _command(a) -> int:
-    from rocmlab.serve.spec import ServerSpec, preset_env
+    from rocmlab.serve.deployment import ServerSpec, preset_env
 
     spec = ServerSpec(a.model, engine=a.engine, port=a.port, tp=a.tp, dtype=a.dtype, kv_cache_dtype=a.kv_cache_dtype,
                       max_model_len=a.max_model_len, max_num_seqs=a.max_num_seqs,

@@ -164,14 +164,14 @@ def report_run(res: _build.BuildResult, args, timeout: float, host_only: bool = 
 
 
 def _show_inspection(res: _build.BuildResult, with_isa: bool):
-    from rocmlab.hip.inspect import inspect
+    from rocmlab.hip.inspector import inspect
     from rocmlab.course.widgets import inspector
 
     ins = inspect(res)
     try:
         from IPython.display import HTML, display
 
-        from rocmlab.platform import current
+        from rocmlab.machine.detect import current
 
         html = inspector.inspection_html(ins, plat_label=f"compiled on {current().label}") if with_isa else (
             inspector.resources_table(ins) if ins.ok else inspector.inspection_html(ins))

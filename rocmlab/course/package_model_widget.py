@@ -1,9 +1,9 @@
-"""Lab 08's widget: play with the MI300X package model (rocmlab.topology) and see which XCD computes
+"""Lab 08's widget: play with the MI300X package model (rocmlab.machine.topology) and see which XCD computes
 which GEMM tile, and how much every XCD's L2 must fetch, per mapping. plotly + ipywidgets."""
 
 from __future__ import annotations
 
-from rocmlab import topology as T
+from rocmlab.machine import topology as T
 
 XCD_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
 

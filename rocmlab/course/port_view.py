@@ -37,8 +37,8 @@ def show(result, charts: bool = True, plat=None):
     """Display a :class:`~rocmlab.port.PortResult`: headline, the report's SVG charts and tables."""
     from IPython.display import HTML, display
 
-    from rocmlab.port.report import body_html, charts_svg
-    from rocmlab.report import headline
+    from rocmlab.port.page import body_html, charts_svg
+    from rocmlab.course.headline import headline
 
     if result.compiled and result.units:
         headline(f"translation units compiled after rocmlab port ({Path(result.src).name}, {', '.join(result.archs)})",

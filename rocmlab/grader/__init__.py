@@ -47,7 +47,7 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
     ``settings.RUN_TIME_LIMIT_S``.
     """
     from rocmlab import sandbox
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     ex = load(exercise_id)
     if source is not None and not isinstance(source, str):
@@ -96,7 +96,7 @@ def refused(exercise_id: str, reason: str, *, plat=None) -> Report:
     """The report for a hand-in the grader would not read (a symbolic link, not a regular file, too large):
     every check "not run" with ``reason`` (a learner's message), no points, never compiled or run."""
     from rocmlab import sandbox
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     ex = load(exercise_id)
     plat = plat or current()

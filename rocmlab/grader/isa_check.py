@@ -1,7 +1,7 @@
 """Checks graded on the compiled AMD ISA, and checks that only an AMD GPU can run.
 
 ``isa`` (a check type): compile the submission's device code for an AMD target (``target``, else
-:data:`rocmlab.settings.DEFAULT_TARGET`) with :func:`rocmlab.hip.inspect.inspect` and grade what the
+:data:`rocmlab.settings.DEFAULT_TARGET`) with :func:`rocmlab.hip.inspector.inspect` and grade what the
 compiler made of it. Options, all optional:
 
 - ``kernel``: the kernel's name (default: every kernel must pass);
@@ -42,8 +42,8 @@ def isa_target(spec: CheckSpec) -> str:
 
 
 def inspect_submission(ctx, target: str):
-    """The submission's device code for ``target`` (cached per context), via rocmlab.hip.inspect."""
-    from rocmlab.hip import inspect as hip_inspect
+    """The submission's device code for ``target`` (cached per context), via rocmlab.hip.inspector."""
+    from rocmlab.hip import inspector as hip_inspect
 
     cache = ctx.__dict__.setdefault("_isa", {})
     if target not in cache:

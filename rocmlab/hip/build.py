@@ -2,7 +2,7 @@
 
 Compiling itself is :mod:`rocmlab.hip.compile` (toolchain choice, command lines, diagnostics,
 the cache, the sandbox). ``compile(source)`` picks the toolchain from the backend
-(:mod:`rocmlab.platform`):
+(:mod:`rocmlab.machine.detect`):
 
 =========  =====================================================================
 backend    HIP source (``lang="hip"``)            CUDA source (``lang="cuda"``)

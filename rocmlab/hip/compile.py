@@ -20,7 +20,7 @@ It does four jobs, each in one place:
 Public API
 ----------
 For cells (``%%hip``, the grader, ``rocmlab hip``): :func:`compile_source` (used by
-:func:`rocmlab.hip.build.compile` and :func:`rocmlab.hip.inspect.inspect`).
+:func:`rocmlab.hip.build.compile` and :func:`rocmlab.hip.inspector.inspect`).
 
 For whole projects (``rocmlab port``)::
 
@@ -80,10 +80,10 @@ def forget_toolchains() -> None:
 
 
 def resolve_platform(plat):
-    """``plat``, or this machine's platform (:func:`rocmlab.platform.current`) when it is None."""
+    """``plat``, or this machine's platform (:func:`rocmlab.machine.detect.current`) when it is None."""
     if plat is not None:
         return plat
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     return current()
 

@@ -147,7 +147,7 @@ def provoke(plat=None, serialize: bool = True, log_level: int = 1) -> FaultRun:
     ``log_level`` is AMD_LOG_LEVEL. On a CPU the program is compiled for the default target and not run:
     the result says why."""
     from rocmlab.hip import build
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     plat = plat or current()
     env = {"AMD_LOG_LEVEL": str(log_level)}

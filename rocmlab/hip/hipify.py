@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocmlab.hip.traps import Trap, format_traps
+from rocmlab.html_table import html_table
+from rocmlab.port.scan import Finding, scan_project
 from rocmlab.port.translate import CUDA_SUFFIXES, EngineError, fix_traps, hipify_perl_command, translate
 
 TOOLS = ("torch", "perl")
@@ -37,7 +38,7 @@ class Port:
     tool: str
     cuda: str
     hip: str
-    traps: list[Trap] = field(default_factory=list)
+    traps: list[Finding] = field(default_factory=list)   # the scanner's findings in this file
 
     @property
     def renames(self) -> list[tuple[str, str]]:
@@ -55,9 +56,9 @@ class Port:
         return out
 
     @property
-    def wrong(self) -> list[Trap]:
+    def wrong(self) -> list[Finding]:
         """The error-level traps."""
-        return [t for t in self.traps if t.level == "error"]
+        return [t for t in self.traps if t.severity == "error"]
 
     def diff(self) -> str:
         return "".join(difflib.unified_diff(self.cuda.splitlines(True), self.hip.splitlines(True),
@@ -65,7 +66,7 @@ class Port:
 
     def side_by_side_html(self) -> str:
         """CUDA on the left, HIP on the right; changed lines highlighted, trap lines marked."""
-        trap_lines: dict[int, list[Trap]] = {}
+        trap_lines: dict[int, list[Finding]] = {}
         for t in self.traps:
             trap_lines.setdefault(t.line, []).append(t)
         a, b = self.cuda.splitlines(), self.hip.splitlines()
@@ -92,24 +93,22 @@ class Port:
                 rows.append("<tr>" + td(ia + 1 if ia < i2 else None, left, lc)
                             + td(jb + 1 if jb < j2 else None,
                                  right + ("   ⚠ " + ", ".join(t.rule for t in trap) if trap else ""), rc,
-                                 " ".join(f"{t.why} Fix: {t.fix}" for t in trap)) + "</tr>")
+                                 " ".join(f"{t.message} Fix: {t.fix}" for t in trap)) + "</tr>")
         head = (f"<tr><th colspan=2 style='text-align:left'>{html.escape(self.name)} (CUDA)</th>"
                 f"<th colspan=2 style='text-align:left'>HIP ({html.escape(self.tool)}); yellow: a trap</th></tr>")
         return f"<table class='rocmlab-diff' style='border-collapse:collapse;font-size:12px'>{head}{''.join(rows)}</table>"
 
     def trap_table_html(self) -> str:
-        from rocmlab.hip.traps import trap_rows
-        from rocmlab.html_table import html_table
-
         if not self.traps:
             return "<p>No traps found.</p>"
-        return html_table(["line", "severity", "trap", "code", "why", "fix"], trap_rows(self.traps),
+        rows = [[t.line, t.severity, t.rule, t.snippet[:80], t.message, t.fix] for t in self.traps]
+        return html_table(["line", "severity", "trap", "code", "why", "fix"], rows,
                           css_class="rocmlab-traps")
 
     def report(self) -> str:
         lines = [f"{self.name}: {len(self.renames)} renames by {self.tool}, {len(self.traps)} traps "
                  f"({len(self.wrong)} error-level)"]
-        lines.append(format_traps(self.traps))
+        lines += [str(t) for t in self.traps] or ["no traps found"]
         return "\n".join(lines)
 
 
@@ -151,18 +150,13 @@ def _translate(sources: dict[str, str], tool: str):
 
 def _scan(hip_texts: dict[str, str]):
     """THE scanner (rocmlab.port.scan) over the ported files, as a one-folder project."""
-    from rocmlab.port.scan import scan_project
-
     return scan_project("/rocmlab-hipify", sources=hip_texts, include_dirs=["."])
 
 
-def _traps_of(rep, tr, name: str) -> list[Trap]:
-    """The scanner's findings in one ported file (compiled code) and the translation's fixes, as Trap rows."""
-    from rocmlab.hip.traps import to_trap
-
-    traps = [to_trap(f) for f in rep.findings if f.file == name and f.compiled]
-    traps += [Trap(t["line"], 1, t["rule"], t["kind"], "check", t["snippet"], t["why"], t["fix"], t["level"])
-              for t in fix_traps(tr.fixes) if t["path"] == name]
+def _traps_of(rep, tr, name: str) -> list[Finding]:
+    """The scanner's findings in one ported file (compiled code) and the translation's fixes."""
+    traps = [f for f in rep.findings if f.file == name and f.compiled]
+    traps += [f for f in fix_traps(tr.fixes) if f.file == name]
     return sorted(traps, key=lambda t: (t.line, t.column, t.rule))
 
 

@@ -1,6 +1,6 @@
 """Parsers over compiler output: per-kernel resources (registers, LDS, scratch, spills, occupancy) and ISA
 listings, from AMDGCN assembly, build remarks, ptxas logs and SASS. Nothing here compiles: the inputs come
-from :mod:`rocmlab.hip.compile` (through :mod:`rocmlab.hip.build` or :mod:`rocmlab.hip.inspect`)."""
+from :mod:`rocmlab.hip.compile` (through :mod:`rocmlab.hip.build` or :mod:`rocmlab.hip.inspector`)."""
 
 from __future__ import annotations
 

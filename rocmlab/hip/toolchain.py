@@ -21,7 +21,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmlab.platform import Probe
+from rocmlab.machine.detect import Probe
 from rocmlab.settings import AMD_TARGETS, OFFLINE_ROCM_VERSION
 
 #: The file the set-up script writes last inside the root; without it the root is incomplete.

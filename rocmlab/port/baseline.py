@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab import settings
-from rocmlab.port import build
+from rocmlab.port import unit_build
 from rocmlab.port.inputs import check_request, collect
 
 
@@ -51,7 +51,7 @@ def plain_hipify(src, work_dir, archs=(settings.DEFAULT_TARGET,), compat: bool =
     t0 = time.monotonic()
     src_r, work = check_request(src, work_dir)
     proj = collect(src_r)
-    tc = build.choose_toolchain(toolchain)
+    tc = unit_build.choose_toolchain(toolchain)
     if work.exists():
         shutil.rmtree(work)
     with tempfile.TemporaryDirectory(prefix="rocmlab-baseline-") as tmp:
@@ -70,9 +70,9 @@ def plain_hipify(src, work_dir, archs=(settings.DEFAULT_TARGET,), compat: bool =
             hip_file = mapping.get((stage / rel).resolve()) or mapping.get(stage / rel)
             target = Path(hip_file) if hip_file else work / rel
             units[os.path.relpath(target, work)] = rel
-    mains = {k for k, v in units.items() if build.has_main(proj.sources[v])}
+    mains = {k for k, v in units.items() if unit_build.has_main(proj.sources[v])}
     inc, outside = include_dirs(proj.sources, include, src_r)
     inc = [*inc, *map(str, outside)]       # plain hipify ports SRC only: -I folders outside it stay as they are
-    res = build.compile_all(tc, work, units, mains, tuple(archs), inc, False, workers,
+    res = unit_build.compile_all(tc, work, units, mains, tuple(archs), inc, False, workers,
                             build_dir=work / ".rocmlab-baseline")
     return BaselineResult(str(src_r), res, time.monotonic() - t0)

@@ -14,7 +14,7 @@ import posixpath
 import re
 
 from rocmlab import settings
-from rocmlab.port import build, translate
+from rocmlab.port import unit_build, translate
 from rocmlab.port.inputs import PortInputError, Problem, check_request, collect
 from rocmlab.port.scan import scan_project
 
@@ -34,9 +34,9 @@ class PortTrap:
     column: int
     rule: str
     kind: str
-    level: str         # error | warning | info (the scanner's one scale)
+    severity: str      # error | warning | info (the scanner's one scale)
     snippet: str
-    why: str
+    message: str
     fix: str
     compiled: bool = True     # compiled for the target (device or host pass)
     origin: str = "own"       # own: a file of SRC; included: a header read from an -I folder outside SRC
@@ -62,8 +62,8 @@ class PortResult:
     files: list[dict] = field(default_factory=list)          # one row per source file
     fixes: list[translate.Fix] = field(default_factory=list)
     traps: list[PortTrap] = field(default_factory=list)
-    units: list[build.UnitResult] = field(default_factory=list)
-    links: list[build.LinkResult] = field(default_factory=list)
+    units: list[unit_build.UnitResult] = field(default_factory=list)
+    links: list[unit_build.LinkResult] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
     libraries: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -89,11 +89,11 @@ class PortResult:
     def compile_fraction(self) -> float:
         return self.n_compiled / self.n_units if self.units else 0.0
 
-    def traps_by_level(self, origin: str | None = None, compiled: bool | None = None) -> dict[str, int]:
+    def traps_by_severity(self, origin: str | None = None, compiled: bool | None = None) -> dict[str, int]:
         out = {"error": 0, "warning": 0, "info": 0}
         for t in self.traps:
             if (origin is None or t.origin == origin) and (compiled is None or t.compiled == compiled):
-                out[t.level] = out.get(t.level, 0) + 1
+                out[t.severity] = out.get(t.severity, 0) + 1
         return out
 
     def categories(self) -> dict[str, int]:
@@ -107,9 +107,9 @@ class PortResult:
             "translation_units": self.n_units, "compiled": self.n_compiled,
             "compile_fraction": round(self.compile_fraction, 4),
             "programs": len(self.links), "linked": sum(link.status == "ok" for link in self.links),
-            "fixes": len(self.fixes), "traps": self.traps_by_level(),
-            "traps_own": self.traps_by_level("own"), "traps_included": self.traps_by_level("included"),
-            "traps_never_compiled": self.traps_by_level(compiled=False), "categories": self.categories(),
+            "fixes": len(self.fixes), "traps": self.traps_by_severity(),
+            "traps_own": self.traps_by_severity("own"), "traps_included": self.traps_by_severity("included"),
+            "traps_never_compiled": self.traps_by_severity(compiled=False), "categories": self.categories(),
             "problems": len(self.problems), "libraries": self.libraries,
         }
 
@@ -124,9 +124,9 @@ class PortResult:
             "fixes": [f.__dict__ for f in self.fixes], "traps": [t.to_json() for t in self.traps],
             "units": [u.to_json() for u in self.units], "links": [link.to_json() for link in self.links],
             "problems": [p.__dict__ for p in self.problems],
-            "libraries": [dict(zip(("key", "cuda", "rocm", "header", "link", "get"), (k, *build.LIBRARIES[k]), strict=False))
+            "libraries": [dict(zip(("key", "cuda", "rocm", "header", "link", "get"), (k, *unit_build.LIBRARIES[k]), strict=False))
                           for k in self.libraries],
-            "categories": {k: {"means": v[0], "fix": v[1]} for k, v in build.CATEGORIES.items()},
+            "categories": {k: {"means": v[0], "fix": v[1]} for k, v in unit_build.CATEGORIES.items()},
             "notes": self.notes, "timings": self.timings,
         }
 
@@ -148,12 +148,12 @@ class PortResult:
             if link.status != "ok":
                 lines.append(f"  NOT LINKED {link.main} [{link.category}] {link.error[:160]}")
         for t in self.traps:
-            if t.level == "error" and t.origin == "own":
+            if t.severity == "error" and t.origin == "own":
                 lines.append(f"  TRAP {t.path}:{t.line} {t.rule}: {t.snippet[:80]}")
         for p in self.problems:
             lines.append(f"  SKIPPED {p}")
         if self.libraries:
-            lines.append("libraries needed on ROCm: " + ", ".join(build.LIBRARIES[k][1] for k in self.libraries))
+            lines.append("libraries needed on ROCm: " + ", ".join(unit_build.LIBRARIES[k][1] for k in self.libraries))
         if self.report_html:
             lines.append(f"report: {self.report_html} (and {self.report_json})")
         return "\n".join(lines)
@@ -295,7 +295,7 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
                                  "the report elsewhere (the default is OUT/rocmlab-port.html)")
     proj = collect(src_r)
     inc_dirs, ext_dirs = include_dirs(proj.sources, include, src_r)
-    tc = build.choose_toolchain(toolchain) if compile else None
+    tc = unit_build.choose_toolchain(toolchain) if compile else None
     if tc is not None:
         missing = [a for a in archs if not tc.supports(a)]
         if missing:
@@ -366,9 +366,9 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
         result.traps.append(PortTrap(f.file, f.line, f.column, f.rule, f.kind, f.severity, f.snippet, f.message,
                                      f.fix, f.compiled, origin, shown, maps.get(src_rel, {}).get(f.line, 0)))
     for ft in translate.fix_traps(tr.fixes):
-        src_rel = back.get(ft["path"], "")
-        result.traps.append(PortTrap(ft["path"], ft["line"], 1, ft["rule"], ft["kind"], ft["level"], ft["snippet"],
-                                     ft["why"], ft["fix"], True,
+        src_rel = back.get(ft.file, "")
+        result.traps.append(PortTrap(ft.file, ft.line, ft.column, ft.rule, ft.kind, ft.severity, ft.snippet,
+                                     ft.message, ft.fix, True,
                                      "included" if src_rel.startswith(EXTERNAL + "/") else "own",
                                      ext_origin.get(src_rel, src_rel), 0))
     result.traps.sort(key=lambda t: (t.origin != "own", t.path, t.line, t.rule))
@@ -387,7 +387,7 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
                              "translation unit" if rel.endswith(build_tu_suffixes()) else "header",
                              "renamed": names[rel] != rel, "fixes": fixes_per.get(names[rel], 0),
                              "traps": per_file.get(names[rel], 0), "hipify_changed": tr.hipified[rel] != sources[rel]})
-    result.libraries = [k for k in build.LIBRARIES if k in rep.libraries]
+    result.libraries = [k for k in unit_build.LIBRARIES if k in rep.libraries]
     t_fix = time.monotonic() - t0 - t_hipify
 
     t_compile = t_link = 0.0
@@ -396,14 +396,14 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
         result.compat_used = use_compat
         result.compat_note = f"{tc.label}: its own HIP headers, no compatibility header"
         units = {names[r]: r for r in proj.translation_units if names[r] in written}
-        mains = {names[r] for r in proj.translation_units if build.has_main(proj.sources[r])}
+        mains = {names[r] for r in proj.translation_units if unit_build.has_main(proj.sources[r])}
         t1 = time.monotonic()
-        result.units = build.compile_all(tc, out_r, units, mains, archs, inc_dirs + ext_keys, use_compat,
+        result.units = unit_build.compile_all(tc, out_r, units, mains, archs, inc_dirs + ext_keys, use_compat,
                                          result.workers, build_dir=out_r / MARKER, progress=progress)
         t_compile = time.monotonic() - t1
         t2 = time.monotonic()
-        libs = [build.LIBRARIES[k][3] for k in result.libraries if build.LIBRARIES[k][3].startswith("-l")]
-        result.links = build.link_all(tc, out_r, result.units, libs, build_dir=out_r / MARKER)
+        libs = [unit_build.LIBRARIES[k][3] for k in result.libraries if unit_build.LIBRARIES[k][3].startswith("-l")]
+        result.links = unit_build.link_all(tc, out_r, result.units, libs, build_dir=out_r / MARKER)
         t_link = time.monotonic() - t2
         status = {u.source: u.status for u in result.units}
         for f in result.files:
@@ -411,7 +411,7 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
     result.timings = {"hipify_s": round(t_hipify, 3), "fix_and_scan_s": round(t_fix, 3),
                       "compile_s": round(t_compile, 3), "link_s": round(t_link, 3),
                       "total_s": round(time.monotonic() - t_start, 3)}
-    from rocmlab.port.report import write_reports
+    from rocmlab.port.page import write_reports
 
     write_reports(result, Path(report) if report else out_r / REPORT_HTML)
     return result

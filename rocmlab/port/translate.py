@@ -38,7 +38,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmlab.port.scan import strip_comments_and_strings
+from rocmlab.port.scan import Finding, strip_comments_and_strings
 
 ENGINES = ("torch", "perl")
 
@@ -90,17 +90,15 @@ _DEFINE_MASK = re.compile(r"^(\s*#\s*define\s+)([A-Za-z_]\w*)(\s+\(?\s*)(" + _FU
 CHECK_FIXES = ("full-mask-64", "cuda-version-guard")
 
 
-def fix_traps(fixes) -> list[dict]:
-    """The fixes that change what code does (CHECK_FIXES), as warning-level traps to read: the trap they
-    fixed keeps its name (a widened 0xffffffff mask is still reported as shfl-sync-32-bit-mask)."""
-    out = []
-    for fx in fixes:
-        if fx.kind in CHECK_FIXES:
-            out.append({"path": fx.path, "line": fx.line, "rule": {"full-mask-64": "shfl-sync-32-bit-mask"}.get(
-                fx.kind, fx.kind), "kind": "warp" if fx.kind == "full-mask-64" else "preprocessor",
-                "level": "warning", "snippet": fx.after.strip()[:160], "why": f"fixed by the port, check it: {fx.why}.",
-                "fix": "read the code after this line: it now runs for all lanes of a wavefront / the new-API branch"})
-    return out
+def fix_traps(fixes) -> list[Finding]:
+    """The fixes that change what code does (CHECK_FIXES), as the scanner's warning-level findings to read:
+    the trap they fixed keeps its name (a widened 0xffffffff mask is still reported as shfl-sync-32-bit-mask)."""
+    return [Finding(fx.path, fx.line, 1, {"full-mask-64": "shfl-sync-32-bit-mask"}.get(fx.kind, fx.kind),
+                    "warp" if fx.kind == "full-mask-64" else "preprocessor", "warning",
+                    f"fixed by the port, check it: {fx.why}.",
+                    "read the code after this line: it now runs for all lanes of a wavefront / the new-API branch",
+                    fx.after.strip()[:160])
+            for fx in fixes if fx.kind in CHECK_FIXES]
 
 
 def sync_mask_names(texts) -> set[str]:

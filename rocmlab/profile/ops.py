@@ -173,7 +173,7 @@ def gemm_sweep(sizes, dtypes=DTYPES, reps: int = 10, max_time_s: float = 3.0, pl
     precisions that do not run here get a row with the reason instead of a figure."""
     import pandas as pd
 
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     plat = plat or current()
     spec = plat.device.spec if plat.device else None
@@ -201,7 +201,7 @@ def bandwidth_sweep(sizes_bytes, reps: int = 10, plat=None):
     cache measures the cache, not HBM). Returns (DataFrame, results of the rotated runs)."""
     import pandas as pd
 
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     plat = plat or current()
     spec = plat.device.spec if plat.device else None
@@ -256,7 +256,7 @@ def blas_ab(n: int = 4096, dtype: str = "bf16", reps: int = 10, plat=None):
     import pandas as pd
     import torch
 
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     plat = plat or current()
     if not torch.cuda.is_available():

@@ -155,7 +155,7 @@ def profile_kernels(fn: Callable, *args, steps: int = 3, warmup: int = 1, trace_
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     if not callable(fn):
         raise _not_callable(fn, "profile_kernels")
@@ -272,7 +272,7 @@ def rocprof_command(tool: str, path: str, out_dir: str, cmd: list[str]) -> list[
 def run_under_rocprof(target, out_dir: str | None = None, timeout_s: float = 300.0, which=None) -> KernelProfile:
     """Run a command (a list) or an importable Python function under rocprofv3 (or rocprof) and read
     its kernel trace into a :class:`KernelProfile`."""
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
     from rocmlab.sandbox import run_limited
 
     found = rocprof_tool(which)

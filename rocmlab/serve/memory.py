@@ -173,7 +173,7 @@ def activation_bytes(cfg: ModelConfig, tp: int = 1, max_num_batched_tokens: int 
 
 
 def gpu_memory_gib(gpu: str) -> float:
-    from rocmlab import hardware
+    from rocmlab.machine import hardware
 
     specs = hardware.specs()
     spec = specs.get(gpu) or hardware.lookup(gpu)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from rocmlab.serve.spec import ServerSpec, preset_env
+from rocmlab.serve.deployment import ServerSpec, preset_env
 
 TRANSFER_BACKENDS = ("mooncake", "nixl", "mori")
 

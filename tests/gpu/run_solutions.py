@@ -28,7 +28,7 @@ from rocmlab.grader import libs  # noqa: E402
 from rocmlab.grader.spec import COMMON_DIR  # noqa: E402
 from rocmlab.grader.wrong import wrong_submissions  # noqa: E402
 from rocmlab.hip import build  # noqa: E402
-from rocmlab.platform import current  # noqa: E402
+from rocmlab.machine.detect import current  # noqa: E402
 
 
 def prebuild(plat, jobs: int) -> None:

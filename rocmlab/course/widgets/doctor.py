@@ -14,8 +14,8 @@ def doctor_widget():
     """A VBox: the doctor table and a button that runs the checks again (after you fix something)."""
     import ipywidgets as w
 
-    from rocmlab import doctor
-    from rocmlab.platform import Probe, current, detect
+    from rocmlab.machine import doctor
+    from rocmlab.machine.detect import Probe, current, detect
 
     out = w.HTML()
     summary = w.HTML()
@@ -36,7 +36,7 @@ def doctor_widget():
 
 
 def facts_html(plat=None) -> str:
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     plat = plat or current()
     return html_table(["fact", "value"], [list(r) for r in plat.facts()], css_class="rocmlab-facts")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 
 from rocmlab.hip import occupancy as occ
-from rocmlab.hip.inspect import Inspection
+from rocmlab.hip.inspector import Inspection
 from rocmlab.hip.resources import CATEGORY_HELP
 from rocmlab.html_table import html_table
 
@@ -68,6 +68,6 @@ def inspection_html(ins: Inspection, kernel: str | None = None, max_lines: int =
 def show(ins: Inspection, kernel: str | None = None, max_lines: int = 120):
     from IPython.display import HTML, display
 
-    from rocmlab.platform import current
+    from rocmlab.machine.detect import current
 
     display(HTML(inspection_html(ins, kernel, max_lines, f"compiled on {current().label}")))

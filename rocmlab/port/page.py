@@ -14,9 +14,9 @@ import html
 import json
 from pathlib import Path
 
-from rocmlab.port import build
+from rocmlab.port import unit_build
 
-LEVEL_COLOURS = {"error": "#cf222e", "warning": "#9a6700", "info": "#0969da"}
+SEVERITY_COLOURS = {"error": "#cf222e", "warning": "#9a6700", "info": "#0969da"}
 STATUS_COLOURS = {"ok": "#1a7f37", "failed": "#cf222e", "timeout": "#8250df", "not-linked": "#6e7781"}
 
 
@@ -48,8 +48,8 @@ CSS = """
 
 def _trap_rows(traps) -> list:
     return [[f"{t.path}:{t.line}", f"{t.src_path}:{t.src_line}" if t.src_line else "(new line)",
-             _badge(t.level, LEVEL_COLOURS[t.level]), t.rule, _Raw(f"<td><code>{html.escape(t.snippet[:120])}</code></td>"),
-             t.why, t.fix] for t in traps]
+             _badge(t.severity, SEVERITY_COLOURS[t.severity]), t.rule, _Raw(f"<td><code>{html.escape(t.snippet[:120])}</code></td>"),
+             t.message, t.fix] for t in traps]
 
 
 _TRAP_HEAD = ["where (port)", "CUDA source", "severity", "trap", "code", "explanation", "fix"]
@@ -98,7 +98,7 @@ def _traps_html(result) -> str:
 def body_html(result, charts: str = "") -> str:
     """The report's content as an HTML fragment (used by the page and by the notebook view)."""
     s = result.summary()
-    tr = result.traps_by_level("own", True)
+    tr = result.traps_by_severity("own", True)
     parts = [f"<div class='rocmlab-port'><style>{CSS}</style>",
              f"<h1>rocmlab port: {html.escape(Path(result.src).name)}</h1>",
              "<p>" + html.escape(f"{result.src} → {result.out}") + "<br>"
@@ -112,8 +112,8 @@ def body_html(result, charts: str = "") -> str:
         parts.append(f"<p><b>{s['compiled']}/{s['translation_units']}</b> translation units compiled "
                      f"({100 * result.compile_fraction:.0f}%), <b>{s['linked']}/{s['programs']}</b> programs linked; "
                      f"<b>{s['fixes']}</b> mechanical fixes; traps in the project's own compiled code: "
-                     f"<span style='color:{LEVEL_COLOURS['error']}'>{tr['error']} error</span>, "
-                     f"<span style='color:{LEVEL_COLOURS['warning']}'>{tr['warning']} warning</span>, "
+                     f"<span style='color:{SEVERITY_COLOURS['error']}'>{tr['error']} error</span>, "
+                     f"<span style='color:{SEVERITY_COLOURS['warning']}'>{tr['warning']} warning</span>, "
                      f"{tr['info']} info.</p>")
     else:
         parts.append(f"<p>Not compiled (translation and trap scan only). {s['fixes']} mechanical fixes; traps: "
@@ -125,7 +125,7 @@ def body_html(result, charts: str = "") -> str:
         parts.append("<h2>Translation units</h2>")
         rows = []
         for u in result.units:
-            means, fix = build.CATEGORIES.get(u.category, ("", ""))
+            means, fix = unit_build.CATEGORIES.get(u.category, ("", ""))
             rows.append([u.path, _badge(u.status, STATUS_COLOURS.get(u.status, "#000")), u.category,
                          u.error or "", "" if u.status == "ok" else f"{means}. Fix: {fix}", f"{u.duration_s:.1f} s"])
         parts.append(_table(["file", "status", "category", "first error", "what it means / fix", "time"], rows))
@@ -145,7 +145,7 @@ def body_html(result, charts: str = "") -> str:
     parts.append("<h2>Libraries the project needs on ROCm</h2>")
     if result.libraries:
         parts.append(_table(["CUDA", "ROCm", "header", "link", "how to get it"],
-                            [list(build.LIBRARIES[k][:5]) for k in result.libraries]))
+                            [list(unit_build.LIBRARIES[k][:5]) for k in result.libraries]))
     else:
         parts.append("<p>None beyond the HIP runtime.</p>")
     parts.append("<h2>Files</h2>")
@@ -199,7 +199,7 @@ def charts_svg(result) -> str:
     out = []
     if status:
         out.append(svg_bars(f"Files by status ({', '.join(result.archs)})", status, STATUS_COLOURS))
-    out.append(svg_bars("Traps in the project's own files", result.traps_by_level("own", True), LEVEL_COLOURS))
+    out.append(svg_bars("Traps in the project's own files", result.traps_by_severity("own", True), SEVERITY_COLOURS))
     if cats:
         out.append(svg_bars("First error of each failed file", cats, {k: "#cf222e" for k in cats}, 420))
     return "".join(f"<div>{c}</div>" for c in out)

@@ -2,7 +2,7 @@
 
 Run ``rocmlab doctor`` (``--json`` for machines; exit 1 on any fail) or show
 :func:`rocmlab.course.widgets.doctor_widget` in a notebook. Every check is a small function
-of the detected :class:`~rocmlab.platform.Platform` and the :class:`~rocmlab.platform.Probe`
+of the detected :class:`~rocmlab.machine.detect.Platform` and the :class:`~rocmlab.machine.detect.Probe`
 it came from, so tests can run each one on fake machines.
 
 Several checks correct the seed article, on purpose:
@@ -20,7 +20,7 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
-from rocmlab.platform import Platform, Probe, detect
+from rocmlab.machine.detect import Platform, Probe, detect
 
 STATUSES = ("ok", "warn", "fail", "skip")
 

@@ -9,10 +9,10 @@ table can show it.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import asdict, dataclass
 
-HEADLINES_ENV = "ROCMLAB_HEADLINES"
+from rocmlab import settings
+from rocmlab.machine.detect import current
 
 
 @dataclass(frozen=True)
@@ -35,8 +35,6 @@ class Headline:
 
 def headline(name: str, value, unit: str = "", note: str = "", plat=None, quiet: bool = False) -> Headline:
     """Print a figure with its backend and device, and record it for preflight."""
-    from rocmlab.platform import current
-
     plat = plat or current()
     dev = plat.device.name if plat.device else "unknown device"
     if hasattr(value, "item"):
@@ -46,19 +44,11 @@ def headline(name: str, value, unit: str = "", note: str = "", plat=None, quiet:
     h = Headline(name, value, unit, plat.backend, dev, note)
     if not quiet:
         print(h)
-    path = os.environ.get(HEADLINES_ENV)
+    path = settings.env(settings.HEADLINES_ENV)
     if path:
         with open(path, "a") as fh:
             fh.write(json.dumps(asdict(h)) + "\n")
     return h
-
-
-def read_headlines(path: str) -> list[dict]:
-    try:
-        with open(path) as fh:
-            return [json.loads(line) for line in fh if line.strip()]
-    except FileNotFoundError:
-        return []
 
 
 def resolve_quick(quick=None) -> bool:
@@ -66,8 +56,6 @@ def resolve_quick(quick=None) -> bool:
     ``ROCMLAB_QUICK=1`` (tests, preflight) or when there is no GPU (small sizes on a CPU)."""
     if quick is not None:
         return bool(quick)
-    if os.environ.get("ROCMLAB_QUICK", "").strip() in ("1", "true", "yes"):
+    if (settings.env("ROCMLAB_QUICK") or "").strip() in ("1", "true", "yes"):
         return True
-    from rocmlab.platform import current
-
     return not current().is_gpu

@@ -14,7 +14,7 @@ import os
 import re
 
 from rocmlab.paths import datasets_dir
-from rocmlab.platform import Platform, Probe
+from rocmlab.machine.detect import Platform, Probe
 
 LIBRARIES = ("amdhip64", "rocblas", "hipblas", "hipblaslt", "MIOpen", "rccl", "hipfft", "hipsparselt", "roctracer")
 
