@@ -78,11 +78,11 @@ class AmdReport:
         """Waves per SIMD from the registers and LDS, by rocmlab's calculator (None where it lacks the target)."""
         from rocmlab.hip import occupancy as occ
 
-        if self.target not in occ.ARCHS or self.vgprs is None:
+        if self.target not in occ.TARGET_FACTS or self.vgprs is None:
             return None
         return occ.occupancy(vgprs=self.vgprs, agprs=self.agprs or 0, sgprs=self.sgprs or 16,
                              lds_bytes=self.lds_bytes or 0, workgroup_size=self.threads_per_workgroup or 256,
-                             arch=self.target)
+                             target=self.target)
 
     def row(self) -> dict:
         o = self.occupancy()

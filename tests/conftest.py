@@ -25,8 +25,8 @@ def fake_torch(hip=None, cuda=None, devices=(), version="2.99.0"):
     )
 
 
-def amd_props(name="AMD Instinct MI300X", arch="gfx942:sramecc+:xnack-", cus=304, mem_gb=192.0, warp=64):
-    return SimpleNamespace(name=name, gcnArchName=arch, multi_processor_count=cus,
+def amd_props(name="AMD Instinct MI300X", target_id="gfx942:sramecc+:xnack-", cus=304, mem_gb=192.0, warp=64):
+    return SimpleNamespace(name=name, gcnArchName=target_id, multi_processor_count=cus,
                            total_memory=int(mem_gb * 2**30), warp_size=warp, major=9, minor=4)
 
 

@@ -20,7 +20,7 @@ def test_every_figure_has_a_known_source():
             assert r[f + "_source"] in keys, f"{r['device']}.{f} has source {r[f + '_source']!r}"
 
 
-@pytest.mark.parametrize("name,arch,mem,expected", [
+@pytest.mark.parametrize("name,target,mem,expected", [
     ("AMD Instinct MI300X", None, None, "MI300X"),
     ("", "gfx942:sramecc+:xnack-", 206.0, "MI300X"),
     ("", "gfx942", 270.0, "MI325X"),
@@ -30,8 +30,8 @@ def test_every_figure_has_a_known_source():
     ("AMD Instinct MI355X", None, None, "MI355X"),
     ("", "gfx950", None, "MI355X"),
 ])
-def test_lookup(name, arch, mem, expected):
-    assert hardware.lookup(name, arch, mem).device == expected
+def test_lookup(name, target, mem, expected):
+    assert hardware.lookup(name, target, mem).device == expected
 
 
 def test_lookup_unknown():
@@ -69,7 +69,7 @@ def test_mi300x_l2_is_eight_separate_4_mb_caches():
 
 def test_mi355x_row_has_a_source_per_figure_and_cdna4_figures():
     m = hardware.specs()["MI355X"]
-    assert m.arch == "gfx950" and m["lds_per_cu_kib"] == 160 and m["compute_units"] == 256
+    assert m.target == "gfx950" and m["lds_per_cu_kib"] == 160 and m["compute_units"] == 256
     assert m["compute_units"] / m["compute_dies"] == 32 and m["wavefront_size"] == 64
     assert m["tf32_dense_tflops"] is None           # no TF32 matrix figure published for CDNA 4
     assert all(m.sources[f] in hardware.sources() for f in hardware.FIGURES)
@@ -79,10 +79,10 @@ def test_occupancy_calculator_agrees_on_lds_where_it_knows_the_target():
     from rocmlab.hip import occupancy
     s = hardware.specs()
     for device in ("MI300X", "MI355X"):
-        target = s[device].arch
-        if target not in occupancy.ARCHS:
+        target = s[device].target
+        if target not in occupancy.TARGET_FACTS:
             continue   # the calculator does not know this target (yet)
-        assert occupancy.ARCHS[target]["lds_per_cu"] == s[device]["lds_per_cu_kib"] * 1024, target
+        assert occupancy.TARGET_FACTS[target]["lds_per_cu"] == s[device]["lds_per_cu_kib"] * 1024, target
 
 
 def test_every_claim_and_published_figure_names_a_source_or_says_unsourced():

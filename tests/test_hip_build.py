@@ -107,7 +107,7 @@ def test_missing_toolchain_names_the_fix(monkeypatch, tmp_path):
     assert r.diagnostics[0].severity == "error"
     nv = build.compile(VADD, target="sm_90", plat=cpu_plat())
     assert "nvcc" in nv.log and "CUDA toolkit" in nv.log
-    rocm = SimpleNamespace(backend="rocm", device=SimpleNamespace(arch_base="gfx942", arch="gfx942"))
+    rocm = SimpleNamespace(backend="rocm", device=SimpleNamespace(target="gfx942", target_id="gfx942"))
     assert "install ROCm" in build.compile(VADD, plat=rocm).log
     with pytest.raises(build.CannotRun, match="build failed"):
         build.run(r)
@@ -133,8 +133,8 @@ def test_empty_source_and_wrong_run_argument():
 
 
 def test_default_target_and_can_run_by_backend():
-    amd = SimpleNamespace(backend="rocm", device=SimpleNamespace(arch_base="gfx90a", arch="gfx90a:sramecc+"))
-    nv = SimpleNamespace(backend="cuda", device=SimpleNamespace(arch_base="sm_90", arch="sm_90"))
+    amd = SimpleNamespace(backend="rocm", device=SimpleNamespace(target="gfx90a", target_id="gfx90a:sramecc+"))
+    nv = SimpleNamespace(backend="cuda", device=SimpleNamespace(target="sm_90", target_id="sm_90"))
     cpu = cpu_plat()
     assert build.default_target("hip", amd) == "gfx90a"
     assert build.default_target("hip", nv) == "sm_90"

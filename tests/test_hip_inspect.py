@@ -41,7 +41,7 @@ def test_vgpr_limit_with_the_agpr_split_and_granule(vgprs, agprs, waves):
 
 
 def test_gfx950_has_160_kib_of_lds_and_the_gfx942_register_rules():
-    assert occupancy.ARCHS["gfx950"]["lds_per_cu"] == 160 * 1024
+    assert occupancy.TARGET_FACTS["gfx950"]["lds_per_cu"] == 160 * 1024
     assert occupancy.waves_from_lds(40960, 256, "gfx950") == 4      # 4 workgroups x 4 waves / 4 SIMDs
     assert occupancy.waves_from_lds(40960, 256, "gfx942") == 1      # the failing control: 64 KiB
     assert occupancy.waves_from_lds(163841, 64, "gfx950") == 0
@@ -92,7 +92,7 @@ def test_vgpr_curve_never_rises():
 
 @pytest.mark.parametrize("kw, match", [(dict(vgprs=-1), "vgprs"), (dict(vgprs=10, agprs=300), "agprs"),
                                        (dict(vgprs=10, workgroup_size=2048), "workgroup_size"),
-                                       (dict(vgprs=10, arch="gfx1100"), "CDNA2/CDNA3/CDNA4")])
+                                       (dict(vgprs=10, target="gfx1100"), "CDNA2/CDNA3/CDNA4")])
 def test_occupancy_rejects_bad_input(kw, match):
     with pytest.raises(ValueError, match=match):
         occupancy.occupancy(**kw)

@@ -25,7 +25,7 @@ def test_rocm_from_torch(machine, rng):
     assert plat.backend == "rocm"
     assert len(plat.devices) == 2
     d = plat.device
-    assert (d.compute_units, d.wavefront_size, d.arch_base) == (cus, 64, "gfx942")
+    assert (d.compute_units, d.wavefront_size, d.target) == (cus, 64, "gfx942")
     assert d.memory_gib == pytest.approx(mem)
     assert d.spec is not None and d.spec.device == "MI300X"
     assert plat.rocm_version == "6.4.1-120"
@@ -40,7 +40,7 @@ def test_cuda_from_torch(machine, rng):
     torch = fake_torch(cuda="13.0", devices=[nvidia_props(sms=sms)])
     plat = detect(probe(machine, torch))
     assert plat.backend == "cuda"
-    assert plat.device.arch == "sm_90" and plat.device.compute_units == sms and plat.device.wavefront_size == 32
+    assert plat.device.target_id == "sm_90" and plat.device.compute_units == sms and plat.device.wavefront_size == 32
     assert plat.device.spec.device == "H200"
     assert plat.driver == "nvidia 580.159.04"
     assert "warp 32" in plat.summary()
@@ -64,7 +64,7 @@ def test_rocm_from_kfd_without_torch(machine, rng):
     assert plat.backend == "rocm"
     assert plat.torch.version is None
     d = plat.device
-    assert d.arch == "gfx90a" and d.compute_units == cus and d.memory_gib == pytest.approx(mem / 2**30)
+    assert d.target_id == "gfx90a" and d.compute_units == cus and d.memory_gib == pytest.approx(mem / 2**30)
     assert d.spec.device == "MI250X"
     assert d.source.startswith("KFD")
 

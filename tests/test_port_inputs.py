@@ -149,7 +149,7 @@ def test_non_empty_out_needs_force(project, tmp_path):
 
 
 def test_bad_arch(project, tmp_path):
-    with pytest.raises(PortInputError, match="unknown --arch"):
+    with pytest.raises(PortInputError, match="unknown --target"):
         port(project, tmp_path / "out", "sm_90", compile=False)
 
 

@@ -116,7 +116,7 @@ def run(args) -> int:
             print(f"\n{k.name}")
             for name, value in k.rows():
                 print(f"  {name:24s} {value}")
-            if k.is_amd and k.target.split(':')[0] in occupancy.ARCHS:
+            if k.is_amd and k.target.split(':')[0] in occupancy.TARGET_FACTS:
                 print(f"  {'calculator':24s} {occupancy.from_kernel(k).explain()}")
         if args.isa:
             for k in ins.isa:

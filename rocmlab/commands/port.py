@@ -15,7 +15,7 @@ def add_parser(sub):
     p = sub.add_parser("port", help="port a CUDA project folder to HIP, compile it for AMD targets, write a report")
     p.add_argument("src", metavar="SRC_DIR", help="the CUDA project's folder (only read, never written)")
     p.add_argument("--out", required=True, metavar="OUT_DIR", help="where the HIP port goes (a folder outside SRC)")
-    p.add_argument("--arch", default=settings.DEFAULT_TARGET,
+    p.add_argument("--target", default=settings.DEFAULT_TARGET,
                    help=f"AMD target(s): {', '.join(settings.AMD_TARGETS)} (comma-separated for several)")
     p.add_argument("--report", default=None, metavar="report.html",
                    help="HTML report path (JSON beside it); default OUT_DIR/rocmlab-port.html")
@@ -48,7 +48,7 @@ def run(args) -> int:
             print(f"  {u.status:7s} {u.path}" + (f"  [{u.category}]" if u.status != "ok" else ""), flush=True)
 
     try:
-        result = port(args.src, args.out, args.arch, workers=args.workers, compat=not args.no_compat,
+        result = port(args.src, args.out, args.target, workers=args.workers, compat=not args.no_compat,
                       compile=not args.no_compile, include=args.include, report=args.report,
                       toolchain=args.toolchain, force=args.force, progress=progress, engine=args.engine)
     except PortInputError as exc:

@@ -220,7 +220,7 @@ def shuffle_steps(source: str, target: str = DEFAULT_TARGET) -> tuple[int | None
 def check_wave_sum(source: str, target: str = DEFAULT_TARGET) -> Feedback:
     if not source or source.strip() == WAVE_SUM_STARTER.strip():
         return Feedback(None, "edit the starter so the loop works for any wavefront size")
-    lanes = occ.ARCHS.get(target, {"wave": 64})["wave"]
+    lanes = occ.TARGET_FACTS.get(target, {"wave": 64})["wave"]
     steps, msg = shuffle_steps(source, target)
     if steps is None:
         return Feedback(False, msg)
@@ -322,7 +322,7 @@ def hipified_kernel_steps(cuda_source: str = HIPIFY_ME, target: str | None = Non
     from rocmlab.hip.inspector import inspect
 
     target = target or DEFAULT_TARGET
-    lanes = occ.ARCHS.get(target, {"wave": 64})["wave"]
+    lanes = occ.TARGET_FACTS.get(target, {"wave": 64})["wave"]
     hip = hipcuda.hipify(cuda_source).cuda_source
     mask_fixed = hip.replace("0xffffffff,", "0xffffffffffffffffull,")
     loop_fixed = (mask_fixed.replace("int off = 16", "int off = warpSize / 2")

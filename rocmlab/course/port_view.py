@@ -41,14 +41,14 @@ def show(result, charts: bool = True, plat=None):
     from rocmlab.course.headline import headline
 
     if result.compiled and result.units:
-        headline(f"translation units compiled after rocmlab port ({Path(result.src).name}, {', '.join(result.archs)})",
+        headline(f"translation units compiled after rocmlab port ({Path(result.src).name}, {', '.join(result.targets)})",
                  f"{result.n_compiled}/{result.n_units}", note=f"{100 * result.compile_fraction:.0f}%, compiled "
                  f"with {result.toolchain}, not run", plat=plat)
     display(HTML(body_html(result, charts_svg(result) if charts else "")))
     return result
 
 
-def port_view(src, out=None, arch: str = settings.DEFAULT_TARGET, workers: int | None = None, charts: bool = True, **kwargs):
+def port_view(src, out=None, target: str = settings.DEFAULT_TARGET, workers: int | None = None, charts: bool = True, **kwargs):
     """Port ``src`` (a folder, or the name of a bundled sample) and show the result; returns it."""
     from rocmlab.port import port
 
@@ -58,11 +58,11 @@ def port_view(src, out=None, arch: str = settings.DEFAULT_TARGET, workers: int |
     if out is None:
         out = Path(tempfile.mkdtemp(prefix=f"rocmlab-port-{p.name}-")) / "hip"
     try:
-        result = port(p, out, arch, workers=workers, **kwargs)
+        result = port(p, out, target, workers=workers, **kwargs)
     except RuntimeError as exc:            # no HIP compiler here: translate and scan only, and say so
         if kwargs.get("compile") is False:
             raise
         print(f"cannot compile on this machine ({exc}); translating and scanning only")
-        result = port(p, out, arch, workers=workers, compile=False, force=True,
+        result = port(p, out, target, workers=workers, compile=False, force=True,
                       **{k: v for k, v in kwargs.items() if k not in ("compile", "force")})
     return show(result, charts=charts)

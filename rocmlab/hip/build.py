@@ -127,10 +127,10 @@ def default_target(lang: str = "hip", plat=None, nvcc_present: bool | None = Non
     """The target a cell builds for when none is given: the GPU here, else settings.DEFAULT_TARGET."""
     plat = driver.resolve_platform(plat)
     dev = plat.device
-    if plat.backend == "rocm" and dev and dev.arch_base.startswith("gfx"):
-        return dev.arch_base
-    if plat.backend == "cuda" and dev and dev.arch.startswith("sm_"):
-        return dev.arch
+    if plat.backend == "rocm" and dev and dev.target.startswith("gfx"):
+        return dev.target
+    if plat.backend == "cuda" and dev and dev.target_id.startswith("sm_"):
+        return dev.target_id
     if lang == "cuda":
         if nvcc_present is None:
             nvcc_present = find_toolchain("nvcc") is not None
@@ -152,10 +152,10 @@ def _can_run(tc: Toolchain, target: str, mode: str, plat) -> tuple[bool, str]:
     if tc.kind == "nvcc":
         if plat.backend != "cuda":
             return False, f"compiled for {target} with nvcc: no NVIDIA GPU here"
-        m_dev = re.match(r"sm_(\d+)", dev.arch if dev else "")
+        m_dev = re.match(r"sm_(\d+)", dev.target_id if dev else "")
         m_tgt = re.match(r"(?:sm|compute)_(\d+)", target)
         if m_dev and m_tgt and int(m_tgt.group(1)) > int(m_dev.group(1)):
-            return False, f"compiled for {target}, but this GPU is {dev.arch}: pass target='{dev.arch}'"
+            return False, f"compiled for {target}, but this GPU is {dev.target_id}: pass target='{dev.target_id}'"
         return True, ""
     if tc.kind == "offline":
         if plat.backend == "rocm":
@@ -165,8 +165,8 @@ def _can_run(tc: Toolchain, target: str, mode: str, plat) -> tuple[bool, str]:
     # rocm
     if plat.backend != "rocm":
         return False, f"compiled for {target} with hipcc: no AMD GPU here"
-    if dev and dev.arch_base != target:
-        return False, f"compiled for {target}, but this GPU is {dev.arch_base}: pass target='{dev.arch_base}'"
+    if dev and dev.target != target:
+        return False, f"compiled for {target}, but this GPU is {dev.target}: pass target='{dev.target}'"
     return True, ""
 
 

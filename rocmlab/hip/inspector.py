@@ -90,15 +90,15 @@ def inspect(source_or_build, target: str | None = None, *, lang: str = "hip", fl
     return Inspection(out.ok, target, tc.label, listing, kernels, isa, out.log, list(out.diagnostics), out.cached)
 
 
-def _nvidia_listing(tc, src: str, lang: str, arch: str, flags, use_cache: bool) -> tuple[list[KernelIsa], str]:
+def _nvidia_listing(tc, src: str, lang: str, target: str, flags, use_cache: bool) -> tuple[list[KernelIsa], str]:
     cuobjdump = shutil.which("cuobjdump") or str(Path(tc.compiler).resolve().parent / "cuobjdump")
     if Path(cuobjdump).exists():
-        cub = driver.compile_source(src, tc, lang=lang, output_kind="cubin", target=arch, flags=flags,
+        cub = driver.compile_source(src, tc, lang=lang, output_kind="cubin", target=target, flags=flags,
                                     use_cache=use_cache)
         done = sandbox.run_limited([cuobjdump, "-sass", cub.output], timeout_s=60, memory_bytes=None)
         if done.ok:
             return parse_sass(done.stdout), "SASS (cuobjdump -sass)"
-    ptx = driver.compile_source(src, tc, lang=lang, output_kind="ptx", target=arch, flags=flags, use_cache=use_cache)
+    ptx = driver.compile_source(src, tc, lang=lang, output_kind="ptx", target=target, flags=flags, use_cache=use_cache)
     if ptx.ok:
         return parse_sass(ptx.read()), "PTX (cuobjdump is not installed here, so no SASS)"
     return [], "none (cuobjdump missing and nvcc -ptx failed)"

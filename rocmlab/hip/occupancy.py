@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from rocmlab.settings import DEFAULT_TARGET
 
 # Per-architecture facts (see the module docstring for sources).
-ARCHS = {
+TARGET_FACTS = {
     "gfx942": dict(family="CDNA3", product="MI300X / MI300A / MI325X", wave=64, simds_per_cu=4, max_waves_per_simd=8,
                    vgprs_per_simd=512, vgpr_granule=8, max_arch_vgprs=512, max_agprs=256,
                    lds_per_cu=65536, max_workgroup=1024),
@@ -52,9 +52,9 @@ ARCHS = {
                    vgprs_per_simd=512, vgpr_granule=8, max_arch_vgprs=512, max_agprs=256,
                    lds_per_cu=65536, max_workgroup=1024),
 }
-ARCHS["gfx950"] = dict(ARCHS["gfx942"], family="CDNA4", product="MI355X / MI350X", lds_per_cu=163840)
-ARCHS["gfx940"] = dict(ARCHS["gfx942"], product="pre-production CDNA3 ID (not MI300X)")
-ARCHS["gfx941"] = dict(ARCHS["gfx942"], product="pre-production CDNA3 ID")
+TARGET_FACTS["gfx950"] = dict(TARGET_FACTS["gfx942"], family="CDNA4", product="MI355X / MI350X", lds_per_cu=163840)
+TARGET_FACTS["gfx940"] = dict(TARGET_FACTS["gfx942"], product="pre-production CDNA3 ID (not MI300X)")
+TARGET_FACTS["gfx941"] = dict(TARGET_FACTS["gfx942"], product="pre-production CDNA3 ID")
 ADDRESSABLE_ARCH_VGPRS = 256   # per wave: v0..v255 (and a0..a255 besides)
 MAX_SGPRS = 102                # addressable SGPRs per wave on GFX9 (+ VCC etc. in the compiler's count)
 
@@ -65,7 +65,7 @@ def _align(x: int, a: int) -> int:
 
 @dataclass(frozen=True)
 class Occupancy:
-    arch: str
+    target: str
     waves_per_simd: int
     limits: dict[str, int]         # resource -> waves per SIMD it alone allows
     limiting: str                  # the resource that sets the occupancy (ties: the first in LIMIT_ORDER)
@@ -76,7 +76,7 @@ class Occupancy:
 
     @property
     def max_waves(self) -> int:
-        return ARCHS[self.arch]["max_waves_per_simd"]
+        return TARGET_FACTS[self.target]["max_waves_per_simd"]
 
     @property
     def fraction(self) -> float:
@@ -84,16 +84,16 @@ class Occupancy:
 
     def explain(self) -> str:
         lim = ", ".join(f"{k} {v}" for k, v in self.limits.items())
-        return (f"{self.waves_per_simd} of {self.max_waves} waves per SIMD on {self.arch}, limited by "
+        return (f"{self.waves_per_simd} of {self.max_waves} waves per SIMD on {self.target}, limited by "
                 f"{self.limiting} (limits: {lim})")
 
 
 LIMIT_ORDER = ("VGPRs", "SGPRs", "LDS", "workgroup size")
 
 
-def waves_from_vgprs(arch_vgprs: int, agprs: int = 0, arch: str = DEFAULT_TARGET) -> tuple[int, int]:
+def waves_from_vgprs(arch_vgprs: int, agprs: int = 0, target: str = DEFAULT_TARGET) -> tuple[int, int]:
     """(waves per SIMD, VGPRs allocated per lane) for a kernel's register use."""
-    a = ARCHS[arch]
+    a = TARGET_FACTS[target]
     arch_vgprs, agprs = max(0, arch_vgprs), max(0, agprs)
     total = _align(arch_vgprs, 4) + agprs if agprs else arch_vgprs
     if total < a["vgpr_granule"]:
@@ -102,8 +102,8 @@ def waves_from_vgprs(arch_vgprs: int, agprs: int = 0, arch: str = DEFAULT_TARGET
     return min(a["max_waves_per_simd"], max(1, a["vgprs_per_simd"] // alloc)), alloc
 
 
-def waves_from_sgprs(sgprs: int, arch: str = DEFAULT_TARGET) -> int:
-    a = ARCHS[arch]
+def waves_from_sgprs(sgprs: int, target: str = DEFAULT_TARGET) -> int:
+    a = TARGET_FACTS[target]
     if sgprs <= 80:
         w = 10
     elif sgprs <= 88:
@@ -115,8 +115,8 @@ def waves_from_sgprs(sgprs: int, arch: str = DEFAULT_TARGET) -> int:
     return min(w, a["max_waves_per_simd"])
 
 
-def max_workgroups_per_cu(workgroup_size: int, arch: str = DEFAULT_TARGET) -> int:
-    a = ARCHS[arch]
+def max_workgroups_per_cu(workgroup_size: int, target: str = DEFAULT_TARGET) -> int:
+    a = TARGET_FACTS[target]
     waves = -(-workgroup_size // a["wave"])
     slots = a["max_waves_per_simd"] * a["simds_per_cu"]
     if waves == 1:
@@ -124,27 +124,27 @@ def max_workgroups_per_cu(workgroup_size: int, arch: str = DEFAULT_TARGET) -> in
     return min(slots // waves, 16)
 
 
-def waves_from_lds(lds_bytes: int, workgroup_size: int, arch: str = DEFAULT_TARGET) -> int:
-    a = ARCHS[arch]
+def waves_from_lds(lds_bytes: int, workgroup_size: int, target: str = DEFAULT_TARGET) -> int:
+    a = TARGET_FACTS[target]
     groups = a["lds_per_cu"] // (lds_bytes or 1)
     if groups == 0:
         return 0
-    groups = min(groups, max_workgroups_per_cu(workgroup_size, arch))
+    groups = min(groups, max_workgroups_per_cu(workgroup_size, target))
     waves = groups * -(-workgroup_size // a["wave"])
     return min(-(-waves // a["simds_per_cu"]), a["max_waves_per_simd"])
 
 
 def occupancy(vgprs: int, agprs: int = 0, sgprs: int = 16, lds_bytes: int = 0, workgroup_size: int = 1024,
-              arch: str = DEFAULT_TARGET) -> Occupancy:
+              target: str = DEFAULT_TARGET) -> Occupancy:
     """Waves per SIMD for one kernel, and the resource that limits it.
 
     ``vgprs``: architectural VGPRs per lane; ``agprs``: AGPRs per lane; ``sgprs``: SGPRs per wave
     as the compiler counts them; ``lds_bytes``: LDS per workgroup; ``workgroup_size``: threads per
     workgroup (the compiler assumes the maximum, 1024, without ``__launch_bounds__``).
     """
-    if arch not in ARCHS:
-        raise ValueError(f"arch {arch!r} is not a CDNA2/CDNA3/CDNA4 target: use one of {', '.join(sorted(ARCHS))}")
-    a = ARCHS[arch]
+    if target not in TARGET_FACTS:
+        raise ValueError(f"target {target!r} is not a CDNA2/CDNA3/CDNA4 target: use one of {', '.join(sorted(TARGET_FACTS))}")
+    a = TARGET_FACTS[target]
     for label, v, hi in (("vgprs", vgprs, a["max_arch_vgprs"]), ("agprs", agprs, a["max_agprs"]),
                          ("sgprs", sgprs, 112), ("lds_bytes", lds_bytes, 1 << 30)):
         if not isinstance(v, int) or v < 0 or v > hi:
@@ -157,13 +157,13 @@ def occupancy(vgprs: int, agprs: int = 0, sgprs: int = 16, lds_bytes: int = 0, w
                      "uses AGPRs or spills to scratch")
     if lds_bytes > a["lds_per_cu"]:
         notes.append(f"{lds_bytes} B of LDS is more than the {a['lds_per_cu']} B a CU has: the launch fails")
-    w_v, alloc = waves_from_vgprs(vgprs, agprs, arch)
-    limits = {"VGPRs": w_v, "SGPRs": waves_from_sgprs(sgprs, arch),
-              "LDS": waves_from_lds(lds_bytes, workgroup_size, arch) if lds_bytes else a["max_waves_per_simd"]}
+    w_v, alloc = waves_from_vgprs(vgprs, agprs, target)
+    limits = {"VGPRs": w_v, "SGPRs": waves_from_sgprs(sgprs, target),
+              "LDS": waves_from_lds(lds_bytes, workgroup_size, target) if lds_bytes else a["max_waves_per_simd"]}
     wg_waves = -(-workgroup_size // a["wave"])
     slots = a["max_waves_per_simd"] * a["simds_per_cu"]
     limits["workgroup size"] = min(a["max_waves_per_simd"],
-                                   -(-max_workgroups_per_cu(workgroup_size, arch) * wg_waves // a["simds_per_cu"]))
+                                   -(-max_workgroups_per_cu(workgroup_size, target) * wg_waves // a["simds_per_cu"]))
     waves = min(limits.values())
     limiting = next(k for k in LIMIT_ORDER if limits[k] == waves)
     if waves == a["max_waves_per_simd"]:
@@ -172,18 +172,18 @@ def occupancy(vgprs: int, agprs: int = 0, sgprs: int = 16, lds_bytes: int = 0, w
     wgs = (waves * a["simds_per_cu"]) // wg_waves if wg_waves <= slots else 0
     if lds_bytes:
         wgs = min(wgs, a["lds_per_cu"] // lds_bytes)
-    return Occupancy(arch, waves, limits, limiting, alloc, wgs, wgs * wg_waves, tuple(notes))
+    return Occupancy(target, waves, limits, limiting, alloc, wgs, wgs * wg_waves, tuple(notes))
 
 
-def from_kernel(k, workgroup_size: int | None = None, arch: str | None = None) -> Occupancy:
+def from_kernel(k, workgroup_size: int | None = None, target: str | None = None) -> Occupancy:
     """The calculator applied to a :class:`rocmlab.hip.inspector.KernelResources` (compiler's view:
     its maximum workgroup size, unless ``workgroup_size`` is given)."""
-    arch = arch or k.target.split(":")[0]
+    target = target or k.target.split(":")[0]
     return occupancy(k.vgprs or 0, k.agprs or 0, k.sgprs or 0, k.lds_bytes or 0,
-                     workgroup_size or k.max_workgroup_size or 1024, arch)
+                     workgroup_size or k.max_workgroup_size or 1024, target)
 
 
-def vgpr_curve(agprs: int = 0, arch: str = DEFAULT_TARGET, max_vgprs: int = 256) -> tuple[list[int], list[int]]:
+def vgpr_curve(agprs: int = 0, target: str = DEFAULT_TARGET, max_vgprs: int = 256) -> tuple[list[int], list[int]]:
     """(VGPR counts, waves per SIMD) for a plot of the register cliff."""
     xs = list(range(1, max_vgprs + 1))
-    return xs, [waves_from_vgprs(x, agprs, arch)[0] for x in xs]
+    return xs, [waves_from_vgprs(x, agprs, target)[0] for x in xs]

@@ -72,7 +72,7 @@ class Probe:
 class Device:
     index: int
     name: str
-    arch: str                     # gcnArchName (gfx942:sramecc+:xnack-), sm_90, or the CPU's machine
+    target_id: str                # the full target: gcnArchName (gfx942:sramecc+:xnack-), sm_90, or the CPU's machine
     wavefront_size: int | None    # 64 on CDNA (MI300X), 32 on NVIDIA and RDNA
     compute_units: int | None     # CUs on AMD, SMs on NVIDIA, cores on the CPU
     memory_gib: float | None   # GiB (what vendors call '192 GB' on an MI300X)
@@ -80,8 +80,9 @@ class Device:
     spec: hardware.Spec | None = None
 
     @property
-    def arch_base(self) -> str:
-        return self.arch.split(":")[0]
+    def target(self) -> str:
+        """The compile target without its features: gfx942 for ``gfx942:sramecc+:xnack-``."""
+        return self.target_id.split(":")[0]
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ class Platform:
         d = self.device
         if d is None:
             return f"backend {self.backend} (no device facts)"
-        bits = [f"backend {self.backend}", d.name, d.arch]
+        bits = [f"backend {self.backend}", d.name, d.target_id]
         if d.wavefront_size:
             bits.append(f"{'wavefront' if self.backend == 'rocm' else 'warp'} {d.wavefront_size}")
         if d.compute_units:
@@ -155,7 +156,7 @@ class Platform:
         if d:
             rows += [
                 ("device", f"{d.name} (#{d.index} of {len(self.devices)})"),
-                ("architecture", d.arch),
+                ("target", d.target_id),
                 ("wavefront / warp size", str(d.wavefront_size or "n/a")),
                 ("CUs / SMs / cores", str(d.compute_units or "n/a")),
                 ("memory", f"{d.memory_gib:.1f} GiB" if d.memory_gib else "n/a"),
@@ -200,9 +201,9 @@ def _torch_info(probe: Probe) -> TorchInfo:
     return TorchInfo(str(version) if version else None, hip, cuda, available, count)
 
 
-def _default_wavefront(arch: str) -> int:
+def _default_wavefront(target_id: str) -> int:
     # CDNA and GCN (gfx9xx) run wave64; RDNA (gfx10-12) defaults to wave32 under HIP.
-    return 64 if arch.startswith("gfx9") else 32
+    return 64 if target_id.startswith("gfx9") else 32
 
 
 def _torch_devices(torch, backend: str) -> list[Device]:
@@ -210,14 +211,14 @@ def _torch_devices(torch, backend: str) -> list[Device]:
     for i in range(torch.cuda.device_count()):
         p = torch.cuda.get_device_properties(i)
         if backend == "rocm":
-            arch = getattr(p, "gcnArchName", "") or "gfx?"
-            wave = getattr(p, "warp_size", None) or _default_wavefront(arch)
+            target_id = getattr(p, "gcnArchName", "") or "gfx?"
+            wave = getattr(p, "warp_size", None) or _default_wavefront(target_id)
         else:
-            arch = f"sm_{p.major}{p.minor}"
+            target_id = f"sm_{p.major}{p.minor}"
             wave = getattr(p, "warp_size", None) or 32
         mem = p.total_memory / 2**30
-        out.append(Device(i, p.name, arch, int(wave), int(p.multi_processor_count), mem,
-                          "torch.cuda.get_device_properties", hardware.lookup(p.name, arch, mem)))
+        out.append(Device(i, p.name, target_id, int(wave), int(p.multi_processor_count), mem,
+                          "torch.cuda.get_device_properties", hardware.lookup(p.name, target_id, mem)))
     return out
 
 
@@ -239,18 +240,18 @@ def _kfd_devices(probe: Probe) -> list[Device]:
         target = int(kv.get("gfx_target_version", "0") or 0)
         if target == 0:          # CPU nodes have no GFX target
             continue
-        arch = _gfx_from_target_version(target)
+        target_id = _gfx_from_target_version(target)
         simds = int(kv.get("simd_count", "0"))
         per_cu = int(kv.get("simd_per_cu", "4") or 4)
-        wave = int(kv.get("wave_front_size", "0")) or _default_wavefront(arch)
-        name = (_read(node / "name") or "").strip() or arch
+        wave = int(kv.get("wave_front_size", "0")) or _default_wavefront(target_id)
+        name = (_read(node / "name") or "").strip() or target_id
         mem_bytes = 0
         for bank in sorted((node / "mem_banks").glob("*/properties")):
             bkv = dict(line.split(None, 1) for line in (_read(bank) or "").splitlines() if " " in line)
             mem_bytes += int(bkv.get("size_in_bytes", "0"))
         mem = mem_bytes / 2**30 if mem_bytes else None
-        out.append(Device(len(out), name, arch, wave, simds // per_cu if simds else None, mem,
-                          "KFD topology (/sys/class/kfd)", hardware.lookup(name, arch, mem)))
+        out.append(Device(len(out), name, target_id, wave, simds // per_cu if simds else None, mem,
+                          "KFD topology (/sys/class/kfd)", hardware.lookup(name, target_id, mem)))
     return out
 
 
@@ -265,8 +266,8 @@ def _nvidia_smi_devices(probe: Probe) -> list[Device]:
             continue
         name, mem_mib, cap = parts[0], parts[1], parts[2]
         mem = float(mem_mib) / 1024 if mem_mib.replace(".", "").isdigit() else None
-        arch = "sm_" + cap.replace(".", "")
-        out.append(Device(len(out), name, arch, 32, None, mem, "nvidia-smi", hardware.lookup(name, arch, mem)))
+        target_id = "sm_" + cap.replace(".", "")
+        out.append(Device(len(out), name, target_id, 32, None, mem, "nvidia-smi", hardware.lookup(name, target_id, mem)))
     return out
 
 

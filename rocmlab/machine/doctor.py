@@ -200,13 +200,13 @@ def check_hsa_override(plat: Platform, probe: Probe) -> Check:
     value = probe.env.get("HSA_OVERRIDE_GFX_VERSION")
     if value is None:
         return Check(name, "ok", "not set (right for Instinct GPUs)")
-    arch = plat.device.arch_base if plat.device else ""
-    if arch.startswith("gfx9") or plat.backend != "rocm":
+    target = plat.device.target if plat.device else ""
+    if target.startswith("gfx9") or plat.backend != "rocm":
         return Check(name, "warn",
-                     f"set to {value} on {arch or plat.backend}: it makes the runtime load code for another chip. "
+                     f"set to {value} on {target or plat.backend}: it makes the runtime load code for another chip. "
                      "The article's advice to set 11.0.0 is a workaround for consumer RDNA3 cards, wrong for MI300X",
                      "unset HSA_OVERRIDE_GFX_VERSION (and remove it from /etc/environment)")
-    return Check(name, "warn", f"set to {value} on {arch}: a workaround for GPUs ROCm does not officially support",
+    return Check(name, "warn", f"set to {value} on {target}: a workaround for GPUs ROCm does not officially support",
                  "unset it unless you know this card needs it")
 
 

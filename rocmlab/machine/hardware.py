@@ -27,7 +27,7 @@ FIGURES = (
 class Spec:
     device: str
     vendor: str
-    arch: str
+    target: str
     memory_type: str
     figures: dict   # name -> float or None (None: not supported / not published)
     sources: dict   # name -> source key
@@ -54,7 +54,7 @@ def specs() -> dict[str, Spec]:
         for row in csv.DictReader(fh):
             figures = {f: (float(row[f]) if row[f].strip() else None) for f in FIGURES}
             out[row["device"]] = Spec(
-                device=row["device"], vendor=row["vendor"], arch=row["arch"],
+                device=row["device"], vendor=row["vendor"], target=row["target"],
                 memory_type=row["memory_type"], figures=figures,
                 sources={f: row[f + "_source"] for f in FIGURES},
             )
@@ -85,19 +85,19 @@ _NAME_PATTERNS = (
 )
 
 
-def lookup(name: str | None = None, arch: str | None = None, memory_gib: float | None = None) -> Spec | None:
+def lookup(name: str | None = None, target: str | None = None, memory_gib: float | None = None) -> Spec | None:
     """The spec row for a device, from its name, else its architecture and memory size.
 
-    ``arch`` may carry target features (``gfx942:sramecc+:xnack-``); they are ignored.
+    ``target`` may carry target features (``gfx942:sramecc+:xnack-``); they are ignored.
     Returns None for devices the table does not cover (a consumer GPU, the CPU).
     """
     table_ = specs()
     for device, pattern in _NAME_PATTERNS:
         if name and re.search(pattern, name, re.IGNORECASE):
             return table_[device]
-    if arch:
-        base = arch.split(":")[0]
-        rows = [s for s in table_.values() if s.arch == base]
+    if target:
+        base = target.split(":")[0]
+        rows = [s for s in table_.values() if s.target == base]
         if memory_gib is not None and rows:   # vendors' "192 GB" is about 192 GiB of usable memory
             return min(rows, key=lambda s: abs(s["memory_gb"] - memory_gib))
         if len(rows) == 1:

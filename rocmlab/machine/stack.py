@@ -98,12 +98,12 @@ def version_table(plat: Platform) -> list[list[str]]:
 def low_precision_support(plat: Platform) -> str:
     """Which of FP8 / FP6 / FP4 the installed release and this GPU support, in one sentence."""
     installed = installed_release(plat)
-    arch = plat.device.arch_base if plat.device else ""
+    target = plat.device.target if plat.device else ""
     if plat.backend != "rocm":
         return (f"no AMD GPU here (backend {plat.backend}): on MI300X (gfx942) ROCm 6.0+ runs FP8; "
                 "FP6/FP4 need ROCm 7.0 and MI350-series (gfx950) hardware")
     v = _version_key(installed or "0")
-    fp8 = arch in ("gfx942", "gfx950") and v >= (6, 0)
-    fp4 = arch == "gfx950" and v >= (7, 0)
-    return (f"ROCm {installed} on {arch}: FP8 {'yes' if fp8 else 'no'}; FP6/FP4 {'yes' if fp4 else 'no'}"
+    fp8 = target in ("gfx942", "gfx950") and v >= (6, 0)
+    fp4 = target == "gfx950" and v >= (7, 0)
+    return (f"ROCm {installed} on {target}: FP8 {'yes' if fp8 else 'no'}; FP6/FP4 {'yes' if fp4 else 'no'}"
             + ("" if fp4 else " (FP6/FP4 need ROCm 7.0 on gfx950)"))

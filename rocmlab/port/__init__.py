@@ -1,7 +1,7 @@
 """``rocmlab port``: port a whole CUDA project to HIP, with a report a developer can act on.
 
 >>> from rocmlab.port import port
->>> result = port("my-cuda-project", "my-hip-project", arch="gfx942")   # doctest: +SKIP
+>>> result = port("my-cuda-project", "my-hip-project", target="gfx942")   # doctest: +SKIP
 >>> print(result.text())                                                  # doctest: +SKIP
 
 Steps (each its own module): read SRC safely (:mod:`.inputs`), hipify with torch.utils.hipify

@@ -42,7 +42,7 @@ class BaselineResult:
         return out
 
 
-def plain_hipify(src, work_dir, archs=(settings.DEFAULT_TARGET,), compat: bool = True, workers: int | None = None,
+def plain_hipify(src, work_dir, targets=(settings.DEFAULT_TARGET,), compat: bool = True, workers: int | None = None,
                  include=(), toolchain: str = "auto") -> BaselineResult:
     """Hipify ``src`` with torch.utils.hipify alone into ``work_dir`` and compile its translation units."""
     from rocmlab.port.translate import torch_hipify_folder
@@ -73,6 +73,6 @@ def plain_hipify(src, work_dir, archs=(settings.DEFAULT_TARGET,), compat: bool =
     mains = {k for k, v in units.items() if unit_build.has_main(proj.sources[v])}
     inc, outside = include_dirs(proj.sources, include, src_r)
     inc = [*inc, *map(str, outside)]       # plain hipify ports SRC only: -I folders outside it stay as they are
-    res = unit_build.compile_all(tc, work, units, mains, tuple(archs), inc, False, workers,
+    res = unit_build.compile_all(tc, work, units, mains, tuple(targets), inc, False, workers,
                             build_dir=work / ".rocmlab-baseline")
     return BaselineResult(str(src_r), res, time.monotonic() - t0)

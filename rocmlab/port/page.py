@@ -102,7 +102,7 @@ def body_html(result, charts: str = "") -> str:
     parts = [f"<div class='rocmlab-port'><style>{CSS}</style>",
              f"<h1>rocmlab port: {html.escape(Path(result.src).name)}</h1>",
              "<p>" + html.escape(f"{result.src} → {result.out}") + "<br>"
-             + html.escape(f"toolchain: {result.toolchain}; targets: {', '.join(result.archs)}; "
+             + html.escape(f"toolchain: {result.toolchain}; targets: {', '.join(result.targets)}; "
                            f"{result.workers} worker(s)") + "</p>"]
     if result.compat_used:
         parts.append(f"<p class='note'>{html.escape(result.compat_note)}.</p>")
@@ -198,7 +198,7 @@ def charts_svg(result) -> str:
             cats[link.category] = cats.get(link.category, 0) + 1
     out = []
     if status:
-        out.append(svg_bars(f"Files by status ({', '.join(result.archs)})", status, STATUS_COLOURS))
+        out.append(svg_bars(f"Files by status ({', '.join(result.targets)})", status, STATUS_COLOURS))
     out.append(svg_bars("Traps in the project's own files", result.traps_by_severity("own", True), SEVERITY_COLOURS))
     if cats:
         out.append(svg_bars("First error of each failed file", cats, {k: "#cf222e" for k in cats}, 420))

@@ -21,7 +21,7 @@ from rocmlab.port.scan import scan_project
 REPORT_JSON = "rocmlab-port.json"
 REPORT_HTML = "rocmlab-port.html"
 MARKER = ".rocmlab-port"
-SUPPORTED_ARCHS = settings.AMD_TARGETS
+settings.AMD_TARGETS = settings.AMD_TARGETS
 EXTERNAL = "external"          # OUT/external/<n>-<name>/: ported copies of headers read from -I folders outside SRC
 MAX_EXTERNAL_FILES = 2000
 
@@ -53,7 +53,7 @@ class PortTrap:
 class PortResult:
     src: str
     out: str
-    archs: tuple[str, ...]
+    targets: tuple[str, ...]
     toolchain: str
     toolchain_kind: str
     compat_used: bool
@@ -115,7 +115,7 @@ class PortResult:
 
     def to_json(self) -> dict:
         return {
-            "tool": "rocmlab port", "format": 1, "src": self.src, "out": self.out, "archs": list(self.archs),
+            "tool": "rocmlab port", "format": 1, "src": self.src, "out": self.out, "targets": list(self.targets),
             "toolchain": self.toolchain, "toolchain_kind": self.toolchain_kind,
             "compat_header": {"used": self.compat_used, "note": self.compat_note, "file": ""},
             "workers": self.workers, "compiled": self.compiled, "engine": self.engine, "summary": self.summary(),
@@ -134,7 +134,7 @@ class PortResult:
         """A plain-text summary for the terminal."""
         s = self.summary()
         lines = [f"rocmlab port: {self.src} -> {self.out}",
-                 f"toolchain: {self.toolchain} for {', '.join(self.archs)}"
+                 f"toolchain: {self.toolchain} for {', '.join(self.targets)}"
                  + (f"; {self.compat_note}" if self.compat_used else "")]
         if self.compiled:
             lines.append(f"compiled {s['compiled']}/{s['translation_units']} translation units "
@@ -266,12 +266,12 @@ def build_header_suffixes():
     return (*SOURCE_SUFFIXES, ".inl", ".hxx", ".hh", ".cuh")
 
 
-def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, compat: str | bool = "auto",
+def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None, compat: str | bool = "auto",
          compile: bool = True, include=(), report: str | None = None, toolchain: str = "auto",
          force: bool = False, progress=None, engine: str = "torch", defines=None) -> PortResult:
-    """Port the CUDA project in ``src`` to HIP in ``out`` and compile it for ``arch``.
+    """Port the CUDA project in ``src`` to HIP in ``out`` and compile it for ``target``.
 
-    ``arch``: one of settings.AMD_TARGETS, or several comma-separated. ``include``: -I folders,
+    ``target``: one of settings.AMD_TARGETS, or several comma-separated. ``include``: -I folders,
     inside SRC or outside it (relative to SRC, or absolute): headers the project includes from
     outside SRC are read (never written) and ported into ``OUT/external/``. ``engine``: "torch"
     (torch.utils.hipify) or "perl" (ROCm's hipify-perl). ``compat`` is accepted for old callers and
@@ -280,10 +280,10 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
     OUT/rocmlab-port.html). SRC is only read, never written.
     """
     t_start = time.monotonic()
-    archs = tuple(a.strip() for a in (arch.split(",") if isinstance(arch, str) else arch) if a.strip())
-    bad = [a for a in archs if a not in SUPPORTED_ARCHS]
-    if not archs or bad:
-        raise PortInputError(f"unknown --arch {','.join(bad) or arch!r}: choose from {', '.join(SUPPORTED_ARCHS)} "
+    targets = tuple(a.strip() for a in (target.split(",") if isinstance(target, str) else target) if a.strip())
+    bad = [a for a in targets if a not in settings.AMD_TARGETS]
+    if not targets or bad:
+        raise PortInputError(f"unknown --target {','.join(bad) or target!r}: choose from {', '.join(settings.AMD_TARGETS)} "
                              "(comma-separated for several)")
     if engine not in translate.ENGINES:
         raise PortInputError(f"unknown --engine {engine!r}: choose from {', '.join(translate.ENGINES)}")
@@ -297,7 +297,7 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
     inc_dirs, ext_dirs = include_dirs(proj.sources, include, src_r)
     tc = unit_build.choose_toolchain(toolchain) if compile else None
     if tc is not None:
-        missing = [a for a in archs if not tc.supports(a)]
+        missing = [a for a in targets if not tc.supports(a)]
         if missing:
             raise PortInputError(f"the {tc.kind} toolchain here ({tc.label}) cannot build {', '.join(missing)} "
                                  f"(it has {', '.join(tc.targets)}): build for one of those")
@@ -313,7 +313,7 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
         raise PortInputError(str(exc)) from None
     t_hipify = time.monotonic() - t0
     names = tr.names
-    result = PortResult(str(src_r), str(out_r), archs, tc.label if tc else "none (compile=False)",
+    result = PortResult(str(src_r), str(out_r), targets, tc.label if tc else "none (compile=False)",
                         tc.kind if tc else "", False, "", max(1, workers or os.cpu_count() or 1),
                         problems=problems, notes=list(tr.notes), compiled=compile, engine=engine,
                         outside_src=sorted(ext_origin.values()))
@@ -351,7 +351,7 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
             written[str(shim.relative_to(out_r))] = shim.read_text()
     # THE scanner, on the ported tree, as the AMD compiler compiles it
     out_inc = [str(out_r / d) for d in inc_dirs + ext_keys]
-    rep = scan_project(out_r, files=sorted(written), target=archs[0], include_dirs=out_inc, defines=defines,
+    rep = scan_project(out_r, files=sorted(written), target=targets[0], include_dirs=out_inc, defines=defines,
                        sources={k: v for k, v in written.items()})
     result.scan_config = rep.config
     result.not_followed = [os.path.relpath(p, out_r) for p in rep.not_followed]
@@ -398,7 +398,7 @@ def port(src, out, arch=settings.DEFAULT_TARGET, *, workers: int | None = None, 
         units = {names[r]: r for r in proj.translation_units if names[r] in written}
         mains = {names[r] for r in proj.translation_units if unit_build.has_main(proj.sources[r])}
         t1 = time.monotonic()
-        result.units = unit_build.compile_all(tc, out_r, units, mains, archs, inc_dirs + ext_keys, use_compat,
+        result.units = unit_build.compile_all(tc, out_r, units, mains, targets, inc_dirs + ext_keys, use_compat,
                                          result.workers, build_dir=out_r / MARKER, progress=progress)
         t_compile = time.monotonic() - t1
         t2 = time.monotonic()

@@ -84,9 +84,9 @@ def log_name(rel: str, limit: int = 200) -> str:
 PORT_FLAGS = ("-O2", "-std=c++17", "-w", "-ferror-limit=5")
 
 
-def compile_command(tc, src: Path, obj: Path, archs: tuple[str, ...], include_dirs, extra_flags=()) -> list[str]:
+def compile_command(tc, src: Path, obj: Path, targets: tuple[str, ...], include_dirs, extra_flags=()) -> list[str]:
     """The driver's object command line for one ported file."""
-    return driver.command(tc, [src], obj, output_kind="obj", targets=archs, flags=(*PORT_FLAGS, *extra_flags),
+    return driver.command(tc, [src], obj, output_kind="obj", targets=targets, flags=(*PORT_FLAGS, *extra_flags),
                           include_dirs=include_dirs)
 
 
@@ -103,10 +103,10 @@ def _inside(f: str, root: Path) -> bool:
         return False
 
 
-def _compile_one(tc, out_root: Path, build_dir: Path, rel: str, src_rel: str, archs, include_dirs, extra_flags,
+def _compile_one(tc, out_root: Path, build_dir: Path, rel: str, src_rel: str, targets, include_dirs, extra_flags,
                  main: bool) -> UnitResult:
     obj = build_dir / "obj" / (rel + ".o")
-    r = driver.compile_file(tc, out_root / rel, obj, targets=archs, include_dirs=include_dirs,
+    r = driver.compile_file(tc, out_root / rel, obj, targets=targets, include_dirs=include_dirs,
                             flags=(*PORT_FLAGS, *extra_flags), cwd=out_root, time_limit=COMPILE_TIMEOUT_S)
     cmd, dt, log = r.command, r.duration_s, r.log
     (build_dir / "logs").mkdir(parents=True, exist_ok=True)
@@ -140,7 +140,7 @@ def _compile_one(tc, out_root: Path, build_dir: Path, rel: str, src_rel: str, ar
     return UnitResult(rel, src_rel, "failed", cat, text, efile, eline, main, dt, cmd, log[-3000:])
 
 
-def compile_all(tc, out_root: Path, units: dict[str, str], mains: set[str], archs=settings.AMD_TARGETS[:1],
+def compile_all(tc, out_root: Path, units: dict[str, str], mains: set[str], targets=settings.AMD_TARGETS[:1],
                 include_dirs=(), compat: bool = False, workers: int | None = None, extra_flags=(),
                 build_dir: Path | None = None, progress=None) -> list[UnitResult]:
     """Compile ``units`` ({ported rel: source rel}) in parallel; results in the order of ``units``.
@@ -154,7 +154,7 @@ def compile_all(tc, out_root: Path, units: dict[str, str], mains: set[str], arch
 
     def one(item):
         rel, src_rel = item
-        r = _compile_one(tc, out_root, build_dir, rel, src_rel, archs, inc, extra_flags, rel in mains)
+        r = _compile_one(tc, out_root, build_dir, rel, src_rel, targets, inc, extra_flags, rel in mains)
         if progress:
             progress(r)
         return r

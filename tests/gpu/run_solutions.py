@@ -94,7 +94,7 @@ def main() -> int:
 
     if shutil.which("nvcc"):
         print("\n== CUDA starters with nvcc ==")
-        target = plat.device.arch if plat.backend == "cuda" and plat.device else "sm_90"
+        target = plat.device.target_id if plat.backend == "cuda" and plat.device else "sm_90"
         for ex in grader.exercises():
             flags = ["-I", str(COMMON_DIR)]
             extra, missing = libs.flags(ex.libraries, nvidia=True)

@@ -23,7 +23,7 @@ def resources_table(ins: Inspection) -> str:
     rows = []
     for k in ins.kernels:
         row = [k.name, *[r[1] for r in k.rows()]]
-        if amd and k.target.split(":")[0] in occ.ARCHS:
+        if amd and k.target.split(":")[0] in occ.TARGET_FACTS:
             o = occ.from_kernel(k)
             row.append(f"{o.waves_per_simd} ({o.limiting})")
         elif amd:

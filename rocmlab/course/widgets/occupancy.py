@@ -16,7 +16,7 @@ LIMIT_COLOUR = "#e45756"
 
 
 def _title(o: occ.Occupancy) -> str:
-    return (f"{o.arch}: {o.waves_per_simd} of {o.max_waves} waves per SIMD "
+    return (f"{o.target}: {o.waves_per_simd} of {o.max_waves} waves per SIMD "
             f"({o.fraction:.0%}), limited by {o.limiting}")
 
 
@@ -29,7 +29,7 @@ def figure_data(o: occ.Occupancy) -> tuple[list[str], list[int], list[str]]:
 class OccupancyExplorer:
     """``OccupancyExplorer().widget`` is the ipywidgets box; ``.set(vgprs=...)`` moves sliders from code."""
 
-    def __init__(self, arch: str = settings.DEFAULT_TARGET, vgprs: int = 64, agprs: int = 0, sgprs: int = 24,
+    def __init__(self, target: str = settings.DEFAULT_TARGET, vgprs: int = 64, agprs: int = 0, sgprs: int = 24,
                  lds_bytes: int = 0, workgroup_size: int = 256):
         import ipywidgets as w
         import plotly.graph_objects as go
@@ -50,8 +50,8 @@ class OccupancyExplorer:
                                           description="threads per workgroup", style=style, layout=layout,
                                           continuous_update=True),
         }
-        self.arch = w.Dropdown(options=[("gfx942 (MI300X, CDNA3)", "gfx942"), ("gfx90a (MI200, CDNA2)", "gfx90a")],
-                               value=arch, description="target", style=style, layout=layout)
+        self.target = w.Dropdown(options=[("gfx942 (MI300X, CDNA3)", "gfx942"), ("gfx90a (MI200, CDNA2)", "gfx90a")],
+                               value=target, description="target", style=style, layout=layout)
         self.result = w.HTML()
         o = self.compute()
         xs, ys, colours = figure_data(o)
@@ -61,20 +61,20 @@ class OccupancyExplorer:
             layout=go.Layout(title=_title(o), yaxis=dict(title="waves per SIMD", range=[0, 9], dtick=1),
                              xaxis=dict(title="resource"), height=360, width=620,
                              margin=dict(l=60, r=20, t=60, b=50)))
-        for s in (*self.sliders.values(), self.arch):
+        for s in (*self.sliders.values(), self.target):
             s.observe(self._changed, names="value")
         self._render(o)
         # Sliders above the plot: side by side they overflow a notebook's width and hide the value readouts.
-        self.widget = w.VBox([self.arch, *self.sliders.values(), self.figure, self.result])
+        self.widget = w.VBox([self.target, *self.sliders.values(), self.figure, self.result])
 
     def compute(self) -> occ.Occupancy:
         v = {k: s.value for k, s in self.sliders.items()}
-        return occ.occupancy(v["vgprs"], v["agprs"], v["sgprs"], v["lds_bytes"], v["workgroup_size"], self.arch.value)
+        return occ.occupancy(v["vgprs"], v["agprs"], v["sgprs"], v["lds_bytes"], v["workgroup_size"], self.target.value)
 
     def set(self, **values) -> occ.Occupancy:
         for k, v in values.items():
-            if k == "arch":
-                self.arch.value = v
+            if k == "target":
+                self.target.value = v
             else:
                 self.sliders[k].value = v
         return self.compute()
