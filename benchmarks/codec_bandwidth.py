@@ -36,7 +36,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rocmlab.comm import codecs as C  # noqa: E402
+from rocmlab.comm import torch_codec as C  # noqa: E402
 from rocmlab.comm import triton_codec as T  # noqa: E402
 from rocmlab.profile.timing import graph_bench  # noqa: E402
 

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmlab import settings
+from rocmlab.status import VERDICTS, check_status
 
 #: Characters of an error shown in summary.md's table (summary.json and .html have all of it).
 MD_ERROR_CHARS = 200
@@ -34,7 +35,7 @@ class PreflightError(Exception):
 @dataclass
 class LabResult:
     lab: str
-    status: str               # passed | failed
+    status: str               # a verdict: passed | failed
     duration_s: float
     backend: str
     output: str               # the executed notebook
@@ -42,6 +43,9 @@ class LabResult:
     error: str = ""           # ename: evalue
     cell_index: int | None = None     # in the lab as written (0 = its first cell); None: no cell had started
     cell_source: str = ""
+
+    def __post_init__(self):
+        check_status(self.status, VERDICTS, f"lab {self.lab}: status")
 
     @property
     def cell_number(self) -> int | None:

@@ -86,3 +86,53 @@ def test_control_a_clean_planted_package_passes(tmp_path):
     })
     r = arch.measure(root)
     assert r["import_loops"] == [] and r["upward_imports"] == [] and r["private_names_across_modules"] == []
+
+
+def test_one_name_per_idea(measured):
+    assert measured["stdlib_shadows"] == [], measured["stdlib_shadows"]
+    assert measured["names_used_twice"] == {}, measured["names_used_twice"]
+    assert measured["arch_names"] == [], measured["arch_names"]
+    assert measured["stray_status_words"] == [], measured["stray_status_words"]
+
+
+def test_control_names_that_break_the_rules_are_caught(tmp_path):
+    stdlib = random.choice(["inspect", "platform", "io", "codecs", "trace"])
+    twice = random.choice(["build", "spec", "report"])
+    word = random.choice(["succeeded", "PASS", "broken"])
+    root = _plant(tmp_path, {
+        "status.py": 'VERDICTS = ("passed", "failed")\n',
+        f"hip/{stdlib}.py": "",
+        f"hip/{twice}.py": "",
+        f"port/{twice}.py": "def compile_all(archs):\n    return archs\n",
+        "grader/result.py": f"class R:\n    arch: str\n\ndef ok(r):\n    return r.status == {word!r}\n",
+        "course/build.py": "",            # a front end may mirror a toolkit name
+    })
+    r = arch.measure(root)
+    assert r["stdlib_shadows"] == [f"rocmlab/hip/{stdlib}.py"]
+    assert r["names_used_twice"] == {twice: sorted([f"rocmlab/hip/{twice}.py", f"rocmlab/port/{twice}.py"])}
+    assert sorted(n for _, _, n in r["arch_names"]) == ["arch", "archs"]
+    assert [(w) for _, _, w in r["stray_status_words"]] == [word]
+
+
+def test_every_result_type_refuses_a_word_outside_its_vocabulary():
+    from rocmlab import status
+    from rocmlab.grader.report import CheckResult, Report
+    from rocmlab.machine.doctor import Check
+    from rocmlab.port.unit_build import LinkResult, UnitResult
+    from rocmlab.preflight import LabResult
+
+    makers = [
+        (status.VERDICTS, lambda s: CheckResult("c", "run", s, 0.0, 1.0, "m")),
+        (status.REPORT, lambda s: Report("ex", "t", "cpu", "cpu", 1, [], status=s)),
+        (status.HEALTH, lambda s: Check("backend", s, "m")),
+        (status.BUILD, lambda s: UnitResult("a.hip", "a.cu", s, "ok")),
+        (status.BUILD, lambda s: LinkResult("bin/a", "a.hip", s, "ok")),
+        (status.VERDICTS, lambda s: LabResult("lab", s, 0.0, "cpu", "out.ipynb")),
+    ]
+    others = {w for v in status.ALL.values() for w in v}
+    for words, make in makers:
+        for w in words:
+            make(w)                                          # every word of its own vocabulary is taken
+        stray = random.choice(sorted(others - set(words)) + ["PASS", "succeeded"])
+        with pytest.raises(ValueError, match="is not one of"):
+            make(stray)

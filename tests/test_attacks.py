@@ -799,7 +799,7 @@ def test_macro_bomb_ends_as_not_run_with_a_message():
 # --- 11. outputs the program plants for the grader to read -----------------------------------------------------
 
 def test_planted_output_links_and_fifos_are_not_followed(tmp_path):
-    from rocmlab.grader import io as gio
+    from rocmlab.grader import rlx as gio
     import numpy as np
 
     decoy = tmp_path / "answer.bin"              # a file outside the scratch the learner wants read as its output

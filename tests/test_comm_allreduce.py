@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from rocmlab.comm import allreduce as AR
-from rocmlab.comm import codecs as C
+from rocmlab.comm import torch_codec as C
 from rocmlab.comm import workers as W
 from rocmlab.comm.launch import LaunchError, RankFailed, RankTimeout, launch
 

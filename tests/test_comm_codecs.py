@@ -1,4 +1,4 @@
-"""rocmlab.comm.codecs: the exact reference, wire sizes, bounds, bad input (no processes, no Triton)."""
+"""rocmlab.comm.torch_codec: the exact reference, wire sizes, bounds, bad input (no processes, no Triton)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 import pytest
 import torch
 
-from rocmlab.comm import codecs as C
+from rocmlab.comm import torch_codec as C
 
 SEED = int.from_bytes(os.urandom(4), "little")   # fresh data each run; printed on failure
 

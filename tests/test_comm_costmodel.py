@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from rocmlab.comm import codecs as C
+from rocmlab.comm import torch_codec as C
 from rocmlab.comm import costmodel as M
 from rocmlab.comm import tuning
 

@@ -12,14 +12,14 @@ import textwrap
 import pytest
 import torch
 
-from rocmlab.comm import codecs as C
+from rocmlab.comm import torch_codec as C
 from rocmlab.comm import triton_codec as T
 
 needs_triton = pytest.mark.skipif(not T.available(), reason="Triton is not installed (pip install triton)")
 
 CHECK = textwrap.dedent("""
     import json, sys, torch
-    from rocmlab.comm import codecs as C, triton_codec as T
+    from rocmlab.comm import torch_codec as C, triton_codec as T
     seed = int(sys.argv[1]); bad = []; n_checks = 0
     for i, name in enumerate(C.QUANTIZED):
         for dt, bs, sd in [(torch.float16, 32, torch.float16), (torch.bfloat16, 16, torch.bfloat16),
@@ -143,7 +143,7 @@ def test_gpu_kernels_are_bit_exact():
 
 def test_default_encode_variant():
     """The hardware e4m3 cast is the FP8 default only where it exists and was measured exact (NVIDIA sm_89+)."""
-    from rocmlab.comm.codecs import get_codec
+    from rocmlab.comm.torch_codec import get_codec
 
     cpu = torch.device("cpu")
     assert T.default_encode_variant(get_codec("fp8"), cpu) == "default"

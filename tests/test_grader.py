@@ -8,7 +8,7 @@ import pytest
 
 from rocmlab import grader
 from rocmlab.grader import batch, checks
-from rocmlab.grader import io as gio
+from rocmlab.grader import rlx as gio
 from rocmlab.grader.wrong import wrong_submissions
 from rocmlab.machine.detect import current
 

@@ -17,7 +17,7 @@ import torch
 
 from rocmlab.machine.detect import current
 from rocmlab.profile import monitor as mon_mod
-from rocmlab.profile import ops, roofline, trace
+from rocmlab.profile import ops, roofline, traces
 from rocmlab.profile.timing import BenchError, BenchResult, bench, rotation_count
 
 gpu_only = pytest.mark.skipif(not current().is_gpu, reason="needs a GPU backend (rocm or cuda); this is a CPU")
@@ -247,9 +247,9 @@ def test_kernel_table_from_a_gpu_trace(tmp_path):
     tr, truth = _gpu_trace(["gemm", "softmax", "elementwise", "reduce"], random.randint(20, 80))
     path = tmp_path / "t.json"
     path.write_text(json.dumps(tr))
-    events, kind = trace.read_chrome_trace(path)
+    events, kind = traces.read_chrome_trace(path)
     assert kind == "gpu" and set(events["lane"]) <= {"gpu 0 stream 7", "gpu 0 stream 13"}
-    table = trace.kernel_table(events)
+    table = traces.kernel_table(events)
     assert dict(zip(table["name"], table["total_us"], strict=True)) == pytest.approx(truth)
     assert table["share"].sum() == pytest.approx(1.0)
     assert list(table["total_us"]) == sorted(table["total_us"], reverse=True)
@@ -262,10 +262,10 @@ def test_cpu_operators_are_counted_by_self_time():
     tr = [{"ph": "X", "cat": "cpu_op", "name": "aten::linear", "tid": 1, "ts": 0, "dur": parent},
           {"ph": "X", "cat": "cpu_op", "name": "aten::addmm", "tid": 1, "ts": 5, "dur": child},
           {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "tid": 1, "ts": parent + 1, "dur": 3}]
-    events, kind = trace.read_chrome_trace({"traceEvents": tr})
+    events, kind = traces.read_chrome_trace({"traceEvents": tr})
     assert kind == "cpu"
     assert list(events["depth"]) == [0, 1, 0]
-    table = trace.kernel_table(events).set_index("name")
+    table = traces.kernel_table(events).set_index("name")
     assert table.loc["aten::linear", "total_us"] == pytest.approx(parent - child)
     assert table.loc["aten::addmm", "total_us"] == pytest.approx(child)
     assert table["share"].sum() == pytest.approx(1.0)
@@ -274,7 +274,7 @@ def test_cpu_operators_are_counted_by_self_time():
 def test_profile_kernels_on_a_real_step(tmp_path):
     m = torch.nn.Linear(32, 32)
     x = torch.randn(16, 32)
-    prof = trace.profile_kernels(lambda: m(x).relu().sum().backward(), steps=2, trace_dir=str(tmp_path))
+    prof = traces.profile_kernels(lambda: m(x).relu().sum().backward(), steps=2, trace_dir=str(tmp_path))
     assert prof.source == "torch.profiler" and (tmp_path / "<lambda>.trace.json").is_file()
     table = prof.table
     assert len(table) and table["share"].sum() == pytest.approx(1.0)
@@ -284,15 +284,15 @@ def test_profile_kernels_on_a_real_step(tmp_path):
 def test_profile_kernels_on_a_function_that_raises():
     def broken(x):
         raise ValueError("shapes do not match")
-    with pytest.raises(trace.ProfileError, match="ValueError in profiled step 1 of 3.*shapes do not match") as e:
-        trace.profile_kernels(broken, torch.ones(1), warmup=0)
+    with pytest.raises(traces.ProfileError, match="ValueError in profiled step 1 of 3.*shapes do not match") as e:
+        traces.profile_kernels(broken, torch.ones(1), warmup=0)
     assert isinstance(e.value.__cause__, ValueError)
-    with pytest.raises(trace.ProfileError, match="warm-up call 1"):
-        trace.profile_kernels(broken, torch.ones(1))
+    with pytest.raises(traces.ProfileError, match="warm-up call 1"):
+        traces.profile_kernels(broken, torch.ones(1))
     # the profiler was stopped cleanly: profiling works again
-    assert len(trace.profile_kernels(lambda: torch.ones(8) * 2, steps=1).table) > 0
-    with pytest.raises(trace.ProfileError, match="Did you call it"):
-        trace.profile_kernels(torch.ones(2))
+    assert len(traces.profile_kernels(lambda: torch.ones(8) * 2, steps=1).table) > 0
+    with pytest.raises(traces.ProfileError, match="Did you call it"):
+        traces.profile_kernels(torch.ones(2))
 
 
 def _rocprof_rows(n):
@@ -315,17 +315,17 @@ def test_read_rocprofv3_and_rocprof_csv(tmp_path):
     v1.write_text("Index,KernelName,gpu-id,queue-id,BeginNs,EndNs\n"
                   + "".join(f'{i},"{n}",0,0,{s},{e}\n' for i, (n, s, e) in enumerate(rows)))
     for path in (v3, v1):
-        table = trace.kernel_table(trace.read_rocprof_csv(path))
+        table = traces.kernel_table(traces.read_rocprof_csv(path))
         assert dict(zip(table["name"], table["total_us"], strict=True)) == pytest.approx(truth)
     bad = tmp_path / "other.csv"
     bad.write_text("a,b\n1,2\n")
-    with pytest.raises(trace.ProfileError, match="not a kernel trace"):
-        trace.read_rocprof_csv(bad)
+    with pytest.raises(traces.ProfileError, match="not a kernel trace"):
+        traces.read_rocprof_csv(bad)
 
 
 def test_run_under_rocprof_without_the_tool():
-    with pytest.raises(trace.ProfileError, match="nor rocprof is on PATH"):
-        trace.run_under_rocprof(["true"], which=lambda tool: None)
+    with pytest.raises(traces.ProfileError, match="nor rocprof is on PATH"):
+        traces.run_under_rocprof(["true"], which=lambda tool: None)
 
 
 def test_run_under_rocprof_drives_the_tool_and_reads_its_csv(tmp_path):
@@ -345,20 +345,20 @@ def test_run_under_rocprof_drives_the_tool_and_reads_its_csv(tmp_path):
         sys.exit(subprocess.call(cmd))
         """))
     fake.chmod(0o755)
-    prof = trace.run_under_rocprof([sys.executable, "-c", "print('hi')"], out_dir=str(tmp_path / "o"),
+    prof = traces.run_under_rocprof([sys.executable, "-c", "print('hi')"], out_dir=str(tmp_path / "o"),
                                    which=lambda tool: str(fake) if tool == "rocprofv3" else None)
     assert prof.source == "rocprofv3" and prof.table.loc[0, "total_us"] == pytest.approx(2.0)
-    with pytest.raises(trace.ProfileError, match="exited with status 3"):
-        trace.run_under_rocprof([sys.executable, "-c", "raise SystemExit(3)"], out_dir=str(tmp_path / "p"),
+    with pytest.raises(traces.ProfileError, match="exited with status 3"):
+        traces.run_under_rocprof([sys.executable, "-c", "raise SystemExit(3)"], out_dir=str(tmp_path / "p"),
                                 which=lambda tool: str(fake) if tool == "rocprofv3" else None)
 
 
 def test_run_under_rocprof_needs_an_importable_function():
     def local():
         pass
-    with pytest.raises(trace.ProfileError, match="importable"):
-        trace._python_command(local)
-    cmd = trace._python_command(json.dumps)
+    with pytest.raises(traces.ProfileError, match="importable"):
+        traces._python_command(local)
+    cmd = traces._python_command(json.dumps)
     assert cmd[0] == sys.executable and "'json'" in cmd[2]
 
 

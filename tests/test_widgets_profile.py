@@ -9,7 +9,7 @@ import time
 import pandas as pd
 import pytest
 
-from rocmlab.profile import roofline, trace
+from rocmlab.profile import roofline, traces
 from rocmlab.profile.timing import BenchResult
 from rocmlab.course.widgets.monitor import monitor_widget
 from rocmlab.course.widgets.roofline import describe_intensity, roofline_figure, roofline_widget
@@ -86,7 +86,7 @@ def _profile():
             rows.append({"name": random.choice(["gemm", "softmax", "add", "mul", "layernorm"]), "cat": "kernel",
                          "lane": lane, "start_us": t, "dur_us": d, "self_us": d, "depth": 0})
             t += d + random.uniform(0, 5)
-    return trace.KernelProfile(pd.DataFrame(rows, columns=trace.EVENT_COLUMNS), "gpu", "test", "test: device")
+    return traces.KernelProfile(pd.DataFrame(rows, columns=traces.EVENT_COLUMNS), "gpu", "test", "test: device")
 
 
 def test_timeline_has_one_bar_per_event_in_its_stream():
@@ -112,7 +112,7 @@ def test_kernel_table_widget_shows_the_table_and_the_timeline():
 def test_cpu_timeline_shows_nesting_levels():
     tr = [{"ph": "X", "cat": "cpu_op", "name": "outer", "tid": 1, "ts": 0, "dur": 100},
           {"ph": "X", "cat": "cpu_op", "name": "inner", "tid": 1, "ts": 10, "dur": 50}]
-    events, kind = trace.read_chrome_trace({"traceEvents": tr})
+    events, kind = traces.read_chrome_trace({"traceEvents": tr})
     fig = timeline_figure(events, kind)
     assert {y for t in fig.data for y in t.y} == {"cpu thread 1", "cpu thread 1 · level 1"}
 

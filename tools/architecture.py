@@ -1,4 +1,4 @@
-"""Measure the package's house rules: import loops, upward imports, literal defaults, local imports.
+"""Measure the package's house rules: import loops, upward imports, literal defaults, local imports, names.
 
     python tools/architecture.py [--json] [--root rocmlab]
 
@@ -243,6 +243,82 @@ def timing_implementations(root: Path) -> list[str]:
                   if TIMER_CALLS.search(path.read_text(encoding="utf-8")))
 
 
+def stdlib_shadows(root: Path) -> list[str]:
+    """Modules named like a standard-library module (``inspect.py``, ``platform.py``)."""
+    names = set(sys.stdlib_module_names)
+    return sorted(str(p.relative_to(root.parent)) for p in root.rglob("*.py")
+                  if p.stem in names and p.stem != "__init__")
+
+
+#: Front ends mirror the toolkit's names on purpose (one command module per CLI command, one widget per toolkit; each exercise has its reference.py).
+MIRRORS = ("commands", "course", "exercises")
+
+
+def names_used_twice(root: Path) -> dict[str, list[str]]:
+    """Toolkit module names that exist in more than one place (``build`` in hip/ and port/)."""
+    seen: dict[str, list[str]] = {}
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root)
+        if p.stem == "__init__" or (rel.parts and rel.parts[0] in MIRRORS) or "_datasets" in rel.parts:
+            continue
+        seen.setdefault(p.stem, []).append(str(p.relative_to(root.parent)))
+    return {k: v for k, v in seen.items() if len(v) > 1}
+
+
+def arch_names(root: Path) -> list[tuple[str, int, str]]:
+    """Parameters and fields called ``arch``/``archs``: the idea is called ``target`` everywhere."""
+    hits = []
+    for path in sorted(root.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.arg) and node.arg in ("arch", "archs"):
+                hits.append((str(path.relative_to(root.parent)), node.lineno, node.arg))
+            elif isinstance(node, ast.ClassDef):
+                for item in node.body:
+                    if (isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                            and item.target.id in ("arch", "archs")):
+                        hits.append((str(path.relative_to(root.parent)), item.lineno, item.target.id))
+    return hits
+
+
+def status_vocabulary(root: Path) -> set[str]:
+    """The words of every vocabulary in ``rocmlab/status.py`` (its tuple constants)."""
+    path = root / "status.py"
+    if not path.is_file():
+        return set()
+    words = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        if isinstance(value, ast.Tuple):
+            words |= {e.value for e in value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return words
+
+
+def stray_status_words(root: Path) -> list[tuple[str, int, str]]:
+    """Status words written in code (``x.status == "..."``, ``status="..."``, ``.status = "..."``) that
+    no vocabulary of rocmlab/status.py has: a second vocabulary growing."""
+    words = status_vocabulary(root)
+    hits = []
+
+    def lit(node):
+        return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+    for path in sorted(root.rglob("*.py")):
+        rel = str(path.relative_to(root.parent))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            found = []
+            if isinstance(node, ast.Compare) and isinstance(node.left, ast.Attribute) and node.left.attr == "status":
+                for c in node.comparators:
+                    found += [lit(c)] + [lit(e) for e in getattr(c, "elts", [])]
+            elif isinstance(node, ast.keyword) and node.arg == "status":
+                found.append(lit(node.value))
+            elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "status"
+                                                      for t in node.targets):
+                found.append(lit(node.value))
+            hits += [(rel, node.lineno, w) for w in found if w is not None and w not in words]
+    return hits
+
+
 def measure(root: Path) -> dict:
     mods = parse(root)
     g = graph(mods, top_level_only=False)   # a lazy import still makes a loop of ideas
@@ -260,6 +336,10 @@ def measure(root: Path) -> dict:
         "timing_implementations": timing_implementations(root),
         "imports_inside_functions": len(local),
         "private_names_across_modules": private,
+        "stdlib_shadows": stdlib_shadows(root),
+        "names_used_twice": names_used_twice(root),
+        "arch_names": arch_names(root),
+        "stray_status_words": stray_status_words(root),
     }
 
 
@@ -288,6 +368,16 @@ def main(argv=None) -> int:
     print(f"private names used across modules: {len(r['private_names_across_modules'])}")
     for n, t, line in r["private_names_across_modules"][:40]:
         print(f"    {n}:{line} uses {t}")
+    print(f"modules named like the standard library: {len(r['stdlib_shadows'])}")
+    for t in r["stdlib_shadows"]:
+        print(f"    {t}")
+    print(f"toolkit module names used twice: {len(r['names_used_twice'])}")
+    for k, v in r["names_used_twice"].items():
+        print(f"    {k}: {', '.join(v)}")
+    print(f"parameters/fields named arch (not target): {len(r['arch_names'])}")
+    print(f"status words outside rocmlab/status.py: {len(r['stray_status_words'])}")
+    for f, line, w in r["stray_status_words"][:40]:
+        print(f"    {f}:{line} {w!r}")
     return 0
 
 

@@ -23,14 +23,14 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
-from rocmlab.comm import codecs as C
+from rocmlab.comm import torch_codec as C
 from rocmlab.comm import triton_codec as T
 
 SUPPORTED_WORLD_SIZES = (2, 4, 8)
 
 
 def check_collective(x: torch.Tensor, codec: C.Codec, world_size: int) -> None:
-    """Raise :class:`~rocmlab.comm.codecs.CodecError` with a fix for what the two-shot does not take."""
+    """Raise :class:`~rocmlab.comm.torch_codec.CodecError` with a fix for what the two-shot does not take."""
     C.check_input(x, C.get_codec("q8", codec.block_size) if not codec.quantized else codec) \
         if (codec.quantized or not isinstance(x, torch.Tensor) or x.dtype not in C.INPUT_DTYPES) else None
     if world_size not in SUPPORTED_WORLD_SIZES:
@@ -133,7 +133,7 @@ def two_shot_error_bound(inputs: list[torch.Tensor], codec, block_size: int = 32
                          scale_dtype: torch.dtype = torch.float16) -> torch.Tensor:
     """A per-value bound on |two_shot(inputs) - sum(inputs)|, from all ranks' inputs (float32, flat).
 
-    Stage 1: every rank's segment error (:func:`~rocmlab.comm.codecs.error_bound`); the float32 sum
+    Stage 1: every rank's segment error (:func:`~rocmlab.comm.torch_codec.error_bound`); the float32 sum
     is rounded once to the 16-bit dtype; stage 2 re-quantises the reduced value, bounded with a full
     step of a block maximum that covers |sum| plus the stage-1 error; then the final rounding."""
     codec = C.get_codec(codec, block_size, scale_dtype)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from rocmlab.paths import datasets_dir
-from rocmlab.comm import codecs as C
+from rocmlab.comm import torch_codec as C
 
 MB = 1 << 20
 

@@ -1,4 +1,4 @@
-"""Fused one-pass Triton encode and decode for the codecs of :mod:`rocmlab.comm.codecs`.
+"""Fused one-pass Triton encode and decode for the codecs of :mod:`rocmlab.comm.torch_codec`.
 
 One kernel reads each input value once and writes its codes and the block's scale (encode);
 one kernel reads codes and scales once and writes the values (decode). Both are bit-exact with
@@ -31,7 +31,7 @@ import torch
 
 from rocmlab import settings
 from rocmlab.profile.timing import graph_bench
-from rocmlab.comm.codecs import (
+from rocmlab.comm.torch_codec import (
     FP8_MAX,
     Codec,
     CodecError,
@@ -666,9 +666,9 @@ def compile_report(codec="q6", direction: str = "encode", target: str = settings
 
 def fp8_conversion_report(target: str | None = None) -> list[dict]:
     """Does the fused FP8 encode use the target's hardware FP8 conversion? One row per variant of the
-    target's own FP8 codec (:func:`rocmlab.comm.codecs.fp8_codec_for`), compiled offline."""
+    target's own FP8 codec (:func:`rocmlab.comm.torch_codec.fp8_codec_for`), compiled offline."""
     from rocmlab import settings
-    from rocmlab.comm.codecs import fp8_codec_for
+    from rocmlab.comm.torch_codec import fp8_codec_for
 
     target = target or settings.DEFAULT_TARGET
     name = fp8_codec_for(target)

@@ -31,7 +31,7 @@ import os
 import torch
 
 from rocmlab import settings
-from rocmlab.comm import codecs as C
+from rocmlab.comm import torch_codec as C
 from rocmlab.comm import costmodel as M
 from rocmlab.profile.timing import time_once
 
@@ -72,7 +72,7 @@ def can_sweep(plat=None) -> tuple[bool, str]:
 def codec_errors(numel: int = 1 << 16, seed: int | None = None) -> dict:
     """Relative L2 error of one encode/decode per regime on outlier-heavy activations (the worst of our
     realistic kinds), float16: INT8/INT6/INT4 through the packed codecs, INT3 through the same rule with
-    3-bit codes (:func:`rocmlab.comm.codecs.integer_roundtrip`; the course has no packed INT3 payload)."""
+    3-bit codes (:func:`rocmlab.comm.torch_codec.integer_roundtrip`; the course has no packed INT3 payload)."""
     x = C.activations("outliers", numel, seed=seed)
     out = {}
     for regime, bits in INT_BITS.items():

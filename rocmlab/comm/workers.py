@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 from rocmlab.comm import allreduce as AR
-from rocmlab.comm import codecs as C
+from rocmlab.comm import torch_codec as C
 from rocmlab.profile.timing import time_once
 
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from rocmlab import sandbox, settings
 from rocmlab.hip import compile as driver
-from rocmlab.grader import io as gio
+from rocmlab.grader import rlx as gio
 from rocmlab.grader import libs, static
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import COMMON_DIR, CheckSpec, Exercise, common_header_hash

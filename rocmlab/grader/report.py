@@ -6,25 +6,29 @@ import html
 import json
 from dataclasses import asdict, dataclass, field
 
-#: passed / failed; "not run": could not run because of the submission (it did not compile, launches no
-#: kernel, ...): earns nothing and counts as possible; "skipped": this machine cannot run it (no GPU):
-#: neither earns nor loses points.
-STATUSES = ("passed", "failed", "not run", "skipped")
+from rocmlab.status import REPORT, VERDICTS, check_status
+
+#: A check's verdict (rocmlab.status.VERDICTS): "not run" is the submission's doing and earns nothing;
+#: "skipped" is the machine's (no GPU) and neither earns nor loses points.
+STATUSES = VERDICTS
 _MARK = {"passed": "PASS", "failed": "FAIL", "not run": "----", "skipped": "skip"}
 #: A report's status: "graded", or "error" (a fault of the machine: not scored, not cached; rerun after the fix).
-REPORT_STATUSES = ("graded", "error")
+REPORT_STATUSES = REPORT
 
 
 @dataclass
 class CheckResult:
     id: str
     type: str
-    status: str          # passed / failed / skipped
+    status: str          # a verdict: passed | failed | not run | skipped
     points: float        # earned
     max_points: float
     message: str
     hint: str = ""
     details: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        check_status(self.status, STATUSES, f"check {self.id!r}: status")
 
     @property
     def passed(self) -> bool:
@@ -43,6 +47,9 @@ class Report:
     status: str = "graded"
     error: str = ""          # for status "error": what is wrong with the machine, and the fix
     isolation: str = ""      # how the learner's code was isolated (rocmlab.sandbox.isolation())
+
+    def __post_init__(self):
+        check_status(self.status, REPORT_STATUSES, f"report of {self.exercise!r}: status")
 
     @property
     def earned(self) -> float:

@@ -20,9 +20,10 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
+from rocmlab.status import HEALTH, check_status
 from rocmlab.machine.detect import Platform, Probe, detect
 
-STATUSES = ("ok", "warn", "fail", "skip")
+STATUSES = HEALTH
 
 
 @dataclass(frozen=True)
@@ -33,8 +34,7 @@ class Check:
     fix: str = ""
 
     def __post_init__(self):
-        if self.status not in STATUSES:
-            raise ValueError(f"status {self.status!r} is not one of {STATUSES}")
+        check_status(self.status, STATUSES, "doctor status")
 
 
 def _major_minor(version: str | None) -> str | None:

@@ -55,8 +55,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmlab import settings
+from rocmlab.status import SEVERITIES as SEVERITY_WORDS
 
-SEVERITIES = ("error", "warning", "info")
+SEVERITIES = SEVERITY_WORDS
 KINDS = ("warp", "cuda-left", "library", "asm", "texture", "device-prop", "lds", "preprocessor", "scan")
 TU_SUFFIXES = (".cu", ".hip", ".cpp", ".cc", ".c", ".cxx")
 HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".hh", ".inl", ".hxx", ".inc")

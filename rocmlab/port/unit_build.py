@@ -18,16 +18,18 @@ from pathlib import Path
 
 from rocmlab import settings
 from rocmlab.hip import compile as driver
-from rocmlab.port.diagnose import (  # noqa: F401  (re-exported: build.CATEGORIES, build.categorise, ...)
+from rocmlab.port.diagnose import (  # noqa: F401  (re-exported: unit_build.CATEGORIES, unit_build.categorise, ...)
     CATEGORIES, LIBRARIES, categorise, first_error, has_main, libraries_needed)
+from rocmlab.status import BUILD, check_status
 
 COMPILE_TIMEOUT_S = settings.COMPILE_TIME_LIMIT_S
+
 
 @dataclass
 class UnitResult:
     path: str                 # ported file, relative to OUT
     source: str               # original file, relative to SRC
-    status: str               # ok | failed | timeout
+    status: str               # a build step: ok | failed | timeout
     category: str
     error: str = ""           # the first error, "file:line:col: message"
     error_file: str = ""
@@ -37,6 +39,9 @@ class UnitResult:
     command: list[str] = field(default_factory=list)
     log_tail: str = ""
 
+    def __post_init__(self):
+        check_status(self.status, BUILD, f"{self.path}: status")
+
     def to_json(self) -> dict:
         return asdict(self)
 
@@ -45,11 +50,14 @@ class UnitResult:
 class LinkResult:
     program: str              # output binary, relative to OUT
     main: str                 # the ported file with main()
-    status: str               # ok | failed | not-linked
+    status: str               # a build step: ok | failed | not-linked
     category: str
     error: str = ""
     duration_s: float = 0.0
     command: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        check_status(self.status, BUILD, f"{self.program}: status")
 
     def to_json(self) -> dict:
         return asdict(self)

@@ -22,7 +22,7 @@ MODE = P.setup()   # before triton is imported anywhere
 
 import torch  # noqa: E402
 
-from rocmlab.comm import codecs as C  # noqa: E402
+from rocmlab.comm import torch_codec as C  # noqa: E402
 from rocmlab.comm import triton_codec as T  # noqa: E402
 from rocmlab.hip import faults  # noqa: E402
 from rocmlab.machine.detect import current  # noqa: E402

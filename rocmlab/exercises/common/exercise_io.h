@@ -1,7 +1,7 @@
 // exercise_io.h: read the grader's input arrays and write the outputs (host code only,
 // the same for CUDA and HIP). Format ("RLX1"): magic, uint32 count, then per array:
 // a kind byte ('f' float32, 'i' int32, 'u' uint32), 7 pad bytes, uint64 length, data.
-// A program is run as `prog INPUT OUTPUT`; rocmlab.grader.io writes and reads these files.
+// A program is run as `prog INPUT OUTPUT`; rocmlab.grader.rlx writes and reads these files.
 #pragma once
 #include <cstdint>
 #include <cstdio>
