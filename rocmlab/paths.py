@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from rocmlab.settings import OFFLINE_ROCM_VERSION
 
 _PKG = Path(__file__).resolve().parent
 
@@ -47,7 +48,6 @@ def rocm_root() -> Path:
     """The offline ROCm root file system: ``ROCMLAB_ROCM_ROOT``, else ``ROCMLAB_HOME/rocm-<version>``."""
     import os
 
-    from rocmlab.settings import OFFLINE_ROCM_VERSION
 
     explicit = os.environ.get("ROCMLAB_ROCM_ROOT")
     return Path(explicit) if explicit else cache_dir() / f"rocm-{OFFLINE_ROCM_VERSION}"

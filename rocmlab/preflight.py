@@ -23,6 +23,7 @@ from pathlib import Path
 
 from rocmlab import settings
 from rocmlab.status import VERDICTS, check_status
+from rocmlab.machine.detect import current
 
 #: Characters of an error shown in summary.md's table (summary.json and .html have all of it).
 MD_ERROR_CHARS = 200
@@ -164,7 +165,6 @@ def run(labs_dir: Path, out_dir: Path, quick: bool = True, timeout_s: float = se
         only: str | None = None, progress: bool = True) -> list[LabResult]:
     from tqdm.auto import tqdm
 
-    from rocmlab.machine.detect import current
 
     try:
         timeout_s = settings.time_limit(timeout_s, what="--timeout", maximum=settings.PREFLIGHT_MAX_CELL_TIME_S)

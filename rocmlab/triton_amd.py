@@ -22,6 +22,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from rocmlab import settings
+from rocmlab.hip import occupancy as occ
+from rocmlab import sandbox
 
 #: The AMD options compile_amd passes on, with what they mean.
 OPTIONS = {
@@ -76,7 +78,6 @@ class AmdReport:
 
     def occupancy(self):
         """Waves per SIMD from the registers and LDS, by rocmlab's calculator (None where it lacks the target)."""
-        from rocmlab.hip import occupancy as occ
 
         if self.target not in occ.TARGET_FACTS or self.vgprs is None:
             return None
@@ -189,7 +190,6 @@ def _compile_in_child(job: dict) -> list[AmdReport]:
     import os
     import sys
 
-    from rocmlab import sandbox
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = sandbox.run_limited([sys.executable, "-m", "rocmlab.triton_amd"], stdin_data=json.dumps(job).encode(),

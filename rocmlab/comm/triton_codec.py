@@ -41,6 +41,7 @@ from rocmlab.comm.torch_codec import (
     encode_reference,
     get_codec,
 )
+from rocmlab.comm.torch_codec import fp8_codec_for
 
 #: The kernels' CODEC constexpr; both FP8 formats are codec 0, told apart by the FNUZ constexpr.
 CODEC_ID = {"fp8": 0, "fp8fnuz": 0, "q8": 1, "q6": 2, "q4": 3}
@@ -667,8 +668,6 @@ def compile_report(codec="q6", direction: str = "encode", target: str = settings
 def fp8_conversion_report(target: str | None = None) -> list[dict]:
     """Does the fused FP8 encode use the target's hardware FP8 conversion? One row per variant of the
     target's own FP8 codec (:func:`rocmlab.comm.torch_codec.fp8_codec_for`), compiled offline."""
-    from rocmlab import settings
-    from rocmlab.comm.torch_codec import fp8_codec_for
 
     target = target or settings.DEFAULT_TARGET
     name = fp8_codec_for(target)

@@ -34,6 +34,8 @@ from rocmlab import settings
 from rocmlab.comm import torch_codec as C
 from rocmlab.comm import costmodel as M
 from rocmlab.profile.timing import time_once
+from rocmlab.machine.detect import current
+from rocmlab.comm.launch import launch
 
 VLLM_VERSION = settings.VLLM_VERSION
 #: vLLM's QuickReduce regimes (VLLM_ROCM_QUICK_REDUCE_QUANTIZATION), NONE aside.
@@ -55,7 +57,6 @@ SGLANG_SHARED = (ENV_QUANT, ENV_CAST, ENV_MAX)
 
 def can_sweep(plat=None) -> tuple[bool, str]:
     """(True, '') on a ROCm machine with >= 2 GPUs and vLLM installed; else (False, why)."""
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     if plat.backend != "rocm":
@@ -184,7 +185,6 @@ def sweep_vllm(world: int = 2, regimes=None, sizes_bytes=None, timeout_s: float 
     ok, why = can_sweep()
     if not ok:
         raise RuntimeError(why)
-    from rocmlab.comm.launch import launch
 
     regimes = regimes or TP_REGIMES.get(world, REGIMES)
     sizes_bytes = sizes_bytes or [s << 20 for s in (1, 2, 4, 8, 16, 32, 64, 128)]

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from rocmlab import grader
 from rocmlab.grader.report import availability
+from rocmlab.hip import hipify
+from rocmlab.course.widgets.grader import report_html
 
 #: The learner's folder, relative to the notebook's working directory, unless one is passed.
 DEFAULT_FOLDER = "my-work"
@@ -52,7 +54,6 @@ class Workbench:
 
     def start(self, overwrite: bool = False) -> Path:
         """Write the starter, the README and the file to edit; an existing edit is kept unless ``overwrite``."""
-        from rocmlab.hip import hipify
 
         self.folder.mkdir(parents=True, exist_ok=True)
         self.starter_path.write_text(self.exercise.starter)
@@ -93,7 +94,6 @@ class Workbench:
         """Buttons over the learner's file: Grade again (re-reads it), Show a hint (one level at a time)."""
         import ipywidgets as w
 
-        from rocmlab.course.widgets.grader import report_html
 
         out, hints_box = w.HTML(), w.HTML()
         again = w.Button(description="Grade again", icon="refresh")

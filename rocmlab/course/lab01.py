@@ -13,6 +13,9 @@ from dataclasses import dataclass
 
 from rocmlab.hip import occupancy as occ
 from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES
+from rocmlab.hip import build
+from rocmlab.hip.compile import choose
+from rocmlab.hip import hipcuda
 
 
 @dataclass(frozen=True)
@@ -80,8 +83,6 @@ def compiler_missing(target: str | None = None, lang: str = "hip", plat=None) ->
     """'' when this machine has a compiler for ``target`` (default: what a ``%%hip`` or ``%%cuda``
     cell builds for here); else a message naming the fix. A lab cell that needs it prints the
     message, and the rest of the lab runs on."""
-    from rocmlab.hip import build
-    from rocmlab.hip.compile import choose
 
     target = target or build.default_target(lang, plat)
     _, why = choose(lang, target, plat)
@@ -318,7 +319,6 @@ def hipified_kernel_steps(cuda_source: str = HIPIFY_ME, target: str | None = Non
     """Hipify ``cuda_source`` mechanically, then fix it in two steps, compiling each version for
     ``target`` with the real compiler: the 32-bit mask (a compile error on ROCm 7), then the
     32-lane loop (it compiles, but the ISA shows half-wavefront sums: 5 steps, not 6)."""
-    from rocmlab.hip import hipcuda
     from rocmlab.hip.inspector import inspect
 
     target = target or DEFAULT_TARGET

@@ -23,6 +23,7 @@ import shlex
 
 from rocmlab import settings
 from rocmlab.hip import build as _build
+from rocmlab.machine.detect import current
 
 _LAST: dict[str, _build.BuildResult] = {}
 
@@ -171,7 +172,6 @@ def _show_inspection(res: _build.BuildResult, with_isa: bool):
     try:
         from IPython.display import HTML, display
 
-        from rocmlab.machine.detect import current
 
         html = inspector.inspection_html(ins, plat_label=f"compiled on {current().label}") if with_isa else (
             inspector.resources_table(ins) if ins.ok else inspector.inspection_html(ins))

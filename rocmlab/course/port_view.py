@@ -17,6 +17,9 @@ from pathlib import Path
 
 from rocmlab import settings
 from rocmlab.paths import repo_root
+from rocmlab.port.page import body_html, charts_svg
+from rocmlab.course.headline import headline
+from rocmlab.port import port
 
 SAMPLES_DIR = repo_root() / "tests" / "data" / "port"
 
@@ -37,8 +40,6 @@ def show(result, charts: bool = True, plat=None):
     """Display a :class:`~rocmlab.port.PortResult`: headline, the report's SVG charts and tables."""
     from IPython.display import HTML, display
 
-    from rocmlab.port.page import body_html, charts_svg
-    from rocmlab.course.headline import headline
 
     if result.compiled and result.units:
         headline(f"translation units compiled after rocmlab port ({Path(result.src).name}, {', '.join(result.targets)})",
@@ -50,7 +51,6 @@ def show(result, charts: bool = True, plat=None):
 
 def port_view(src, out=None, target: str = settings.DEFAULT_TARGET, workers: int | None = None, charts: bool = True, **kwargs):
     """Port ``src`` (a folder, or the name of a bundled sample) and show the result; returns it."""
-    from rocmlab.port import port
 
     p = Path(src)
     if not p.exists() and "/" not in str(src):

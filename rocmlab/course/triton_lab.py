@@ -13,6 +13,7 @@ import triton.language as tl
 from rocmlab import settings
 from rocmlab import triton_amd as TA
 from rocmlab.course.puzzles import device
+from rocmlab.profile.timing import graph_bench
 
 VADD_SIG = {"x_ptr": "*fp32", "y_ptr": "*fp32", "z_ptr": "*fp32", "n": "i32"}
 MM_SIG = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32"}
@@ -61,7 +62,6 @@ def tune_vadd(n: int, blocks=(256, 1024, 4096), warps=(1, 4, 8)) -> list[dict] |
     if device() == "cpu":
         return ("not timed: Triton's CPU interpreter runs each program in numpy, one after another, so its time "
                 "says nothing about a GPU; on a GPU this cell times every configuration")
-    from rocmlab.profile.timing import graph_bench
 
     x, y = (torch.randn(n, device="cuda") for _ in range(2))
     moved = 3 * 4 * n

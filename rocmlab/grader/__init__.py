@@ -29,6 +29,8 @@ from rocmlab.grader import isa_check
 from rocmlab.grader.checks import CHECKS, NO_GPU_WORK, Context, MachineFault, analysis, new_seed, not_run
 from rocmlab.grader.report import CheckResult, Report
 from rocmlab.grader.spec import Exercise, ExerciseError, exercises, load
+from rocmlab import sandbox
+from rocmlab.machine.detect import current
 
 isa_check.register(CHECKS)   # the isa check type and the needs: amd-gpu option
 
@@ -46,8 +48,6 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
     ``time_limit_s``: seconds per run; precedence: this argument > the exercise spec's ``timeout_s`` >
     ``settings.RUN_TIME_LIMIT_S``.
     """
-    from rocmlab import sandbox
-    from rocmlab.machine.detect import current
 
     ex = load(exercise_id)
     if source is not None and not isinstance(source, str):
@@ -95,8 +95,6 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
 def refused(exercise_id: str, reason: str, *, plat=None) -> Report:
     """The report for a hand-in the grader would not read (a symbolic link, not a regular file, too large):
     every check "not run" with ``reason`` (a learner's message), no points, never compiled or run."""
-    from rocmlab import sandbox
-    from rocmlab.machine.detect import current
 
     ex = load(exercise_id)
     plat = plat or current()

@@ -34,6 +34,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from rocmlab.grader.spec import load
+from rocmlab import settings
+from rocmlab.sandbox import Terminated
 
 SUFFIXES = (".hip", ".cpp", ".cu")
 #: A hand-in larger than this is not read (a HIP exercise is a few KB; the static analysis has a time limit).
@@ -109,7 +112,6 @@ def read_submission(path) -> bytes:
 
 
 def find_jobs(submissions, exercises: list[str]) -> list[Job]:
-    from rocmlab.grader.spec import load
 
     root = Path(submissions)
     if not root.is_dir():
@@ -253,7 +255,6 @@ def _grade_parallel(todo, out: Path, seed, time_limit_s, workers, bar) -> None:
 def _stop_workers(pool: ProcessPoolExecutor) -> None:
     """SIGTERM each worker (it ends its sandboxed program and removes its temporary folders), then SIGKILL
     the ones still there after settings.SANDBOX_KILL_WAIT_S / 2."""
-    from rocmlab import settings
 
     procs = list((getattr(pool, "_processes", None) or {}).values())
     for p in procs:
@@ -272,7 +273,6 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def _raise_terminated(signum, frame):
-    from rocmlab.sandbox import Terminated
 
     raise Terminated()
 
@@ -305,7 +305,6 @@ def write_csvs(out: Path, jobs: list[Job], assignment: str) -> None:
             pass
     learners = sorted({j.learner for j in jobs})
     exercises = sorted({j.exercise for j in jobs})
-    from rocmlab.grader.spec import load
 
     max_score = sum(load(e).possible for e in exercises)
     buf = io.StringIO()

@@ -23,6 +23,7 @@ from rocmlab.grader import rlx as gio
 from rocmlab.grader import libs, static
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import COMMON_DIR, CheckSpec, Exercise, common_header_hash
+from rocmlab.paths import cache_dir
 
 # What a build prints when its host code reaches the first GPU call on a machine without one.
 NO_DEVICE = re.compile(r"hipErrorNoDevice|hipErrorInvalidDevice|no ROCm-capable device|invalid device ordinal|"
@@ -109,7 +110,6 @@ def check_static(ctx: Context, spec: CheckSpec) -> CheckResult:
 
 def include_dir() -> str:
     """A folder holding only exercise_io.h (the compiler sees it, not the rest of the grader's files)."""
-    from rocmlab.paths import cache_dir
 
     h = common_header_hash()
     d = cache_dir() / "grader-include" / h

@@ -33,6 +33,9 @@ from rocmlab import settings
 from rocmlab.grader.checks import build_flags, result
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import CheckSpec
+from rocmlab.hip import inspector as hip_inspect
+from rocmlab.hip import build
+from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX
 
 NEEDS = ("amd-gpu", "amd-target")
 
@@ -43,7 +46,6 @@ def isa_target(spec: CheckSpec) -> str:
 
 def inspect_submission(ctx, target: str):
     """The submission's device code for ``target`` (cached per context), via rocmlab.hip.inspector."""
-    from rocmlab.hip import inspector as hip_inspect
 
     cache = ctx.__dict__.setdefault("_isa", {})
     if target not in cache:
@@ -130,8 +132,6 @@ def check_isa(ctx, spec: CheckSpec) -> CheckResult:
 
 def _no_offline_compiler(target: str) -> str:
     """'' when an offline AMD toolchain here builds for ``target``, else what is missing and the fix."""
-    from rocmlab.hip import build
-    from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX
 
     tc = build.find_toolchain("offline")
     if tc is None:

@@ -7,6 +7,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from rocmlab.status import REPORT, VERDICTS, check_status
+from rocmlab.html_table import html_table
 
 #: A check's verdict (rocmlab.status.VERDICTS): "not run" is the submission's doing and earns nothing;
 #: "skipped" is the machine's (no GPU) and neither earns nor loses points.
@@ -96,7 +97,6 @@ class Report:
         return "\n".join(lines)
 
     def to_html(self) -> str:
-        from rocmlab.html_table import html_table
 
         rows = [[c.status, c.id, f"{c.points:g}/{c.max_points:g}", c.message,
                  c.hint if c.status == "failed" else ""] for c in self.checks]

@@ -52,6 +52,8 @@ from rocmlab import sandbox, settings
 from rocmlab.hip import hipcuda
 from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover
 from rocmlab.paths import cache_dir
+from rocmlab.machine.detect import current
+from rocmlab.hip.toolchain import offline_problem
 
 OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive")
 CACHE_FORMAT = 2
@@ -83,7 +85,6 @@ def resolve_platform(plat):
     """``plat``, or this machine's platform (:func:`rocmlab.machine.detect.current`) when it is None."""
     if plat is not None:
         return plat
-    from rocmlab.machine.detect import current
 
     return current()
 
@@ -110,7 +111,6 @@ def choose(lang: str, target: str, plat=None, toolchain=None) -> tuple[Toolchain
                               f"use one of {', '.join(settings.AMD_TARGETS)}")
             return tc, ""
     if "offline" in kinds:
-        from rocmlab.hip.toolchain import offline_problem
 
         fixes = [NO_TOOLCHAIN_FIX[k] for k in kinds if k != "offline"] + [offline_problem()]
     else:

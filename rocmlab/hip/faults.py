@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass, field
 
 from rocmlab import settings
+from rocmlab.hip import build
+from rocmlab.machine.detect import current
 
 #: A kernel that writes 1 GiB past the end of a 256-int buffer: far outside any mapping, so it faults
 #: on every GPU (a few elements past the end would usually land in the same page and go unnoticed:
@@ -146,8 +148,6 @@ def provoke(plat=None, serialize: bool = True, log_level: int = 1) -> FaultRun:
     ``serialize`` sets AMD_SERIALIZE_KERNEL=3 and HIP_LAUNCH_BLOCKING=1 (CUDA_LAUNCH_BLOCKING=1 on NVIDIA);
     ``log_level`` is AMD_LOG_LEVEL. On a CPU the program is compiled for the default target and not run:
     the result says why."""
-    from rocmlab.hip import build
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     env = {"AMD_LOG_LEVEL": str(log_level)}

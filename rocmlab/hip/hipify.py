@@ -23,6 +23,7 @@ from pathlib import Path
 from rocmlab.html_table import html_table
 from rocmlab.port.scan import Finding, scan_project
 from rocmlab.port.translate import CUDA_SUFFIXES, EngineError, fix_traps, hipify_perl_command, translate
+from rocmlab.port.scan import strip_comments_and_strings
 
 TOOLS = ("torch", "perl")
 _TOOL_ALIASES = {"hipify-perl": "perl"}
@@ -117,7 +118,6 @@ _HIP_API = re.compile(r"\b(?:hip[A-Z]\w*|hipblas\w+)\s*\(|#\s*include\s*[<\"]hip
 
 def looks_like(source: str) -> str | None:
     """"cuda" when the source calls CUDA's API and none of HIP's, "hip" for the reverse, else None."""
-    from rocmlab.port.scan import strip_comments_and_strings
 
     clean = strip_comments_and_strings(source)
     cuda = bool(re.search(r"\b(?:cuda[A-Z]\w*|cublas\w+)\s*\(|#\s*include\s*[<\"]cuda", clean))

@@ -22,6 +22,9 @@ from dataclasses import asdict, dataclass
 
 from rocmlab.status import HEALTH, check_status
 from rocmlab.machine.detect import Platform, Probe, detect
+from rocmlab.hip.toolchain import discover_offline, offline_problem
+from rocmlab.settings import OFFLINE_ROCM_VERSION
+from rocmlab import sandbox
 
 STATUSES = HEALTH
 
@@ -232,8 +235,6 @@ def check_wsl(plat: Platform, probe: Probe) -> Check:
 
 
 def check_offline_toolchain(plat: Platform, probe: Probe) -> Check:
-    from rocmlab.hip.toolchain import discover_offline, offline_problem
-    from rocmlab.settings import OFFLINE_ROCM_VERSION
 
     name = f"offline HIP toolchain (ROCm {OFFLINE_ROCM_VERSION} root: compile for MI300X/MI355X without a GPU)"
     tc = discover_offline(probe)
@@ -261,7 +262,6 @@ def check_gpu_toolchain(plat: Platform, probe: Probe) -> Check:
 
 def check_isolation(plat: Platform, probe: Probe) -> Check:
     """How learner code is isolated here (rocmlab.sandbox): bubblewrap, or a weaker fallback said plainly."""
-    from rocmlab import sandbox
 
     iso = sandbox.isolation()
     if iso.namespaces:

@@ -23,6 +23,7 @@ import math
 from dataclasses import dataclass
 
 from rocmlab.machine import hardware
+from rocmlab import sandbox
 
 
 @dataclass(frozen=True)
@@ -272,7 +273,6 @@ def local_partition() -> tuple[dict | None, str]:
     import re
     import shutil
 
-    from rocmlab import sandbox
 
     exe = shutil.which("amd-smi")
     if exe is None:

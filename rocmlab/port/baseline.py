@@ -19,6 +19,8 @@ from pathlib import Path
 from rocmlab import settings
 from rocmlab.port import unit_build
 from rocmlab.port.inputs import check_request, collect
+from rocmlab.port.translate import torch_hipify_folder
+from rocmlab.port.project import include_dirs
 
 
 @dataclass
@@ -45,8 +47,6 @@ class BaselineResult:
 def plain_hipify(src, work_dir, targets=(settings.DEFAULT_TARGET,), compat: bool = True, workers: int | None = None,
                  include=(), toolchain: str = "auto") -> BaselineResult:
     """Hipify ``src`` with torch.utils.hipify alone into ``work_dir`` and compile its translation units."""
-    from rocmlab.port.translate import torch_hipify_folder
-    from rocmlab.port.project import include_dirs
 
     t0 = time.monotonic()
     src_r, work = check_request(src, work_dir)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from rocmlab.port.scan import strip_comments_and_strings
+from rocmlab.port.scan import scan
 
 _MAIN = re.compile(r"\bint\s+main\s*\(")
 _ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)$", re.MULTILINE)
@@ -109,7 +110,6 @@ def has_main(text: str) -> bool:
 def libraries_needed(texts) -> list[str]:
     """Keys of LIBRARIES whose API is used in code that is compiled (texts: HIP or CUDA sources, each
     scanned as its own one-file project). A header that only mentions a library does not count."""
-    from rocmlab.port.scan import scan
 
     found: set[str] = set()
     for i, t in enumerate(texts):

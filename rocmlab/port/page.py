@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 from rocmlab.port import unit_build
+from rocmlab.port.inputs import PortInputError
 
 SEVERITY_COLOURS = {"error": "#cf222e", "warning": "#9a6700", "info": "#0969da"}
 STATUS_COLOURS = {"ok": "#1a7f37", "failed": "#cf222e", "timeout": "#8250df", "not-linked": "#6e7781"}
@@ -215,7 +216,6 @@ def write_reports(result, html_path: Path) -> tuple[Path, Path]:
     html_path = Path(html_path).resolve()
     src = Path(result.src)
     if src == html_path or src in html_path.parents:
-        from rocmlab.port.inputs import PortInputError
 
         raise PortInputError(f"--report {html_path} is inside SRC ({src}): the port never writes into SRC; "
                              "put the report elsewhere (the default is OUT/rocmlab-port.html)")

@@ -17,6 +17,9 @@ from rocmlab import settings
 from rocmlab.port import unit_build, translate
 from rocmlab.port.inputs import PortInputError, Problem, check_request, collect
 from rocmlab.port.scan import scan_project
+from rocmlab.port.inputs import SOURCE_SUFFIXES
+from rocmlab.port.page import write_reports
+from rocmlab.port.inputs import TU_SUFFIXES
 
 REPORT_JSON = "rocmlab-port.json"
 REPORT_HTML = "rocmlab-port.html"
@@ -261,7 +264,6 @@ def _external_headers(proj, ext_dirs: list[Path], problems: list[Problem]) -> tu
 
 
 def build_header_suffixes():
-    from rocmlab.port.inputs import SOURCE_SUFFIXES
 
     return (*SOURCE_SUFFIXES, ".inl", ".hxx", ".hh", ".cuh")
 
@@ -411,14 +413,12 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
     result.timings = {"hipify_s": round(t_hipify, 3), "fix_and_scan_s": round(t_fix, 3),
                       "compile_s": round(t_compile, 3), "link_s": round(t_link, 3),
                       "total_s": round(time.monotonic() - t_start, 3)}
-    from rocmlab.port.page import write_reports
 
     write_reports(result, Path(report) if report else out_r / REPORT_HTML)
     return result
 
 
 def build_tu_suffixes():
-    from rocmlab.port.inputs import TU_SUFFIXES
 
     return TU_SUFFIXES
 

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rocmlab.port.scan import Finding, strip_comments_and_strings
+from rocmlab.paths import rocm_root
 
 ENGINES = ("torch", "perl")
 
@@ -262,7 +263,6 @@ def hipify_perl_command() -> list[str] | None:
     exe = shutil.which("hipify-perl")
     if exe:
         return [exe]
-    from rocmlab.paths import rocm_root
 
     for cand in (rocm_root() / "usr" / "bin" / "hipify-perl", rocm_root() / "opt" / "rocm" / "bin" / "hipify-perl"):
         if cand.is_file() and shutil.which("perl"):
@@ -328,7 +328,6 @@ def hip_header_names() -> set[str]:
     is here). Used to finish what hipify left: cudaX whose hipX exists."""
     global _HIP_NAMES
     if _HIP_NAMES is None:
-        from rocmlab.paths import rocm_root
 
         names: set[str] = set()
         for inc in (rocm_root() / "usr" / "include" / "hip", Path("/opt/rocm/include/hip")):

@@ -21,6 +21,7 @@ from rocmlab.hip import compile as driver
 from rocmlab.port.diagnose import (  # noqa: F401  (re-exported: unit_build.CATEGORIES, unit_build.categorise, ...)
     CATEGORIES, LIBRARIES, categorise, first_error, has_main, libraries_needed)
 from rocmlab.status import BUILD, check_status
+from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, offline_problem
 
 COMPILE_TIMEOUT_S = settings.COMPILE_TIME_LIMIT_S
 
@@ -65,7 +66,6 @@ class LinkResult:
 
 def choose_toolchain(kind: str = "auto"):
     """The Toolchain for the port: ROCm's hipcc when present, else the offline ROCm root."""
-    from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, offline_problem
 
     kinds = ("rocm", "offline") if kind == "auto" else (kind,)
     for k in kinds:

@@ -11,6 +11,7 @@ import contextlib
 from dataclasses import dataclass
 
 from rocmlab.profile.timing import BenchResult, bench, rotation_count
+from rocmlab.machine.detect import current
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 SPEC_FIGURE = {"fp32": "fp32_vector_tflops", "tf32": "tf32_dense_tflops", "bf16": "bf16_dense_tflops",
@@ -173,7 +174,6 @@ def gemm_sweep(sizes, dtypes=DTYPES, reps: int = 10, max_time_s: float = 3.0, pl
     precisions that do not run here get a row with the reason instead of a figure."""
     import pandas as pd
 
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     spec = plat.device.spec if plat.device else None
@@ -201,7 +201,6 @@ def bandwidth_sweep(sizes_bytes, reps: int = 10, plat=None):
     cache measures the cache, not HBM). Returns (DataFrame, results of the rotated runs)."""
     import pandas as pd
 
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     spec = plat.device.spec if plat.device else None
@@ -256,7 +255,6 @@ def blas_ab(n: int = 4096, dtype: str = "bf16", reps: int = 10, plat=None):
     import pandas as pd
     import torch
 
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     if not torch.cuda.is_available():

@@ -12,6 +12,8 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from rocmlab.profile import ops
+from rocmlab.machine.detect import current
+from rocmlab.paths import cache_dir
 
 CACHE_FILE = "ceilings.json"
 
@@ -33,7 +35,6 @@ def device_key(plat=None, profile: str = "full") -> str:
     """Cache key: backend, device name, torch version and the size profile (quick or full)."""
     import torch
 
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     name = plat.device.name if plat.device else "unknown"
@@ -41,7 +42,6 @@ def device_key(plat=None, profile: str = "full") -> str:
 
 
 def _cache_path():
-    from rocmlab.paths import cache_dir
 
     return cache_dir() / CACHE_FILE
 
@@ -54,7 +54,6 @@ def load_cache() -> dict:
 
 
 def default_sizes(quick: bool, plat=None) -> dict:
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     if not plat.is_gpu:
@@ -69,7 +68,6 @@ def measure_ceilings(quick: bool = False, dtypes=("fp32", "bf16"), force: bool =
     The cache (``~/.cache/rocmlab/ceilings.json``, ``ROCMLAB_HOME`` moves it) is keyed by backend,
     device, torch version and size profile; ``force=True`` measures again. A cached entry that lacks a
     requested precision is completed, not replaced."""
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     profile = "quick" if quick else "full"
@@ -145,7 +143,6 @@ class Roofline:
 
     @classmethod
     def for_device(cls, ceilings: Ceilings | None = None, plat=None) -> Roofline:
-        from rocmlab.machine.detect import current
 
         plat = plat or current()
         spec = plat.device.spec if plat.device else None

@@ -20,6 +20,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from rocmlab.machine.detect import current
 
 
 class BenchError(ValueError):
@@ -234,7 +235,6 @@ def bench(fn: Callable, *, inputs: Sequence | None = None, warmup: int = 3, reps
             break
     timer = "device events (torch.cuda.Event)" if use_events else "wall clock (time.perf_counter)"
     if label is None:
-        from rocmlab.machine.detect import current
 
         label = current().label
     return BenchResult(name, tuple(times), timer, warmup, n, bytes, flops, label)
@@ -243,7 +243,6 @@ def bench(fn: Callable, *, inputs: Sequence | None = None, warmup: int = 3, reps
 def last_level_cache_bytes(plat=None) -> int:
     """The last-level cache a rotation must defeat: L2 + Infinity Cache from the spec row on a GPU,
     the largest CPU cache in sysfs on the CPU; 256 MiB if neither is known (covers MI300X's 256 MB)."""
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     spec = plat.device.spec if plat.device else None

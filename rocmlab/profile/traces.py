@@ -22,6 +22,8 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from rocmlab.machine.detect import current
+from rocmlab.sandbox import run_limited
 
 GPU_CATS = ("kernel", "gpu_memcpy", "gpu_memset")
 CPU_CATS = ("cpu_op",)
@@ -155,7 +157,6 @@ def profile_kernels(fn: Callable, *args, steps: int = 3, warmup: int = 1, trace_
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from rocmlab.machine.detect import current
 
     if not callable(fn):
         raise _not_callable(fn, "profile_kernels")
@@ -272,8 +273,6 @@ def rocprof_command(tool: str, path: str, out_dir: str, cmd: list[str]) -> list[
 def run_under_rocprof(target, out_dir: str | None = None, timeout_s: float = 300.0, which=None) -> KernelProfile:
     """Run a command (a list) or an importable Python function under rocprofv3 (or rocprof) and read
     its kernel trace into a :class:`KernelProfile`."""
-    from rocmlab.machine.detect import current
-    from rocmlab.sandbox import run_limited
 
     found = rocprof_tool(which)
     if found is None:

@@ -22,6 +22,7 @@ import numpy as np
 from rocmlab.serve.client import (BadServerAnswer, RequestOutput, SampleRequest, ServerUnreachable, Timeouts,
                                   check_server, detokenize, request_one, tokenize)
 from rocmlab.serve.metrics import make_result
+from rocmlab.paths import datasets_dir
 
 NOT_SENT = "not sent: the server stopped answering (connection refused)"
 
@@ -179,7 +180,6 @@ def run(base_url: str, requests: list[SampleRequest], model: str | None = None, 
 
 # ------------------------------------------------------------------------------ datasets
 def prompts_path() -> Path:
-    from rocmlab.paths import datasets_dir
 
     return datasets_dir() / "prompts.jsonl"
 

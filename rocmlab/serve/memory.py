@@ -28,6 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from rocmlab.paths import datasets_dir
+from rocmlab.machine import hardware
 
 GIB = 1024**3
 
@@ -173,7 +174,6 @@ def activation_bytes(cfg: ModelConfig, tp: int = 1, max_num_batched_tokens: int 
 
 
 def gpu_memory_gib(gpu: str) -> float:
-    from rocmlab.machine import hardware
 
     specs = hardware.specs()
     spec = specs.get(gpu) or hardware.lookup(gpu)

@@ -23,6 +23,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from rocmlab.serve.vllm_env import vllm_python
 
 RECIPE = {
     "vocab_size": 1024, "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -86,7 +87,6 @@ def build(out: str | Path | None = None, python: str | None = None, force: bool 
         _build(out)
         return out
     if python is None:
-        from rocmlab.serve.vllm_env import vllm_python
 
         python = vllm_python()
         if python is None:

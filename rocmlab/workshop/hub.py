@@ -32,6 +32,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+from rocmlab.workshop.exchange import prepare
 
 NO_PROXY = ("configurable-http-proxy not found on PATH: install it from npm, pinned as scripts/setup/50-hub.sh does: "
             "`npm install -g configurable-http-proxy@5.3.0` on node >= 20, `@4.6.3` on Debian's node 18")
@@ -277,7 +278,6 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     exchange = Path(exchange) if exchange else workdir / "exchange"
-    from rocmlab.workshop.exchange import prepare
 
     prepare(exchange)
     port = port or free_port()

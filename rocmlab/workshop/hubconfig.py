@@ -10,10 +10,10 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from rocmlab.workshop import seats
 
 
 def configure(c, s: dict) -> None:
-    from rocmlab.workshop import seats
 
     work = Path(s["workdir"])
     c.JupyterHub.ip = "127.0.0.1"

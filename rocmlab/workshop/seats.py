@@ -23,6 +23,7 @@ import os
 import re
 from contextlib import contextmanager
 from pathlib import Path
+from rocmlab.workshop import exchange as xchg
 
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
 
@@ -98,7 +99,6 @@ def make_pre_spawn_hook(assigner: GpuAssigner, exchange: str | os.PathLike | Non
     one exists: TLJH's ``jupyter-NAME``). An admin takes no seat and gets ``ROCMLAB_EXCHANGE`` only.
     Raises :class:`NoFreeGpu` (the spawn fails with its message) when every seat is taken.
     """
-    from rocmlab.workshop import exchange as xchg
 
     def hook(spawner):
         user = spawner.user.name

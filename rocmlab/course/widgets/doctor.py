@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 from rocmlab.html_table import html_table
+from rocmlab.machine import doctor
+from rocmlab.machine.detect import Probe, current, detect
+from rocmlab.machine.detect import current
 
 
 def render_checks(checks) -> str:
@@ -14,8 +17,6 @@ def doctor_widget():
     """A VBox: the doctor table and a button that runs the checks again (after you fix something)."""
     import ipywidgets as w
 
-    from rocmlab.machine import doctor
-    from rocmlab.machine.detect import Probe, current, detect
 
     out = w.HTML()
     summary = w.HTML()
@@ -36,7 +37,6 @@ def doctor_widget():
 
 
 def facts_html(plat=None) -> str:
-    from rocmlab.machine.detect import current
 
     plat = plat or current()
     return html_table(["fact", "value"], [list(r) for r in plat.facts()], css_class="rocmlab-facts")

@@ -8,6 +8,7 @@ from rocmlab.hip import occupancy as occ
 from rocmlab.hip.inspector import Inspection
 from rocmlab.hip.resources import CATEGORY_HELP
 from rocmlab.html_table import html_table
+from rocmlab.machine.detect import current
 
 COLOURS = {"shuffle": "#8250df", "global": "#0969da", "lds": "#1a7f37", "wait": "#9a6700",
            "barrier": "#cf222e", "matrix": "#bf3989"}
@@ -68,6 +69,5 @@ def inspection_html(ins: Inspection, kernel: str | None = None, max_lines: int =
 def show(ins: Inspection, kernel: str | None = None, max_lines: int = 120):
     from IPython.display import HTML, display
 
-    from rocmlab.machine.detect import current
 
     display(HTML(inspection_html(ins, kernel, max_lines, f"compiled on {current().label}")))

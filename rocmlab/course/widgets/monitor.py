@@ -5,6 +5,7 @@ buttons; the header names the source (amdsmi, nvml or psutil) and the device."""
 from __future__ import annotations
 
 import html
+from rocmlab.profile.monitor import Monitor, MonitorUnavailable
 
 PANELS = (("util_pct", "utilisation (%)"), ("mem_used_gb", "memory used (GB)"),
           ("power_w", "power (W)"), ("temp_c", "temperature (°C)"))
@@ -35,7 +36,6 @@ def monitor_widget(source: str | None = None, interval_s: float = 1.0, window: i
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    from rocmlab.profile.monitor import Monitor, MonitorUnavailable
 
     try:
         mon = monitor or Monitor(source, interval_s=interval_s, history=window, **monitor_kw)
