@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
-from rocmlab.settings import OFFLINE_ROCM_VERSION
+
+from rocmlab import settings
 
 _PKG = Path(__file__).resolve().parent
 
@@ -29,11 +31,19 @@ def labs_dir() -> Path:
     return _first_existing(_PKG.parent / "labs", _PKG / "_labs")
 
 
+def kernels_dir() -> Path:
+    """The example HIP kernels the labs and the inspector's tests compile (``rocmlab/hip/kernels``)."""
+    return _PKG / "hip" / "kernels"
+
+
+def exercises_dir() -> Path:
+    """The exercise folders (``rocmlab/exercises/<id>/``: spec.yaml, starter, solution, reference)."""
+    return _PKG / "exercises"
+
+
 def cache_dir() -> Path:
     """Per-user cache (compiled kernels, measured ceilings). ROCMLAB_HOME overrides it."""
-    import os
-
-    base = os.environ.get("ROCMLAB_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "rocmlab")
+    base = settings.env("ROCMLAB_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "rocmlab")
     path = Path(base)
     path.mkdir(parents=True, exist_ok=True)
     return path
@@ -46,8 +56,5 @@ def home() -> Path:
 
 def rocm_root() -> Path:
     """The offline ROCm root file system: ``ROCMLAB_ROCM_ROOT``, else ``ROCMLAB_HOME/rocm-<version>``."""
-    import os
-
-
-    explicit = os.environ.get("ROCMLAB_ROCM_ROOT")
-    return Path(explicit) if explicit else cache_dir() / f"rocm-{OFFLINE_ROCM_VERSION}"
+    explicit = settings.env("ROCMLAB_ROCM_ROOT")
+    return Path(explicit) if explicit else cache_dir() / f"rocm-{settings.OFFLINE_ROCM_VERSION}"

@@ -10,12 +10,13 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from rocmlab import paths
 from rocmlab.hip import build
 from rocmlab.hip import compile as driver
 from rocmlab.hip.toolchain import discover, discover_offline
 from rocmlab.machine.detect import current
 
-KERNELS = Path(build.__file__).parent / "kernels"
+KERNELS = paths.kernels_dir()
 OFFLINE = discover_offline()
 HAS_GFX942 = OFFLINE is not None and "gfx942" in OFFLINE.targets
 HAS_NVCC = discover("nvcc") is not None

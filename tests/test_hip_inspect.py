@@ -7,13 +7,14 @@ from pathlib import Path
 import pytest
 
 from rocmlab.course import lab01
+from rocmlab import paths
 from rocmlab.hip import build, occupancy
 from rocmlab.hip import compile as driver
 from rocmlab.hip import resources
 from rocmlab.hip import inspector as insp
 from rocmlab.hip.toolchain import discover, discover_offline
 
-KERNELS = Path(build.__file__).parent / "kernels"
+KERNELS = paths.kernels_dir()
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "h200"
 OFFLINE = discover_offline()
 HAS_GFX942 = OFFLINE is not None

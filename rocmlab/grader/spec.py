@@ -10,7 +10,9 @@ from pathlib import Path
 
 import yaml
 
-EXERCISES_DIR = Path(__file__).resolve().parent.parent / "exercises"
+from rocmlab import paths
+
+EXERCISES_DIR = paths.exercises_dir()
 COMMON_DIR = EXERCISES_DIR / "common"
 CHECK_TYPES = ("static", "compile", "run", "compare", "perf", "isa")
 

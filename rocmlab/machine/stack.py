@@ -13,6 +13,7 @@ import glob
 import os
 import re
 
+from rocmlab import settings
 from rocmlab.paths import datasets_dir
 from rocmlab.machine.detect import Platform, Probe
 
@@ -103,7 +104,7 @@ def low_precision_support(plat: Platform) -> str:
         return (f"no AMD GPU here (backend {plat.backend}): on MI300X (gfx942) ROCm 6.0+ runs FP8; "
                 "FP6/FP4 need ROCm 7.0 and MI350-series (gfx950) hardware")
     v = _version_key(installed or "0")
-    fp8 = target in ("gfx942", "gfx950") and v >= (6, 0)
+    fp8 = settings.FP8_FORMATS.get(target) is not None and v >= (6, 0)
     fp4 = target == "gfx950" and v >= (7, 0)
     return (f"ROCm {installed} on {target}: FP8 {'yes' if fp8 else 'no'}; FP6/FP4 {'yes' if fp4 else 'no'}"
             + ("" if fp4 else " (FP6/FP4 need ROCm 7.0 on gfx950)"))

@@ -50,8 +50,8 @@ class OccupancyExplorer:
                                           description="threads per workgroup", style=style, layout=layout,
                                           continuous_update=True),
         }
-        self.target = w.Dropdown(options=[("gfx942 (MI300X, CDNA3)", "gfx942"), ("gfx90a (MI200, CDNA2)", "gfx90a")],
-                               value=target, description="target", style=style, layout=layout)
+        self.target = w.Dropdown(options=[(f"{t} ({settings.TARGET_NAMES[t]})", t) for t in settings.AMD_TARGETS],
+                                 value=target, description="target", style=style, layout=layout)
         self.result = w.HTML()
         o = self.compute()
         xs, ys, colours = figure_data(o)
