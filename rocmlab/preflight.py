@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmlab import settings
-from rocmlab.status import VERDICTS, check_status
 from rocmlab.machine.detect import current
+from rocmlab.status import VERDICTS, check_status
 
 #: Characters of an error shown in summary.md's table (summary.json and .html have all of it).
 MD_ERROR_CHARS = 200

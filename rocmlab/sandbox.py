@@ -32,14 +32,16 @@ import ctypes
 import glob
 import math
 import os
+import pwd
 import resource
+import secrets
 import shutil
 import signal
 import subprocess
 import threading
 import time
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 
 from rocmlab import settings
 
@@ -222,7 +224,7 @@ def _describe(level: str, reason: str, fix: str) -> Isolation:
     return Isolation(level, text, reason, fix)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _detect(mode: str, as_root: bool) -> Isolation:
     weaker = SETPRIV if as_root and shutil.which("setpriv") else RLIMITS
     if mode == "no-bwrap":
@@ -321,8 +323,6 @@ def run_uid() -> int:
     each other), never one with a passwd entry; otherwise SANDBOX_UID (inside the user namespace)."""
     if not _as_root():
         return settings.SANDBOX_UID
-    import pwd
-    import secrets
 
     for _ in range(100):
         uid = settings.SANDBOX_UID_BASE + secrets.randbelow(settings.SANDBOX_UID_COUNT)

@@ -10,6 +10,7 @@ other module writes ``"gfx942"`` or ``20.0`` as a default.
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 from dataclasses import dataclass
@@ -189,7 +190,6 @@ def time_limit(value, *, what: str = "time limit", maximum: float = MAX_TIME_LIM
 
 def time_limit_arg(flag: str, maximum: float = MAX_TIME_LIMIT_S):
     """An argparse ``type=`` for a time limit: :func:`time_limit` (argparse's message names ``flag``)."""
-    import argparse
 
     def seconds(text):
         try:

@@ -17,13 +17,20 @@ JITFunction directly). Never imports IPython or plotting libraries.
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
+import json
+import os
 import re
+import sys
+import tempfile
+import textwrap
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
-from rocmlab import settings
+from rocmlab import sandbox, settings
 from rocmlab.hip import occupancy as occ
-from rocmlab import sandbox
 
 #: The AMD options compile_amd passes on, with what they mean.
 OPTIONS = {
@@ -133,14 +140,11 @@ def parse_amdgcn(asm: str) -> dict:
 def interpreting() -> bool:
     """True in a process running Triton's CPU interpreter (TRITON_INTERPRET=1), which patches triton.language
     for the whole process: compilation then happens in a child process without it."""
-    import os
 
     return os.environ.get("TRITON_INTERPRET", "") == "1"
 
 
 def _source_of(fn) -> tuple[str, str]:
-    import inspect
-    import textwrap
 
     base = getattr(fn, "fn", fn)
     try:
@@ -186,9 +190,6 @@ def compile_variants(fn, signature: dict, constexprs: dict | None = None, target
 
 
 def _compile_in_child(job: dict) -> list[AmdReport]:
-    import json
-    import os
-    import sys
 
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
@@ -206,9 +207,6 @@ def _compile_in_child(job: dict) -> list[AmdReport]:
 
 
 def _compile_job(job: dict) -> list[AmdReport]:
-    import importlib.util
-    import tempfile
-    from pathlib import Path
 
     try:
         import triton
@@ -252,9 +250,6 @@ def _compile_job(job: dict) -> list[AmdReport]:
 
 
 def _main() -> None:   # the child process of _compile_in_child
-    import json
-    import sys
-    from dataclasses import asdict
 
     job = json.loads(sys.stdin.read())
     try:

@@ -20,6 +20,8 @@ of it into one kernel that writes straight into its peers' memory over xGMI.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.distributed as dist
 
@@ -86,7 +88,6 @@ def two_shot_all_reduce(x: torch.Tensor, codec="q4", group=None, impl: str = "au
     recv = torch.empty_like(send)
     dist.all_to_all_single(recv, send, group=group)
     if _die_after_scatter:                           # for the tests: a rank that dies mid-collective
-        import os
         os._exit(3)
 
     # 2. reduce the segment this rank owns (float32 sum, rank order)

@@ -25,8 +25,8 @@ import csv
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from rocmlab.paths import datasets_dir
 from rocmlab.comm import torch_codec as C
+from rocmlab.paths import datasets_dir
 
 MB = 1 << 20
 

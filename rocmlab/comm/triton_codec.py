@@ -25,12 +25,12 @@ the reference otherwise.
 
 import functools
 import os
+import re
 from typing import NamedTuple
 
 import torch
 
 from rocmlab import settings
-from rocmlab.profile.timing import graph_bench
 from rocmlab.comm.torch_codec import (
     FP8_MAX,
     Codec,
@@ -39,9 +39,10 @@ from rocmlab.comm.torch_codec import (
     check_input,
     decode_reference,
     encode_reference,
+    fp8_codec_for,
     get_codec,
 )
-from rocmlab.comm.torch_codec import fp8_codec_for
+from rocmlab.profile.timing import graph_bench
 
 #: The kernels' CODEC constexpr; both FP8 formats are codec 0, told apart by the FNUZ constexpr.
 CODEC_ID = {"fp8": 0, "fp8fnuz": 0, "q8": 1, "q6": 2, "q4": 3}
@@ -617,7 +618,6 @@ def compile_report(codec="q6", direction: str = "encode", target: str = settings
     ``sm_90`` = H100/H200) without a GPU, and read what the hardware would run: wavefront size,
     registers, LDS, how many 16-byte global loads and stores the kernel issues per thread, and (AMD)
     how many hardware FP8 conversions (``v_cvt_pk_fp8_f32`` on gfx942, ``v_cvt_scalef32_pk_fp8_f32`` on gfx950) it has."""
-    import re
 
     if not HAVE_TRITON:
         raise CodecError("compile_report needs Triton: pip install triton")

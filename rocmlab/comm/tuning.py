@@ -31,11 +31,11 @@ import os
 import torch
 
 from rocmlab import settings
-from rocmlab.comm import torch_codec as C
 from rocmlab.comm import costmodel as M
-from rocmlab.profile.timing import time_once
-from rocmlab.machine.detect import current
+from rocmlab.comm import torch_codec as C
 from rocmlab.comm.launch import launch
+from rocmlab.machine.detect import current
+from rocmlab.profile.timing import time_once
 
 VLLM_VERSION = settings.VLLM_VERSION
 #: vLLM's QuickReduce regimes (VLLM_ROCM_QUICK_REDUCE_QUANTIZATION), NONE aside.
@@ -167,7 +167,7 @@ def _vllm_worker(rank: int, world: int, regimes, sizes_bytes, reps: int = 20) ->
             dist.all_reduce(ref)
             y = qr.quick_all_reduce(x)
             err = float((y.float() - ref.float()).abs().max())
-            times = [time_once(lambda: qr.quick_all_reduce(x), events=True)[0] for _ in range(reps)]
+            times = [time_once(lambda qr=qr, x=x: qr.quick_all_reduce(x), events=True)[0] for _ in range(reps)]
             t0 = sorted(times)[len(times) // 2]
             rccl = []
             for _ in range(reps):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 from rocmlab import settings
 
@@ -30,7 +31,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from pathlib import Path
 
     from rocmlab.grader import batch
     from rocmlab.grader.spec import ExerciseError, exercises

@@ -65,9 +65,8 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from rocmlab.hip import build, hipcuda
+    from rocmlab.hip import build, hipcuda, occupancy
     from rocmlab.hip import inspector as insp
-    from rocmlab.hip import occupancy
     from rocmlab.machine.detect import current
 
     path = Path(args.file)

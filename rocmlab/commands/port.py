@@ -6,6 +6,7 @@ why), 2 for bad input (the message names the fix).
 
 from __future__ import annotations
 
+import json
 import sys
 
 from rocmlab import settings
@@ -35,7 +36,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    import json
 
     from rocmlab.port import PortInputError, port
 

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import math
 import sys
+import time
+from pathlib import Path
+from urllib.parse import urlparse
 
 from rocmlab import settings
 
@@ -140,11 +143,9 @@ def _plan(a) -> int:
 
 
 def _bench(a) -> int:
-    from pathlib import Path
 
     from rocmlab.serve import bench
 
-    from urllib.parse import urlparse
 
     u = urlparse(a.url)
     if u.scheme not in ("http", "https") or not u.netloc:
@@ -191,7 +192,6 @@ def _bench(a) -> int:
 
 
 def _cpu(a) -> int:
-    import time
 
     from rocmlab.serve import vllm_cpu
 

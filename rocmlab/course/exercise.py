@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab import grader
+from rocmlab.course.widgets.grader import report_html
 from rocmlab.grader.report import availability
 from rocmlab.hip import hipify
-from rocmlab.course.widgets.grader import report_html
 
 #: The learner's folder, relative to the notebook's working directory, unless one is passed.
 DEFAULT_FOLDER = "my-work"

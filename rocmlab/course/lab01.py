@@ -7,15 +7,15 @@ for a wrong answer, so a learner's notebook keeps running.
 
 from __future__ import annotations
 
+import html
 import random
 import re
 from dataclasses import dataclass
 
+from rocmlab.hip import build, hipcuda
 from rocmlab.hip import occupancy as occ
-from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES
-from rocmlab.hip import build
 from rocmlab.hip.compile import choose
-from rocmlab.hip import hipcuda
+from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,6 @@ class Feedback:
 
     def _repr_html_(self) -> str:
         colour = {True: "#1a7f37", False: "#cf222e", None: "#6e7781"}[self.ok]
-        import html
 
         return f"<div style='color:{colour}'><b>{html.escape(str(self))}</b></div>"
 

@@ -165,8 +165,8 @@ def report_run(res: _build.BuildResult, args, timeout: float, host_only: bool = 
 
 
 def _show_inspection(res: _build.BuildResult, with_isa: bool):
-    from rocmlab.hip.inspector import inspect
     from rocmlab.course.widgets import inspector
+    from rocmlab.hip.inspector import inspect
 
     ins = inspect(res)
     try:

@@ -60,7 +60,7 @@ def package_widget(device: str = "MI300X"):
     def update(_=None):
         new = figure(m.value, n.value, 4096, bm.value, bm.value, mapping.value, group.value, device)
         with fw.batch_update():
-            for old, tr in zip(fw.data, new.data):
+            for old, tr in zip(fw.data, new.data, strict=False):
                 old.update(tr.to_plotly_json())
             fw.layout.annotations[0].text = new.layout.annotations[0].text
 

@@ -16,10 +16,10 @@ import tempfile
 from pathlib import Path
 
 from rocmlab import settings
-from rocmlab.paths import repo_root
-from rocmlab.port.page import body_html, charts_svg
 from rocmlab.course.headline import headline
+from rocmlab.paths import repo_root
 from rocmlab.port import port
+from rocmlab.port.page import body_html, charts_svg
 
 SAMPLES_DIR = repo_root() / "tests" / "data" / "port"
 

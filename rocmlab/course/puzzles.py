@@ -19,8 +19,9 @@ import html
 import math
 import os
 import sys
+import warnings
 from dataclasses import dataclass, field
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -343,7 +344,6 @@ def reference_kernel(key: str, wrong: bool = False):
 
 def self_test(seed: int | None = None) -> list[dict]:
     """Each puzzle's reference must pass and its wrong kernel must fail, on the same fresh inputs."""
-    import warnings
 
     seed = _seed(seed)
     rows = []

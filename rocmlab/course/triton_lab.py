@@ -6,6 +6,8 @@ imported). Timing happens only on a GPU; on a CPU :func:`tune_vadd` says why it 
 
 from __future__ import annotations
 
+import re
+
 import torch
 import triton
 import triton.language as tl
@@ -104,7 +106,7 @@ def table(reports, labels=None):
 
     rows = [r.row() for r in reports]
     if labels:
-        for row, label in zip(rows, labels):
+        for row, label in zip(rows, labels, strict=False):
             row["case"] = label
     df = pd.DataFrame(rows)
     if labels:
@@ -115,7 +117,6 @@ def table(reports, labels=None):
 def isa_excerpt(report: TA.AmdReport, pattern: str = r"v_mfma|global_load|buffer_load|ds_read|s_waitcnt",
                 lines: int = 12) -> str:
     """The first ``lines`` instructions of the AMDGCN matching ``pattern``."""
-    import re
 
     rx = re.compile(pattern)
     hits = [ln.strip() for ln in report.asm.splitlines() if rx.search(ln) and not ln.strip().startswith(";")]

@@ -24,12 +24,11 @@ import shutil
 import tempfile
 import time
 
-from rocmlab import settings
+from rocmlab import sandbox, settings
 from rocmlab.grader import isa_check
 from rocmlab.grader.checks import CHECKS, NO_GPU_WORK, Context, MachineFault, analysis, new_seed, not_run
 from rocmlab.grader.report import CheckResult, Report
 from rocmlab.grader.spec import Exercise, ExerciseError, exercises, load
-from rocmlab import sandbox
 from rocmlab.machine.detect import current
 
 isa_check.register(CHECKS)   # the isa check type and the needs: amd-gpu option

@@ -28,14 +28,16 @@ import os
 import signal
 import stat
 import tempfile
+import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
-from rocmlab.grader.spec import load
+
 from rocmlab import settings
+from rocmlab.grader.spec import load
 from rocmlab.sandbox import Terminated
 
 SUFFIXES = (".hip", ".cpp", ".cu")
@@ -280,7 +282,6 @@ def _raise_terminated(signum, frame):
 def _trap_sigterm():
     """While grading, SIGTERM raises sandbox.Terminated (as Ctrl-C raises KeyboardInterrupt), so the workers and
     the sandboxes are ended and the finished results kept; forked workers inherit it."""
-    import threading
 
     if threading.current_thread() is not threading.main_thread():
         return None

@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from rocmlab import sandbox, settings
-from rocmlab.hip import compile as driver
-from rocmlab.grader import rlx as gio
 from rocmlab.grader import libs, static
+from rocmlab.grader import rlx as gio
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import COMMON_DIR, CheckSpec, Exercise, common_header_hash
+from rocmlab.hip import compile as driver
 from rocmlab.paths import cache_dir
 
 # What a build prints when its host code reaches the first GPU call on a machine without one.

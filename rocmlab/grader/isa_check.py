@@ -33,8 +33,8 @@ from rocmlab import settings
 from rocmlab.grader.checks import build_flags, result
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import CheckSpec
-from rocmlab.hip import inspector as hip_inspect
 from rocmlab.hip import build
+from rocmlab.hip import inspector as hip_inspect
 from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX
 
 NEEDS = ("amd-gpu", "amd-target")

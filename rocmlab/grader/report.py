@@ -6,8 +6,8 @@ import html
 import json
 from dataclasses import asdict, dataclass, field
 
-from rocmlab.status import REPORT, VERDICTS, check_status
 from rocmlab.html_table import html_table
+from rocmlab.status import REPORT, VERDICTS, check_status
 
 #: A check's verdict (rocmlab.status.VERDICTS): "not run" is the submission's doing and earns nothing;
 #: "skipped" is the machine's (no GPU) and neither earns nor loses points.

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import stat
 import struct
-from pathlib import Path
 
 import numpy as np
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 from dataclasses import dataclass, field
-from functools import lru_cache, cache
+from functools import cache, lru_cache
 from pathlib import Path
 
 import yaml

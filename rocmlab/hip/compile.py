@@ -50,10 +50,9 @@ from pathlib import Path
 
 from rocmlab import sandbox, settings
 from rocmlab.hip import hipcuda
-from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover
-from rocmlab.paths import cache_dir
+from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover, offline_problem
 from rocmlab.machine.detect import current
-from rocmlab.hip.toolchain import offline_problem
+from rocmlab.paths import cache_dir
 
 OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive")
 CACHE_FORMAT = 2

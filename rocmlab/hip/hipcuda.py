@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -98,7 +99,6 @@ def _load_tables():
     """torch's CUDA->HIP tables, without importing torch itself (the module is plain Python)."""
     spec = importlib.util.find_spec("torch")
     if spec and spec.submodule_search_locations:
-        import os
 
         path = os.path.join(list(spec.submodule_search_locations)[0], "utils", "hipify", "cuda_to_hip_mappings.py")
         try:

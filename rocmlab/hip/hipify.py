@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab.html_table import html_table
-from rocmlab.port.scan import Finding, scan_project
+from rocmlab.port.scan import Finding, scan_project, strip_comments_and_strings
 from rocmlab.port.translate import CUDA_SUFFIXES, EngineError, fix_traps, hipify_perl_command, translate
-from rocmlab.port.scan import strip_comments_and_strings
 
 TOOLS = ("torch", "perl")
 _TOOL_ALIASES = {"hipify-perl": "perl"}

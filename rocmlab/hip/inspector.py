@@ -23,7 +23,14 @@ from pathlib import Path
 from rocmlab import sandbox, settings
 from rocmlab.hip import build as _build
 from rocmlab.hip import compile as driver
-from rocmlab.hip.resources import KernelIsa, KernelResources, parse_amdgcn, parse_ptxas, parse_sass, to_dataframe
+from rocmlab.hip.resources import (
+    KernelIsa,
+    KernelResources,
+    parse_amdgcn,
+    parse_ptxas,
+    parse_sass,
+    to_dataframe,
+)
 
 
 @dataclass

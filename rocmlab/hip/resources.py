@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass
 import yaml
 
 
-
 @dataclass(frozen=True)
 class KernelResources:
     name: str                      # demangled

@@ -20,11 +20,11 @@ import os
 import re
 from dataclasses import asdict, dataclass
 
-from rocmlab.status import HEALTH, check_status
-from rocmlab.machine.detect import Platform, Probe, detect
-from rocmlab.hip.toolchain import discover_offline, offline_problem
-from rocmlab.settings import OFFLINE_ROCM_VERSION
 from rocmlab import sandbox
+from rocmlab.hip.toolchain import discover_offline, offline_problem
+from rocmlab.machine.detect import Platform, Probe, detect
+from rocmlab.settings import OFFLINE_ROCM_VERSION
+from rocmlab.status import HEALTH, check_status
 
 STATUSES = HEALTH
 

@@ -14,8 +14,8 @@ import os
 import re
 
 from rocmlab import settings
-from rocmlab.paths import datasets_dir
 from rocmlab.machine.detect import Platform, Probe
+from rocmlab.paths import datasets_dir
 
 LIBRARIES = ("amdhip64", "rocblas", "hipblas", "hipblaslt", "MIOpen", "rccl", "hipfft", "hipsparselt", "roctracer")
 

@@ -20,10 +20,12 @@ Never imports IPython, ipywidgets or plotly (the widget is ``rocmlab.course.pack
 from __future__ import annotations
 
 import math
+import re
+import shutil
 from dataclasses import dataclass
 
-from rocmlab.machine import hardware
 from rocmlab import sandbox
+from rocmlab.machine import hardware
 
 
 @dataclass(frozen=True)
@@ -148,7 +150,7 @@ def gemm_l2_traffic(M: int, N: int, K: int, BM: int = 256, BN: int = 256, BK: in
             x = xcd_of(p, pkg.xcds)
             a_sets[x].add(r)
             b_sets[x].add(c)
-        per = tuple(len(a) * a_panel + len(b) * b_panel for a, b in zip(a_sets, b_sets))
+        per = tuple(len(a) * a_panel + len(b) * b_panel for a, b in zip(a_sets, b_sets, strict=False))
         fill += sum(per)
         shared += len(set().union(*a_sets)) * a_panel + len(set().union(*b_sets)) * b_panel
         if first is None:
@@ -270,8 +272,6 @@ def cache_level(nbytes: float, pkg: Package | None = None, xcds_sharing: int | N
 def local_partition() -> tuple[dict | None, str]:
     """({'compute': ..., 'memory': ...}, '') read from ``amd-smi static --partition`` on this machine,
     or (None, why not)."""
-    import re
-    import shutil
 
 
     exe = shutil.which("amd-smi")

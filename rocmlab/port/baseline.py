@@ -19,8 +19,8 @@ from pathlib import Path
 from rocmlab import settings
 from rocmlab.port import unit_build
 from rocmlab.port.inputs import check_request, collect
-from rocmlab.port.translate import torch_hipify_folder
 from rocmlab.port.project import include_dirs
+from rocmlab.port.translate import torch_hipify_folder
 
 
 @dataclass

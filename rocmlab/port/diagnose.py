@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import re
 
-from rocmlab.port.scan import strip_comments_and_strings
-from rocmlab.port.scan import scan
+from rocmlab.port.scan import scan, strip_comments_and_strings
 
 _MAIN = re.compile(r"\bint\s+main\s*\(")
 _ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)$", re.MULTILINE)

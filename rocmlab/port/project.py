@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
-import shutil
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-
-import errno
 import posixpath
 import re
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 from rocmlab import settings
-from rocmlab.port import unit_build, translate
-from rocmlab.port.inputs import PortInputError, Problem, check_request, collect
-from rocmlab.port.scan import scan_project
-from rocmlab.port.inputs import SOURCE_SUFFIXES
+from rocmlab.port import translate, unit_build
+from rocmlab.port.inputs import SOURCE_SUFFIXES, TU_SUFFIXES, PortInputError, Problem, check_request, collect
 from rocmlab.port.page import write_reports
-from rocmlab.port.inputs import TU_SUFFIXES
+from rocmlab.port.scan import scan_project
 
 REPORT_JSON = "rocmlab-port.json"
 REPORT_HTML = "rocmlab-port.html"
@@ -47,7 +44,6 @@ class PortTrap:
     src_line: int = 0         # its line there (0: the line is new in the port)
 
     def to_json(self) -> dict:
-        from dataclasses import asdict
 
         return asdict(self)
 

@@ -30,16 +30,18 @@ and the same fixes follow either.
 from __future__ import annotations
 
 import contextlib
+import difflib
 import io
 import posixpath
-import shutil
 import re
+import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from rocmlab.port.scan import Finding, strip_comments_and_strings
 from rocmlab.paths import rocm_root
+from rocmlab.port.scan import Finding, strip_comments_and_strings
 
 ENGINES = ("torch", "perl")
 
@@ -258,7 +260,6 @@ class EngineError(RuntimeError):
 
 def hipify_perl_command() -> list[str] | None:
     """How to run ROCm's hipify-perl: on PATH, or inside the offline ROCm root (run with this perl)."""
-    import shutil
 
     exe = shutil.which("hipify-perl")
     if exe:
@@ -272,7 +273,6 @@ def hipify_perl_command() -> list[str] | None:
 
 def hipify_perl_texts(sources: dict[str, str]) -> dict[str, str]:
     """ROCm's hipify-perl on every source, as {rel: HIP text}."""
-    import subprocess
 
     cmd = hipify_perl_command()
     if cmd is None:
@@ -505,7 +505,6 @@ def _insert_runtime(text: str) -> tuple[str, int]:
 
 def line_map(original: str, ported: str) -> dict[int, int]:
     """{ported line: original line} (1-based) for lines that came from the original, edited or not."""
-    import difflib
 
     a, b = original.split("\n"), ported.split("\n")
     out = {}

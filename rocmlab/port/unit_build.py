@@ -10,6 +10,7 @@ it (the linker takes only the members it needs).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -18,10 +19,9 @@ from pathlib import Path
 
 from rocmlab import settings
 from rocmlab.hip import compile as driver
-from rocmlab.port.diagnose import (  # noqa: F401  (re-exported: unit_build.CATEGORIES, unit_build.categorise, ...)
-    CATEGORIES, LIBRARIES, categorise, first_error, has_main, libraries_needed)
-from rocmlab.status import BUILD, check_status
 from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, offline_problem
+from rocmlab.port.diagnose import CATEGORIES, LIBRARIES, categorise, first_error, has_main, libraries_needed  # noqa: F401  (re-exported: unit_build.CATEGORIES, unit_build.categorise, ...)
+from rocmlab.status import BUILD, check_status
 
 COMPILE_TIMEOUT_S = settings.COMPILE_TIME_LIMIT_S
 
@@ -79,7 +79,6 @@ def choose_toolchain(kind: str = "auto"):
 def log_name(rel: str, limit: int = 200) -> str:
     """The compile log's file name for ``rel``: the path flattened, and when that is longer than one file
     name may be (255 bytes), its tail with a hash of the whole path in front."""
-    import hashlib
 
     flat = rel.replace("/", "__") + ".log"
     if len(flat.encode()) <= limit:

@@ -10,8 +10,15 @@
 from rocmlab.profile.monitor import Monitor, MonitorUnavailable, open_source
 from rocmlab.profile.roofline import Ceilings, Roofline, measure_ceilings
 from rocmlab.profile.timing import BenchError, BenchResult, bench, rotation_count
-from rocmlab.profile.traces import (KernelProfile, ProfileError, kernel_table, profile_kernels,
-                                   read_chrome_trace, rocprof_tool, run_under_rocprof)
+from rocmlab.profile.traces import (
+                                   KernelProfile,
+                                   ProfileError,
+                                   kernel_table,
+                                   profile_kernels,
+                                   read_chrome_trace,
+                                   rocprof_tool,
+                                   run_under_rocprof,
+)
 
 __all__ = ["BenchError", "BenchResult", "Ceilings", "KernelProfile", "Monitor", "MonitorUnavailable",
            "ProfileError", "Roofline", "bench", "kernel_table", "measure_ceilings", "open_source",

@@ -8,10 +8,11 @@ Each ``*_case`` returns a :class:`Case`: the function, the rotated input sets an
 from __future__ import annotations
 
 import contextlib
+import os
 from dataclasses import dataclass
 
-from rocmlab.profile.timing import BenchResult, bench, rotation_count
 from rocmlab.machine.detect import current
+from rocmlab.profile.timing import BenchResult, bench, rotation_count
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 SPEC_FIGURE = {"fp32": "fp32_vector_tflops", "tf32": "tf32_dense_tflops", "bf16": "bf16_dense_tflops",
@@ -84,7 +85,6 @@ HIPBLASLT_TF32_ENV = "HIPBLASLT_ALLOW_TF32"
 
 
 def _tf32_context(enabled: bool):
-    import os
 
     import torch
 

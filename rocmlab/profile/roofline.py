@@ -11,9 +11,9 @@ import json
 import time
 from dataclasses import asdict, dataclass, field
 
-from rocmlab.profile import ops
 from rocmlab.machine.detect import current
 from rocmlab.paths import cache_dir
+from rocmlab.profile import ops
 
 CACHE_FILE = "ceilings.json"
 

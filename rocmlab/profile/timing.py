@@ -20,6 +20,7 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+
 from rocmlab.machine.detect import current
 
 
@@ -152,9 +153,8 @@ def graph_bench(fn, quantiles=None, warmup: int = 10, rep: int = 40):
     replayed, with the L2 cache flushed between runs (triton.testing.do_bench). The graph keeps the
     host's launch overhead (tens of microseconds through Python) out of a kernel's time, as in a
     graph-captured all-reduce. Falls back to plain do_bench where capture fails."""
-    from triton.testing import do_bench
-
     import torch
+    from triton.testing import do_bench
 
     fn()
     torch.cuda.synchronize()

@@ -17,11 +17,13 @@ import csv
 import glob
 import json
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
 from rocmlab.machine.detect import current
 from rocmlab.sandbox import run_limited
 
@@ -200,7 +202,6 @@ def profile_kernels(fn: Callable, *args, steps: int = 3, warmup: int = 1, trace_
 
 def rocprof_tool(which=None) -> tuple[str, str] | None:
     """(name, path) of rocprofv3, else rocprof, on PATH; None if neither is."""
-    import shutil
 
     which = which or shutil.which
     for tool in ("rocprofv3", "rocprof"):

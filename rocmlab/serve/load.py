@@ -11,6 +11,7 @@ points left as skipped: what was measured is kept (and with ``out=``, already on
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import json
 import math
@@ -19,10 +20,19 @@ from pathlib import Path
 
 import numpy as np
 
-from rocmlab.serve.client import (BadServerAnswer, RequestOutput, SampleRequest, ServerUnreachable, Timeouts,
-                                  check_server, detokenize, request_one, tokenize)
-from rocmlab.serve.metrics import make_result
 from rocmlab.paths import datasets_dir
+from rocmlab.serve.client import (
+    BadServerAnswer,
+    RequestOutput,
+    SampleRequest,
+    ServerUnreachable,
+    Timeouts,
+    check_server,
+    detokenize,
+    request_one,
+    tokenize,
+)
+from rocmlab.serve.metrics import make_result
 
 NOT_SENT = "not sent: the server stopped answering (connection refused)"
 
@@ -125,7 +135,6 @@ def run_coroutine(coro):
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(coro)
-    import concurrent.futures
 
     with concurrent.futures.ThreadPoolExecutor(1) as ex:
         return ex.submit(asyncio.run, coro).result()

@@ -27,8 +27,8 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from rocmlab.paths import datasets_dir
 from rocmlab.machine import hardware
+from rocmlab.paths import datasets_dir
 
 GIB = 1024**3
 

@@ -20,9 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+
 from rocmlab.serve.vllm_env import vllm_python
 
 RECIPE = {
@@ -171,7 +173,6 @@ def _build(out: Path) -> None:
         })
     save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
     if out.exists():
-        import shutil
 
         shutil.rmtree(out)
     tmp.rename(out)

@@ -36,8 +36,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from rocmlab.settings import env
-from rocmlab.settings import RUN_TIME_LIMIT_S
+
+from rocmlab.settings import RUN_TIME_LIMIT_S, env
 
 #: A learner's name as JupyterHub and Unix allow it in a folder name.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+
 from rocmlab.workshop import exchange
 
 #: rocmlab grade's own --out default; with --exchange an unset --out means EXCHANGE/grades instead.

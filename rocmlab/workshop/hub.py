@@ -18,9 +18,12 @@ What it is and is not:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import ctypes
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -30,8 +33,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
 from rocmlab.workshop.exchange import prepare
 
 NO_PROXY = ("configurable-http-proxy not found on PATH: install it from npm, pinned as scripts/setup/50-hub.sh does: "
@@ -125,13 +130,11 @@ class Hub:
     def execute(self, user: str, code: str, timeout_s: float = 120.0) -> str:
         """Run ``code`` in a new kernel of ``user``'s server (through the proxy, as a browser would), return
         its output; the kernel is shut down afterwards. Raises HubError with the traceback if the code fails."""
-        import asyncio
 
         base = f"/user/{user}/api/kernels"
         status, kernel = self.request(base, "POST", {"name": "python3"}, timeout=timeout_s)
         if status >= 400:
             raise HubError(f"starting a kernel in {user}'s server failed ({status}): {_message(kernel)}")
-        from concurrent.futures import ThreadPoolExecutor
 
         def run():   # its own thread and event loop: the caller may be inside one (Playwright's sync API)
             return asyncio.run(asyncio.wait_for(self._execute_ws(f"{base}/{kernel['id']}/channels", code),
@@ -181,7 +184,6 @@ class Hub:
         finally:
             ws.close()
         if error:
-            import re
 
             plain = re.sub(r"\x1b\[[0-9;]*m", "", error)
             raise HubError(f"the code failed in the kernel:\n{plain}")
@@ -308,7 +310,6 @@ def _term_with_parent() -> None:
     """In the hub's process before exec: SIGTERM it when the process that started it dies (even by SIGKILL),
     so the hub still stops its servers and proxy. Linux only; elsewhere the hub outlives a killed parent."""
     if sys.platform.startswith("linux"):
-        import ctypes
 
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)      # PR_SET_PDEATHSIG

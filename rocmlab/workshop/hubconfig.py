@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+
 from rocmlab.workshop import seats
 
 

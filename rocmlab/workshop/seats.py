@@ -17,12 +17,15 @@ take no seat: their server gets the whole exchange to grade instead.
 
 from __future__ import annotations
 
+import argparse
 import fcntl
 import json
 import os
+import pwd
 import re
 from contextlib import contextmanager
 from pathlib import Path
+
 from rocmlab.workshop import exchange as xchg
 
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
@@ -122,7 +125,6 @@ def make_pre_spawn_hook(assigner: GpuAssigner, exchange: str | os.PathLike | Non
 
 def _system_ids(spawner):
     """(uid, gid) of the learner's Unix user: TLJH's jupyter-NAME (SystemdSpawner's template), or NAME."""
-    import pwd
 
     for candidate in (f"jupyter-{spawner.user.name}", spawner.user.name):
         try:
@@ -134,7 +136,6 @@ def _system_ids(spawner):
 
 
 def main(argv=None) -> int:
-    import argparse
 
     p = argparse.ArgumentParser(description="rocmlab workshop GPU assignments (one GPU per learner)")
     p.add_argument("command", choices=["list", "release"])

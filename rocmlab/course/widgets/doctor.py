@@ -5,7 +5,6 @@ from __future__ import annotations
 from rocmlab.html_table import html_table
 from rocmlab.machine import doctor
 from rocmlab.machine.detect import Probe, current, detect
-from rocmlab.machine.detect import current
 
 
 def render_checks(checks) -> str:

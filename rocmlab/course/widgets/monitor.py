@@ -5,6 +5,7 @@ buttons; the header names the source (amdsmi, nvml or psutil) and the device."""
 from __future__ import annotations
 
 import html
+
 from rocmlab.profile.monitor import Monitor, MonitorUnavailable
 
 PANELS = (("util_pct", "utilisation (%)"), ("mem_used_gb", "memory used (GB)"),
