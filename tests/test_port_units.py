@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from rocmlab.port import unit_build, translate
+from rocmlab.port import diagnose, translate, unit_build
 from rocmlab.port.scan import scan as scan_source
 
 
@@ -46,24 +46,24 @@ CATEGORY_CASES = [
 
 @pytest.mark.parametrize("message,code,category", CATEGORY_CASES)
 def test_categorise(message, code, category):
-    assert unit_build.categorise(message, code) == category
+    assert diagnose.categorise(message, code) == category
 
 
 def test_every_category_is_reachable_and_explained():
     reached = {c for _, _, c in CATEGORY_CASES}
-    for cat, (means, fix) in unit_build.CATEGORIES.items():
+    for cat, (means, fix) in diagnose.CATEGORIES.items():
         assert means
         if cat not in ("ok",):
             assert fix, cat
-    assert reached <= set(unit_build.CATEGORIES)
+    assert reached <= set(diagnose.CATEGORIES)
 
 
 def test_first_error_prefers_the_compiler_location():
     log = ("a.hip:3:5: warning: unused\n/tmp/o/a.hip:7:12: error: use of undeclared identifier 'hipFoo'\n"
            "/tmp/o/a.hip:9:1: error: second\n")
-    f, line, _where, msg = unit_build.first_error(log)
+    f, line, _where, msg = diagnose.first_error(log)
     assert (f, line, msg) == ("/tmp/o/a.hip", 7, "use of undeclared identifier 'hipFoo'")
-    assert unit_build.first_error("lld: error: undefined hidden symbol: x\nclang++-19: error: amdgcn-link failed")[3] \
+    assert diagnose.first_error("lld: error: undefined hidden symbol: x\nclang++-19: error: amdgcn-link failed")[3] \
         .startswith("lld: error")
 
 

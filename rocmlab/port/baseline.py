@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab import settings
-from rocmlab.port import unit_build
+from rocmlab.port import diagnose, unit_build
 from rocmlab.port.inputs import check_request, collect
 from rocmlab.port.project import include_dirs
 from rocmlab.port.translate import torch_hipify_folder
@@ -70,7 +70,7 @@ def plain_hipify(src, work_dir, targets=(settings.DEFAULT_TARGET,), compat: bool
             hip_file = mapping.get((stage / rel).resolve()) or mapping.get(stage / rel)
             target = Path(hip_file) if hip_file else work / rel
             units[os.path.relpath(target, work)] = rel
-    mains = {k for k, v in units.items() if unit_build.has_main(proj.sources[v])}
+    mains = {k for k, v in units.items() if diagnose.has_main(proj.sources[v])}
     inc, outside = include_dirs(proj.sources, include, src_r)
     inc = [*inc, *map(str, outside)]       # plain hipify ports SRC only: -I folders outside it stay as they are
     res = unit_build.compile_all(tc, work, units, mains, tuple(targets), inc, False, workers,

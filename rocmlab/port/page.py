@@ -14,7 +14,7 @@ import html
 import json
 from pathlib import Path
 
-from rocmlab.port import unit_build
+from rocmlab.port import diagnose
 from rocmlab.port.inputs import PortInputError
 
 SEVERITY_COLOURS = {"error": "#cf222e", "warning": "#9a6700", "info": "#0969da"}
@@ -126,7 +126,7 @@ def body_html(result, charts: str = "") -> str:
         parts.append("<h2>Translation units</h2>")
         rows = []
         for u in result.units:
-            means, fix = unit_build.CATEGORIES.get(u.category, ("", ""))
+            means, fix = diagnose.CATEGORIES.get(u.category, ("", ""))
             rows.append([u.path, _badge(u.status, STATUS_COLOURS.get(u.status, "#000")), u.category,
                          u.error or "", "" if u.status == "ok" else f"{means}. Fix: {fix}", f"{u.duration_s:.1f} s"])
         parts.append(_table(["file", "status", "category", "first error", "what it means / fix", "time"], rows))
@@ -146,7 +146,7 @@ def body_html(result, charts: str = "") -> str:
     parts.append("<h2>Libraries the project needs on ROCm</h2>")
     if result.libraries:
         parts.append(_table(["CUDA", "ROCm", "header", "link", "how to get it"],
-                            [list(unit_build.LIBRARIES[k][:5]) for k in result.libraries]))
+                            [list(diagnose.LIBRARIES[k][:5]) for k in result.libraries]))
     else:
         parts.append("<p>None beyond the HIP runtime.</p>")
     parts.append("<h2>Files</h2>")

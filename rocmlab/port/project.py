@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmlab import settings
-from rocmlab.port import translate, unit_build
+from rocmlab.port import diagnose, translate, unit_build
 from rocmlab.port.inputs import SOURCE_SUFFIXES, TU_SUFFIXES, PortInputError, Problem, check_request, collect
 from rocmlab.port.page import write_reports
 from rocmlab.port.scan import scan_project
@@ -123,9 +123,9 @@ class PortResult:
             "fixes": [f.__dict__ for f in self.fixes], "traps": [t.to_json() for t in self.traps],
             "units": [u.to_json() for u in self.units], "links": [link.to_json() for link in self.links],
             "problems": [p.__dict__ for p in self.problems],
-            "libraries": [dict(zip(("key", "cuda", "rocm", "header", "link", "get"), (k, *unit_build.LIBRARIES[k]), strict=False))
+            "libraries": [dict(zip(("key", "cuda", "rocm", "header", "link", "get"), (k, *diagnose.LIBRARIES[k]), strict=False))
                           for k in self.libraries],
-            "categories": {k: {"means": v[0], "fix": v[1]} for k, v in unit_build.CATEGORIES.items()},
+            "categories": {k: {"means": v[0], "fix": v[1]} for k, v in diagnose.CATEGORIES.items()},
             "notes": self.notes, "timings": self.timings,
         }
 
@@ -152,7 +152,7 @@ class PortResult:
         for p in self.problems:
             lines.append(f"  SKIPPED {p}")
         if self.libraries:
-            lines.append("libraries needed on ROCm: " + ", ".join(unit_build.LIBRARIES[k][1] for k in self.libraries))
+            lines.append("libraries needed on ROCm: " + ", ".join(diagnose.LIBRARIES[k][1] for k in self.libraries))
         if self.report_html:
             lines.append(f"report: {self.report_html} (and {self.report_json})")
         return "\n".join(lines)
@@ -385,7 +385,7 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
                              "translation unit" if rel.endswith(build_tu_suffixes()) else "header",
                              "renamed": names[rel] != rel, "fixes": fixes_per.get(names[rel], 0),
                              "traps": per_file.get(names[rel], 0), "hipify_changed": tr.hipified[rel] != sources[rel]})
-    result.libraries = [k for k in unit_build.LIBRARIES if k in rep.libraries]
+    result.libraries = [k for k in diagnose.LIBRARIES if k in rep.libraries]
     t_fix = time.monotonic() - t0 - t_hipify
 
     t_compile = t_link = 0.0
@@ -394,13 +394,13 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
         result.compat_used = use_compat
         result.compat_note = f"{tc.label}: its own HIP headers, no compatibility header"
         units = {names[r]: r for r in proj.translation_units if names[r] in written}
-        mains = {names[r] for r in proj.translation_units if unit_build.has_main(proj.sources[r])}
+        mains = {names[r] for r in proj.translation_units if diagnose.has_main(proj.sources[r])}
         t1 = time.monotonic()
         result.units = unit_build.compile_all(tc, out_r, units, mains, targets, inc_dirs + ext_keys, use_compat,
                                          result.workers, build_dir=out_r / MARKER, progress=progress)
         t_compile = time.monotonic() - t1
         t2 = time.monotonic()
-        libs = [unit_build.LIBRARIES[k][3] for k in result.libraries if unit_build.LIBRARIES[k][3].startswith("-l")]
+        libs = [diagnose.LIBRARIES[k][3] for k in result.libraries if diagnose.LIBRARIES[k][3].startswith("-l")]
         result.links = unit_build.link_all(tc, out_r, result.units, libs, build_dir=out_r / MARKER)
         t_link = time.monotonic() - t2
         status = {u.source: u.status for u in result.units}

@@ -20,7 +20,7 @@ from pathlib import Path
 from rocmlab import settings
 from rocmlab.hip import compile as driver
 from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, offline_problem
-from rocmlab.port.diagnose import CATEGORIES, LIBRARIES, categorise, first_error, has_main, libraries_needed  # noqa: F401  (re-exported: unit_build.CATEGORIES, unit_build.categorise, ...)
+from rocmlab.port.diagnose import categorise, first_error
 from rocmlab.status import BUILD, check_status
 
 COMPILE_TIMEOUT_S = settings.COMPILE_TIME_LIMIT_S
