@@ -132,7 +132,7 @@ class Variable:
     default: str = ""
 
 
-#: Every ROCMLAB_* variable, with its meaning. ``rocmlab doctor --env`` and the README list these.
+#: Every ROCMLAB_* variable, with its meaning. ``rocmlab doctor --env`` prints them with their values; the README lists them (tested).
 VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_HOME", "folder for caches, the offline ROCm root, measured ceilings", "~/.cache/rocmlab"),
     Variable("ROCMLAB_QUICK", "1: labs and tests use quick (CI) sizes", ""),
@@ -153,7 +153,21 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_SANDBOX", "auto, or no-bwrap: isolate as if bubblewrap could not run (tests the fallback)", "auto"),
     Variable("ROCMLAB_FUZZ_SEED", "replay a fuzz test's run with this seed (tests/test_sse_fuzz.py prints it)", ""),
     Variable("ROCMLAB_CUBLAS", "folder holding cuBLAS (the HIP->CUDA path of the SGEMM exercise)", ""),
+    Variable("ROCMLAB_HIPBLAS", "a ROCm folder holding include/hipblas (the SGEMM exercise), before /opt/rocm", ""),
+    Variable("ROCMLAB_DEBIAN_MIRROR", "the Debian mirror the offline ROCm root is built from (scripts/setup)",
+             "http://deb.debian.org/debian"),
 )
+
+
+def variables_table(with_values: bool = False) -> str:
+    """VARIABLES as a Markdown table (the README's "Environment variables"); ``with_values``: a column
+    with each one's value in this process (``rocmlab doctor --env``)."""
+    head = ["variable", "meaning", "default"] + (["here"] if with_values else [])
+    rows = [[f"`{v.name}`", v.meaning, f"`{v.default}`" if v.default else ""]
+            + ([f"`{os.environ[v.name]}`" if os.environ.get(v.name) else "(unset)"] if with_values else [])
+            for v in VARIABLES]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    return "\n".join(lines + ["| " + " | ".join(r) + " |" for r in rows])
 
 
 def env(name: str, default: str | None = None) -> str | None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import random
+import re
+from pathlib import Path
 
 import pytest
 
@@ -64,3 +66,60 @@ def test_grade_cli_control_a_good_time_limit_parses(tmp_path, capsys):
     rc = main(["grade", str(tmp_path), "--exercise", "vector-add", "--time-limit", "3", "--out",
                str(tmp_path / "out"), "--no-progress"])
     assert rc == 0 and (tmp_path / "out" / "grades.csv").exists()
+
+
+ENV_NAME = re.compile(r"\bROCMLAB_[A-Z][A-Z0-9_]*\b")
+#: Names that are not environment variables: a header guard of the port's shims.
+NOT_VARIABLES = {"ROCMLAB_PORT_CG_OPS"}
+
+
+def variables_named(paths_) -> dict[str, str]:
+    """Every ROCMLAB_* name written in these files (name -> first file)."""
+    out: dict[str, str] = {}
+    for p in paths_:
+        for name in ENV_NAME.findall(p.read_text(encoding="utf-8", errors="replace")):
+            out.setdefault(name, str(p))
+    return out
+
+
+def project_files() -> list[Path]:
+    root = Path(__file__).resolve().parents[1]
+    files = [root / "go", *root.glob(".ci/*"), *root.glob("scripts/**/*.sh"), *root.glob("binder/**/*")]
+    files += [p for p in (root / "rocmlab").rglob("*") if p.suffix in (".py", ".h", ".hip", ".cu", ".yaml")]
+    files += list((root / "labs").rglob("*.ipynb"))
+    return [p for p in files if p.is_file()]
+
+
+def test_every_rocmlab_variable_is_listed_with_its_meaning():
+    listed = {v.name for v in settings.VARIABLES}
+    named = variables_named(project_files())
+    missing = {n: f for n, f in named.items() if n not in listed and n not in NOT_VARIABLES}
+    assert not missing, f"add these to rocmlab.settings.VARIABLES with their meaning: {missing}"
+    assert all(v.meaning for v in settings.VARIABLES)
+
+
+def test_control_an_unlisted_variable_is_found(tmp_path):
+    name = "ROCMLAB_" + "".join(random.choice("ABCDEFGHIJKLMNOPQRSTUVWXYZ") for _ in range(8))
+    f = tmp_path / "x.py"
+    f.write_text(f'import os\nvalue = os.environ.get("{name}")\n')
+    named = variables_named([f])
+    assert name in named and name not in {v.name for v in settings.VARIABLES}
+    with pytest.raises(KeyError, match="not a rocmlab variable"):
+        settings.env(name)
+
+
+def test_readme_lists_the_variables_as_settings_does():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    assert settings.variables_table() in readme, "README's Environment variables table is stale: paste settings.variables_table()"
+
+
+def test_doctor_env_prints_each_variable_and_its_value(monkeypatch, capsys):
+    from rocmlab.cli import main
+
+    monkeypatch.setenv("ROCMLAB_QUICK", "1")
+    monkeypatch.delenv("ROCMLAB_SERVE_URL", raising=False)
+    assert main(["doctor", "--env"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split("|")[1].strip(" `"): line for line in out.splitlines()[2:]}
+    assert set(rows) == {v.name for v in settings.VARIABLES}
+    assert rows["ROCMLAB_QUICK"].rstrip(" |").endswith("`1`") and "(unset)" in rows["ROCMLAB_SERVE_URL"]

@@ -6,10 +6,17 @@ from __future__ import annotations
 def add_parser(sub):
     p = sub.add_parser("doctor", help="check the environment (ok/warn/fail with fixes)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--env", action="store_true",
+                   help="list every ROCMLAB_* variable: its meaning, default and value here")
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
+    if args.env:
+        from rocmlab import settings
+
+        print(settings.variables_table(with_values=True))
+        return 0
     from rocmlab.machine import doctor
     from rocmlab.machine.detect import Probe, detect
 

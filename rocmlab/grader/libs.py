@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from rocmlab import settings
 from rocmlab.paths import rocm_root
 
 HIPBLAS_FIX = ("build the offline ROCm root (bash scripts/setup/20-rocm-root.sh: it holds hipBLAS 7.2.4), "
@@ -21,7 +22,7 @@ CUBLAS_FIX = "install the CUDA toolkit's cuBLAS (libcublas-dev) or pip install n
 
 def hipblas_root() -> Path | None:
     """The host folder holding include/hipblas/hipblas.h, or None (see :func:`offline_hipblas`)."""
-    for root in (Path(os.environ.get("ROCMLAB_HIPBLAS", "/nonexistent")), Path("/opt/rocm")):
+    for root in (Path(settings.env("ROCMLAB_HIPBLAS", "/nonexistent")), Path("/opt/rocm")):
         if (root / "include" / "hipblas" / "hipblas.h").is_file():
             return root
     return None
@@ -37,8 +38,8 @@ def cublas_dirs() -> tuple[Path, Path] | None:
     """(include, lib) of cuBLAS: $ROCMLAB_CUBLAS, the CUDA toolkit, or an nvidia-cublas wheel
     (nvidia/cu13/ in CUDA 13 wheels, nvidia/cublas/ in older ones)."""
     cands = []
-    if os.environ.get("ROCMLAB_CUBLAS"):
-        base = Path(os.environ["ROCMLAB_CUBLAS"])
+    if settings.env("ROCMLAB_CUBLAS"):
+        base = Path(settings.env("ROCMLAB_CUBLAS"))
         cands.append((base / "include", base / "lib"))
     for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
         if home:

@@ -25,6 +25,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rocmlab import paths
 from rocmlab.serve.vllm_env import vllm_python
 
 RECIPE = {
@@ -61,8 +62,7 @@ def recipe_hash() -> str:
 
 
 def default_dir() -> Path:
-    base = os.environ.get("ROCMLAB_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "rocmlab")
-    return Path(base) / f"tiny-llama-{recipe_hash()}"
+    return paths.home() / f"tiny-llama-{recipe_hash()}"
 
 
 def is_complete(path: Path) -> bool:

@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rocmlab import paths
 from rocmlab.workshop.exchange import prepare
 
 NO_PROXY = ("configurable-http-proxy not found on PATH: install it from npm, pinned as scripts/setup/50-hub.sh does: "
@@ -285,7 +286,7 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
     port = port or free_port()
     token, password = secrets.token_hex(24), secrets.token_urlsafe(12)
     env_pass = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-                "ROCMLAB_HOME": os.environ.get("ROCMLAB_HOME") or str(Path.home() / ".cache" / "rocmlab"),
+                "ROCMLAB_HOME": str(paths.home()),
                 "ROCMLAB_QUICK": os.environ.get("ROCMLAB_QUICK", "1"), **(environment or {})}
     cfg = write_config(workdir, learners=list(learners), instructor=instructor, n_gpus=n_gpus, exchange=exchange,
                        port=port, token=token, password=password, environment=env_pass)
