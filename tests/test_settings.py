@@ -123,3 +123,18 @@ def test_doctor_env_prints_each_variable_and_its_value(monkeypatch, capsys):
     rows = {line.split("|")[1].strip(" `"): line for line in out.splitlines()[2:]}
     assert set(rows) == {v.name for v in settings.VARIABLES}
     assert rows["ROCMLAB_QUICK"].rstrip(" |").endswith("`1`") and "(unset)" in rows["ROCMLAB_SERVE_URL"]
+
+
+def test_a_reader_that_goes_away_is_not_a_crash():
+    """`rocmlab doctor --env | head -1`: the pipe closes early; no traceback, exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "rocmlab.cli", "doctor", "--env"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()                                  # the reader is gone before the table is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0 and "Traceback" not in err, err
