@@ -7,6 +7,7 @@ submission really compiles (each source differs by a learner comment; a fifth ar
 
 from __future__ import annotations
 
+import argparse
 import csv
 import os
 import resource
@@ -54,7 +55,11 @@ def grade(subs: Path, out: Path, workers: int, home: Path, kill_after: float | N
 
 
 def main() -> int:
-    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("n", nargs="?", type=int, default=100, help="how many submissions (default 100)")
+    n = ap.parse_args().n
+    if n < 1:
+        ap.error(f"N={n}: give at least 1 submission (100 shows the speed-up best)")
     from rocmlab.hip.toolchain import discover_offline
     from rocmlab.machine.detect import current
 
