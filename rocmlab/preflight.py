@@ -165,7 +165,6 @@ def run(labs_dir: Path, out_dir: Path, quick: bool = True, timeout_s: float = se
         only: str | None = None, progress: bool = True) -> list[LabResult]:
     from tqdm.auto import tqdm
 
-
     try:
         timeout_s = settings.time_limit(timeout_s, what="--timeout", maximum=settings.PREFLIGHT_MAX_CELL_TIME_S)
     except ValueError as exc:

@@ -145,7 +145,6 @@ def interpreting() -> bool:
 
 
 def _source_of(fn) -> tuple[str, str]:
-
     base = getattr(fn, "fn", fn)
     try:
         src = textwrap.dedent(inspect.getsource(base))
@@ -190,8 +189,6 @@ def compile_variants(fn, signature: dict, constexprs: dict | None = None, target
 
 
 def _compile_in_child(job: dict) -> list[AmdReport]:
-
-
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     done = sandbox.run_limited([sys.executable, "-m", "rocmlab.triton_amd"], stdin_data=json.dumps(job).encode(),
                                timeout_s=settings.COMPILE_TIME_LIMIT_S, memory_bytes=settings.COMPILE_MEMORY_BYTES,
@@ -207,7 +204,6 @@ def _compile_in_child(job: dict) -> list[AmdReport]:
 
 
 def _compile_job(job: dict) -> list[AmdReport]:
-
     try:
         import triton
         from triton.backends.compiler import GPUTarget
@@ -250,7 +246,6 @@ def _compile_job(job: dict) -> list[AmdReport]:
 
 
 def _main() -> None:   # the child process of _compile_in_child
-
     job = json.loads(sys.stdin.read())
     try:
         reports = _compile_job(job)

@@ -31,7 +31,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-
     from rocmlab.grader import batch
     from rocmlab.grader.spec import ExerciseError, exercises
     from rocmlab.sandbox import Terminated

@@ -36,7 +36,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-
     from rocmlab.port import PortInputError, port
 
     if args.workers is not None and args.workers < 1:

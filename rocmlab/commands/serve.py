@@ -143,9 +143,7 @@ def _plan(a) -> int:
 
 
 def _bench(a) -> int:
-
     from rocmlab.serve import bench
-
 
     u = urlparse(a.url)
     if u.scheme not in ("http", "https") or not u.netloc:
@@ -192,7 +190,6 @@ def _bench(a) -> int:
 
 
 def _cpu(a) -> int:
-
     from rocmlab.serve import vllm_cpu
 
     server = vllm_cpu.start_cpu_server(port=a.port)

@@ -94,7 +94,6 @@ class Workbench:
         """Buttons over the learner's file: Grade again (re-reads it), Show a hint (one level at a time)."""
         import ipywidgets as w
 
-
         out, hints_box = w.HTML(), w.HTML()
         again = w.Button(description="Grade again", icon="refresh")
         more = w.Button(description="Show a hint", icon="lightbulb-o")

@@ -172,7 +172,6 @@ def _show_inspection(res: _build.BuildResult, with_isa: bool):
     try:
         from IPython.display import HTML, display
 
-
         html = inspector.inspection_html(ins, plat_label=f"compiled on {current().label}") if with_isa else (
             inspector.resources_table(ins) if ins.ok else inspector.inspection_html(ins))
         display(HTML(html))

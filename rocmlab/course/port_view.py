@@ -40,7 +40,6 @@ def show(result, charts: bool = True, plat=None):
     """Display a :class:`~rocmlab.port.PortResult`: headline, the report's SVG charts and tables."""
     from IPython.display import HTML, display
 
-
     if result.compiled and result.units:
         headline(f"translation units compiled after rocmlab port ({Path(result.src).name}, {', '.join(result.targets)})",
                  f"{result.n_compiled}/{result.n_units}", note=f"{100 * result.compile_fraction:.0f}%, compiled "

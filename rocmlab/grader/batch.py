@@ -114,7 +114,6 @@ def read_submission(path) -> bytes:
 
 
 def find_jobs(submissions, exercises: list[str]) -> list[Job]:
-
     root = Path(submissions)
     if not root.is_dir():
         raise BatchError(f"no submissions folder {root}: pass a folder with one file or folder per learner")
@@ -275,7 +274,6 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
 
 
 def _raise_terminated(signum, frame):
-
     raise Terminated()
 
 

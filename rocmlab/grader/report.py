@@ -97,7 +97,6 @@ class Report:
         return "\n".join(lines)
 
     def to_html(self) -> str:
-
         rows = [[c.status, c.id, f"{c.points:g}/{c.max_points:g}", c.message,
                  c.hint if c.status == "failed" else ""] for c in self.checks]
         iso = f"<br><small>isolation: {html.escape(self.isolation)}</small>" if self.isolation else ""

@@ -180,7 +180,6 @@ def validate_args(lang: str, mode: str, target: str, flags) -> tuple[str, ...]:
         raise ValueError(f"target={target!r} is not a GPU target: use an AMD one such as 'gfx942' (MI300X) "
                          "or 'gfx90a' (MI200), or an NVIDIA one such as 'sm_90' (H100/H200)")
     if isinstance(flags, str):
-
         flags = shlex.split(flags)
     flags = tuple(str(f) for f in flags)
     for f in flags:
@@ -269,7 +268,6 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
                "rocm": "run on a machine with that AMD GPU"}.get(result.toolchain_kind, "")
         raise CannotRun(f"cannot run here: {result.cannot_run_reason}" + (f"; {fix}" if fix else ""))
     if isinstance(args, str):
-
         args = shlex.split(args)
     if memory_bytes is _DEFAULT:
         memory_bytes = None if result.can_run else settings.RUN_MEMORY_BYTES

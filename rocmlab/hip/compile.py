@@ -110,7 +110,6 @@ def choose(lang: str, target: str, plat=None, toolchain=None) -> tuple[Toolchain
                               f"use one of {', '.join(settings.AMD_TARGETS)}")
             return tc, ""
     if "offline" in kinds:
-
         fixes = [NO_TOOLCHAIN_FIX[k] for k in kinds if k != "offline"] + [offline_problem()]
     else:
         fixes = [NO_TOOLCHAIN_FIX[k] for k in kinds]

@@ -99,7 +99,6 @@ def _load_tables():
     """torch's CUDA->HIP tables, without importing torch itself (the module is plain Python)."""
     spec = importlib.util.find_spec("torch")
     if spec and spec.submodule_search_locations:
-
         path = os.path.join(list(spec.submodule_search_locations)[0], "utils", "hipify", "cuda_to_hip_mappings.py")
         try:
             s = importlib.util.spec_from_file_location("_rocmlab_cuda_to_hip", path)

@@ -83,7 +83,6 @@ class KernelIsa:
         return out
 
 
-
 # --- highlighting ---------------------------------------------------------------------------
 
 AMD_CATEGORIES = (

@@ -235,7 +235,6 @@ def check_wsl(plat: Platform, probe: Probe) -> Check:
 
 
 def check_offline_toolchain(plat: Platform, probe: Probe) -> Check:
-
     name = f"offline HIP toolchain (ROCm {OFFLINE_ROCM_VERSION} root: compile for MI300X/MI355X without a GPU)"
     tc = discover_offline(probe)
     if tc is None:

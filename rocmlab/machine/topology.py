@@ -273,7 +273,6 @@ def local_partition() -> tuple[dict | None, str]:
     """({'compute': ..., 'memory': ...}, '') read from ``amd-smi static --partition`` on this machine,
     or (None, why not)."""
 
-
     exe = shutil.which("amd-smi")
     if exe is None:
         return None, "amd-smi is not on PATH here (it ships with ROCm, in /opt/rocm/bin)"

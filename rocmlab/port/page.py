@@ -216,7 +216,6 @@ def write_reports(result, html_path: Path) -> tuple[Path, Path]:
     html_path = Path(html_path).resolve()
     src = Path(result.src)
     if src == html_path or src in html_path.parents:
-
         raise PortInputError(f"--report {html_path} is inside SRC ({src}): the port never writes into SRC; "
                              "put the report elsewhere (the default is OUT/rocmlab-port.html)")
     html_path.parent.mkdir(parents=True, exist_ok=True)

@@ -44,7 +44,6 @@ class PortTrap:
     src_line: int = 0         # its line there (0: the line is new in the port)
 
     def to_json(self) -> dict:
-
         return asdict(self)
 
 
@@ -260,7 +259,6 @@ def _external_headers(proj, ext_dirs: list[Path], problems: list[Problem]) -> tu
 
 
 def build_header_suffixes():
-
     return (*SOURCE_SUFFIXES, ".inl", ".hxx", ".hh", ".cuh")
 
 
@@ -415,7 +413,6 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
 
 
 def build_tu_suffixes():
-
     return TU_SUFFIXES
 
 

@@ -328,7 +328,6 @@ def hip_header_names() -> set[str]:
     is here). Used to finish what hipify left: cudaX whose hipX exists."""
     global _HIP_NAMES
     if _HIP_NAMES is None:
-
         names: set[str] = set()
         for inc in (rocm_root() / "usr" / "include" / "hip", Path("/opt/rocm/include/hip")):
             if inc.is_dir():

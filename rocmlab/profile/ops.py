@@ -85,7 +85,6 @@ HIPBLASLT_TF32_ENV = "HIPBLASLT_ALLOW_TF32"
 
 
 def _tf32_context(enabled: bool):
-
     import torch
 
     @contextlib.contextmanager
@@ -174,7 +173,6 @@ def gemm_sweep(sizes, dtypes=DTYPES, reps: int = 10, max_time_s: float = 3.0, pl
     precisions that do not run here get a row with the reason instead of a figure."""
     import pandas as pd
 
-
     plat = plat or current()
     spec = plat.device.spec if plat.device else None
     rows, results = [], []
@@ -200,7 +198,6 @@ def bandwidth_sweep(sizes_bytes, reps: int = 10, plat=None):
     """Copy bandwidth per size, with and without rotated buffers (a single buffer that fits in the
     cache measures the cache, not HBM). Returns (DataFrame, results of the rotated runs)."""
     import pandas as pd
-
 
     plat = plat or current()
     spec = plat.device.spec if plat.device else None
@@ -254,7 +251,6 @@ def blas_ab(n: int = 4096, dtype: str = "bf16", reps: int = 10, plat=None):
     preferred_blas_library), restoring the original choice. Returns a DataFrame; GPU only."""
     import pandas as pd
     import torch
-
 
     plat = plat or current()
     if not torch.cuda.is_available():

@@ -35,14 +35,12 @@ def device_key(plat=None, profile: str = "full") -> str:
     """Cache key: backend, device name, torch version and the size profile (quick or full)."""
     import torch
 
-
     plat = plat or current()
     name = plat.device.name if plat.device else "unknown"
     return f"{plat.backend}|{name}|torch {torch.__version__}|{profile}"
 
 
 def _cache_path():
-
     return cache_dir() / CACHE_FILE
 
 
@@ -54,7 +52,6 @@ def load_cache() -> dict:
 
 
 def default_sizes(quick: bool, plat=None) -> dict:
-
     plat = plat or current()
     if not plat.is_gpu:
         return {"copy_bytes": 32 * 2 ** 20 if quick else 256 * 2 ** 20, "gemm_n": 256 if quick else 1024}
@@ -143,7 +140,6 @@ class Roofline:
 
     @classmethod
     def for_device(cls, ceilings: Ceilings | None = None, plat=None) -> Roofline:
-
         plat = plat or current()
         spec = plat.device.spec if plat.device else None
         peaks = {d: (spec[f] if spec else None) for d, f in ops.SPEC_FIGURE.items()}

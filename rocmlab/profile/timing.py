@@ -173,7 +173,6 @@ def graph_bench(fn, quantiles=None, warmup: int = 10, rep: int = 40):
     return do_bench(run, warmup=warmup, rep=rep, **kw)
 
 
-
 def bench(fn: Callable, *, inputs: Sequence | None = None, warmup: int = 3, reps: int = 20,
           max_time_s: float | None = None, bytes: float | None = None, flops: float | None = None,
           name: str | None = None, device: str | None = None, allow_none: bool = False,
@@ -235,7 +234,6 @@ def bench(fn: Callable, *, inputs: Sequence | None = None, warmup: int = 3, reps
             break
     timer = "device events (torch.cuda.Event)" if use_events else "wall clock (time.perf_counter)"
     if label is None:
-
         label = current().label
     return BenchResult(name, tuple(times), timer, warmup, n, bytes, flops, label)
 

@@ -159,7 +159,6 @@ def profile_kernels(fn: Callable, *args, steps: int = 3, warmup: int = 1, trace_
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-
     if not callable(fn):
         raise _not_callable(fn, "profile_kernels")
     if steps < 1:

@@ -189,7 +189,6 @@ def run(base_url: str, requests: list[SampleRequest], model: str | None = None, 
 
 # ------------------------------------------------------------------------------ datasets
 def prompts_path() -> Path:
-
     return datasets_dir() / "prompts.jsonl"
 
 

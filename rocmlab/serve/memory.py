@@ -174,7 +174,6 @@ def activation_bytes(cfg: ModelConfig, tp: int = 1, max_num_batched_tokens: int 
 
 
 def gpu_memory_gib(gpu: str) -> float:
-
     specs = hardware.specs()
     spec = specs.get(gpu) or hardware.lookup(gpu)
     if spec is None:

@@ -89,7 +89,6 @@ def build(out: str | Path | None = None, python: str | None = None, force: bool 
         _build(out)
         return out
     if python is None:
-
         python = vllm_python()
         if python is None:
             raise RuntimeError("building the tiny model needs `tokenizers` and `safetensors`: run "
@@ -173,7 +172,6 @@ def _build(out: Path) -> None:
         })
     save_file(tensors, str(tmp / "model.safetensors"), metadata={"format": "pt"})
     if out.exists():
-
         shutil.rmtree(out)
     tmp.rename(out)
 

@@ -41,7 +41,6 @@ def available() -> bool:
 
 
 def tiny_model() -> Path:
-
     return tinymodel.build()
 
 

@@ -105,7 +105,6 @@ def _check_name(learner: str) -> None:
 
 
 def exchange_dir(exchange=None) -> Path:
-
     value = exchange or env("ROCMLAB_EXCHANGE")
     if not value:
         raise ExchangeError("no exchange folder: set ROCMLAB_EXCHANGE (the hub sets it for every learner) "

@@ -185,7 +185,6 @@ class Hub:
         finally:
             ws.close()
         if error:
-
             plain = re.sub(r"\x1b\[[0-9;]*m", "", error)
             raise HubError(f"the code failed in the kernel:\n{plain}")
         return "".join(out)
@@ -311,7 +310,6 @@ def _term_with_parent() -> None:
     """In the hub's process before exec: SIGTERM it when the process that started it dies (even by SIGKILL),
     so the hub still stops its servers and proxy. Linux only; elsewhere the hub outlives a killed parent."""
     if sys.platform.startswith("linux"):
-
         with contextlib.suppress(OSError, AttributeError):
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)      # PR_SET_PDEATHSIG
 

@@ -15,7 +15,6 @@ from rocmlab.workshop import seats
 
 
 def configure(c, s: dict) -> None:
-
     work = Path(s["workdir"])
     c.JupyterHub.ip = "127.0.0.1"
     c.JupyterHub.port = s["port"]

@@ -136,7 +136,6 @@ def _system_ids(spawner):
 
 
 def main(argv=None) -> int:
-
     p = argparse.ArgumentParser(description="rocmlab workshop GPU assignments (one GPU per learner)")
     p.add_argument("command", choices=["list", "release"])
     p.add_argument("user", nargs="?")

@@ -16,7 +16,6 @@ def doctor_widget():
     """A VBox: the doctor table and a button that runs the checks again (after you fix something)."""
     import ipywidgets as w
 
-
     out = w.HTML()
     summary = w.HTML()
     button = w.Button(description="Run checks again", icon="refresh", layout=w.Layout(width="auto"))
@@ -36,6 +35,5 @@ def doctor_widget():
 
 
 def facts_html(plat=None) -> str:
-
     plat = plat or current()
     return html_table(["fact", "value"], [list(r) for r in plat.facts()], css_class="rocmlab-facts")

@@ -69,5 +69,4 @@ def inspection_html(ins: Inspection, kernel: str | None = None, max_lines: int =
 def show(ins: Inspection, kernel: str | None = None, max_lines: int = 120):
     from IPython.display import HTML, display
 
-
     display(HTML(inspection_html(ins, kernel, max_lines, f"compiled on {current().label}")))

@@ -37,7 +37,6 @@ def monitor_widget(source: str | None = None, interval_s: float = 1.0, window: i
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-
     try:
         mon = monitor or Monitor(source, interval_s=interval_s, history=window, **monitor_kw)
     except MonitorUnavailable as exc:
