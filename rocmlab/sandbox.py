@@ -28,6 +28,7 @@ Ctrl-C (KeyboardInterrupt) or SIGTERM in the caller ends everything in the sandb
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import math
@@ -464,27 +465,25 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
                threading.Thread(target=_reader, args=(proc.stderr, output_bytes, err, err_t), daemon=True)]
     for t in threads:
         t.start()
-    old_term = _trap_sigterm()
     timed_out = False
-    try:
-        if stdin_data:
-            try:
-                proc.stdin.write(stdin_data)
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
+    with sigterm_raises_terminated():
         try:
-            proc.wait(timeout=wall_s)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-    except BaseException:          # KeyboardInterrupt, Terminated, ...: end everything, then re-raise
-        _kill_group(proc)
-        if after_exit:
-            after_exit()
-        _finish(proc, threads)
-        raise
-    finally:
-        _untrap_sigterm(old_term)
+            if stdin_data:
+                try:
+                    proc.stdin.write(stdin_data)
+                    proc.stdin.close()
+                except BrokenPipeError:
+                    pass
+            try:
+                proc.wait(timeout=wall_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+        except BaseException:          # KeyboardInterrupt, Terminated, ...: end everything, then re-raise
+            _kill_group(proc)
+            if after_exit:
+                after_exit()
+            _finish(proc, threads)
+            raise
     _kill_group(proc)              # leave nothing behind: children that outlive the program go too
     if after_exit:
         after_exit()
@@ -511,23 +510,24 @@ def _raise_terminated(signum, frame):
     raise Terminated()
 
 
-def _trap_sigterm():
-    """While a sandbox runs in the main thread, SIGTERM raises Terminated (so it ends the sandbox) instead of
-    killing Python on the spot. A handler the application installed is left alone."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
+@contextlib.contextmanager
+def sigterm_raises_terminated():
+    """While the block runs in the main thread, SIGTERM raises :class:`Terminated` (as Ctrl-C raises
+    KeyboardInterrupt), so a sandbox, or a batch of them, is ended cleanly instead of Python dying on the spot;
+    forked workers inherit it. A handler the application installed is left alone."""
+    installed = False
+    if threading.current_thread() is threading.main_thread():
+        try:
+            if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+                signal.signal(signal.SIGTERM, _raise_terminated)
+                installed = True
+        except ValueError:
+            pass
     try:
-        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-            signal.signal(signal.SIGTERM, _raise_terminated)
-            return signal.SIG_DFL
-    except ValueError:
-        pass
-    return None
-
-
-def _untrap_sigterm(old):
-    if old is not None:
-        signal.signal(signal.SIGTERM, old)
+        yield
+    finally:
+        if installed:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def _own_scratch(scratch, uid: int = settings.SANDBOX_UID):

@@ -28,7 +28,6 @@ import os
 import signal
 import stat
 import tempfile
-import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ import yaml
 
 from rocmlab import settings
 from rocmlab.grader.spec import load
-from rocmlab.sandbox import Terminated
+from rocmlab.sandbox import sigterm_raises_terminated
 
 SUFFIXES = (".hip", ".cpp", ".cu")
 #: A hand-in larger than this is not read (a HIP exercise is a few KB; the static analysis has a time limit).
@@ -224,16 +223,13 @@ def grade_folder(submissions, exercises: list[str], out, *, assignment: str = ""
         from tqdm.auto import tqdm
 
         bar = tqdm(total=len(jobs), initial=len(jobs) - len(todo), desc="grading", unit="submission")
-    old_term = _trap_sigterm()
-    try:
+    with sigterm_raises_terminated():   # SIGTERM ends the workers and their sandboxes, keeps finished results
         if workers <= 1:
             for j in todo:
                 _grade_one(j, str(out), seed, time_limit_s)
                 bar and bar.update(1)
         else:
             _grade_parallel(todo, out, seed, time_limit_s, workers, bar)
-    finally:
-        _untrap_sigterm(old_term)
     if bar:
         bar.close()
     write_csvs(out, jobs, assignment or (exercises[0] if len(exercises) == 1 else "assignment"))
@@ -271,28 +267,6 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
             p.kill()
             p.join(0.5)
     pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _raise_terminated(signum, frame):
-    raise Terminated()
-
-
-def _trap_sigterm():
-    """While grading, SIGTERM raises sandbox.Terminated (as Ctrl-C raises KeyboardInterrupt), so the workers and
-    the sandboxes are ended and the finished results kept; forked workers inherit it."""
-
-    if threading.current_thread() is not threading.main_thread():
-        return None
-    old = signal.getsignal(signal.SIGTERM)
-    if old is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _raise_terminated)
-        return old
-    return None
-
-
-def _untrap_sigterm(old) -> None:
-    if old is not None:
-        signal.signal(signal.SIGTERM, old)
 
 
 def write_csvs(out: Path, jobs: list[Job], assignment: str) -> None:
