@@ -55,6 +55,11 @@ RUN_TIME_LIMIT_S = 20.0
 COMPILE_TIME_LIMIT_S = 300.0
 #: Seconds the grader's perf check may take in all.
 PERF_TIME_LIMIT_S = 60.0
+#: Seconds a trusted tool may take on learner text: c++filt on kernel names, hipify-perl on one source file.
+DEMANGLE_TIME_LIMIT_S = 20.0
+HIPIFY_PERL_TIME_LIMIT_S = 120.0
+#: Bytes of HIP hipify-perl may write for one source (sources are at most 8 MiB).
+HIPIFY_PERL_OUTPUT_BYTES = 64 << 20
 #: Address space of a learner's program on a CPU machine (a GPU runtime reserves more: no limit there).
 RUN_MEMORY_BYTES = 2 << 30
 #: Address space of one compiler invocation.

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import asdict, dataclass
 
 import yaml
+
+from rocmlab import sandbox, settings
 
 
 @dataclass(frozen=True)
@@ -127,13 +128,13 @@ def demangle(names: list[str]) -> dict[str, str]:
     tool = shutil.which("llvm-cxxfilt-19") or shutil.which("c++filt") or shutil.which("llvm-cxxfilt")
     if not tool or not names:
         return {n: n for n in names}
-    try:
-        out = subprocess.run([tool], input="\n".join(names), capture_output=True, text=True, timeout=20).stdout
-        res = out.splitlines()
-        if len(res) == len(names):
-            return dict(zip(names, res, strict=True))
-    except (OSError, subprocess.SubprocessError):
-        pass
+    try:   # through the sandbox's limited runner (time, memory, output capped): the names come from learner code
+        done = sandbox.run_limited([tool], timeout_s=settings.DEMANGLE_TIME_LIMIT_S, stdin_data="\n".join(names).encode())
+    except OSError:
+        return {n: n for n in names}
+    res = done.stdout.splitlines()
+    if done.ok and len(res) == len(names):
+        return dict(zip(names, res, strict=True))
     return {n: n for n in names}
 
 

@@ -35,11 +35,11 @@ import io
 import posixpath
 import re
 import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocmlab import sandbox, settings
 from rocmlab.paths import rocm_root
 from rocmlab.port.scan import Finding, strip_comments_and_strings
 
@@ -284,10 +284,15 @@ def hipify_perl_texts(sources: dict[str, str]) -> dict[str, str]:
             f = Path(tmp) / "in" / (str(abs(hash(rel))) + (posixpath.splitext(rel)[1] or ".cu"))
             f.parent.mkdir(parents=True, exist_ok=True)
             f.write_text(text, encoding="utf-8")
-            proc = subprocess.run([*cmd, "-quiet-warnings", str(f)], capture_output=True, text=True, timeout=120)
-            if proc.returncode != 0:
-                raise EngineError(f"hipify-perl failed on {rel}: {proc.stderr.strip()[-400:]}")
-            out[rel] = proc.stdout
+            # through the sandbox's limited runner: a time limit, an address-space limit, its own session
+            done = sandbox.run_limited([*cmd, "-quiet-warnings", str(f)], timeout_s=settings.HIPIFY_PERL_TIME_LIMIT_S,
+                                       output_bytes=settings.HIPIFY_PERL_OUTPUT_BYTES)
+            if not done.ok:
+                raise EngineError(f"hipify-perl failed on {rel}: {done.explain()}; {done.stderr.strip()[-400:]}")
+            if done.stdout_truncated:
+                raise EngineError(f"hipify-perl wrote more than {settings.HIPIFY_PERL_OUTPUT_BYTES >> 20} MiB for {rel}: "
+                                  "split the file, or use --engine torch")
+            out[rel] = done.stdout
     return out
 
 
