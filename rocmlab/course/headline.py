@@ -36,12 +36,11 @@ class Headline:
 def headline(name: str, value, unit: str = "", note: str = "", plat=None, quiet: bool = False) -> Headline:
     """Print a figure with its backend and device, and record it for preflight."""
     plat = plat or current()
-    dev = plat.device.name if plat.device else "unknown device"
     if hasattr(value, "item"):
         value = value.item()
     if isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
-    h = Headline(name, value, unit, plat.backend, dev, note)
+    h = Headline(name, value, unit, plat.backend, plat.device_name, note)
     if not quiet:
         print(h)
     path = settings.env(settings.HEADLINES_ENV)

@@ -56,11 +56,9 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
     seed = new_seed() if seed is None else int(seed)
     start = time.monotonic()
     specs = [s for s in ex.checks if not only or s.id in only or s.type in only]
-    dev = plat.device.name if plat.device else "unknown device"
-    iso = sandbox.isolation().description
 
     def report(results, status="graded", error=""):
-        return Report(ex.id, ex.title, plat.backend, dev, seed, results, time.monotonic() - start, status, error, iso)
+        return _report(ex, plat, seed, results, time.monotonic() - start, status, error)
 
     work = tempfile.mkdtemp(prefix="rocmlab-grade-")
     os.chmod(work, 0o711)   # the sandboxed program (another uid) may pass through to its scratch, not list it
@@ -96,7 +94,12 @@ def refused(exercise_id: str, reason: str, *, plat=None) -> Report:
     every check "not run" with ``reason`` (a learner's message), no points, never compiled or run."""
 
     ex = load(exercise_id)
-    plat = plat or current()
-    dev = plat.device.name if plat.device else "unknown device"
     checks = [CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not run: {reason}") for s in ex.checks]
-    return Report(ex.id, ex.title, plat.backend, dev, None, checks, 0.0, "graded", "", sandbox.isolation().description)
+    return _report(ex, plat or current(), None, checks, 0.0)
+
+
+def _report(ex: Exercise, plat, seed: int | None, checks: list[CheckResult], duration_s: float,
+            status: str = "graded", error: str = "") -> Report:
+    """A Report naming this machine (backend, device) and how learner code is isolated here."""
+    return Report(ex.id, ex.title, plat.backend, plat.device_name, seed, checks, duration_s, status, error,
+                  sandbox.isolation().description)

@@ -115,16 +115,16 @@ def resources(source_or_build, target: str | None = None, **kw) -> list[KernelRe
     """VGPRs, SGPRs, AGPRs, LDS, scratch, spills, wavefront size and the compiler's occupancy for
     each kernel (``target``: the build's, else settings.DEFAULT_TARGET). Raises :class:`rocmlab.hip.build.HipError` (with the compiler's errors) if it
     does not compile."""
-    r = inspect(source_or_build, target, **kw)
-    if not r.ok:
-        raise _build.HipError("the source does not compile for " + r.target + ":\n" +
-                              "\n".join(str(d) for d in r.diagnostics[:10]))
-    return r.kernels
+    return _compiled(inspect(source_or_build, target, **kw)).kernels
 
 
 def isa(source_or_build, target: str | None = None, **kw) -> list[KernelIsa]:
-    r = inspect(source_or_build, target, **kw)
+    """The ISA listing of each kernel; raises :class:`rocmlab.hip.build.HipError` if it does not compile."""
+    return _compiled(inspect(source_or_build, target, **kw)).isa
+
+
+def _compiled(r: Inspection) -> Inspection:
     if not r.ok:
         raise _build.HipError("the source does not compile for " + r.target + ":\n" +
                               "\n".join(str(d) for d in r.diagnostics[:10]))
-    return r.isa
+    return r

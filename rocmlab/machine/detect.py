@@ -130,10 +130,14 @@ class Platform:
         return self.backend in ("rocm", "cuda")
 
     @property
+    def device_name(self) -> str:
+        """The first device's name, or "unknown device"."""
+        return self.device.name if self.device else "unknown device"
+
+    @property
     def label(self) -> str:
         """Short tag for every printed figure: ``backend: device``."""
-        d = self.device
-        return f"{self.backend}: {d.name if d else 'unknown device'}"
+        return f"{self.backend}: {self.device_name}"
 
     def summary(self) -> str:
         d = self.device
