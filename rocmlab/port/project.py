@@ -21,9 +21,10 @@ from rocmlab.port.scan import scan_project
 REPORT_JSON = "rocmlab-port.json"
 REPORT_HTML = "rocmlab-port.html"
 MARKER = ".rocmlab-port"
-settings.AMD_TARGETS = settings.AMD_TARGETS
 EXTERNAL = "external"          # OUT/external/<n>-<name>/: ported copies of headers read from -I folders outside SRC
 MAX_EXTERNAL_FILES = 2000
+#: What a header read from an -I folder outside SRC may be called.
+HEADER_SUFFIXES = (*SOURCE_SUFFIXES, ".inl", ".hxx", ".hh", ".cuh")
 
 
 @dataclass(frozen=True)
@@ -239,7 +240,7 @@ def _external_headers(proj, ext_dirs: list[Path], problems: list[Problem]) -> tu
                 key = posixpath.join(keys[n], inner.replace(os.sep, "/"))
                 if key in texts:
                     break
-                if not inner.endswith(tuple(build_header_suffixes())):
+                if not inner.endswith(HEADER_SUFFIXES):
                     break
                 try:
                     t = path.read_bytes().decode("utf-8")
@@ -256,10 +257,6 @@ def _external_headers(proj, ext_dirs: list[Path], problems: list[Problem]) -> tu
                 todo.append((key, t, (n, os.path.dirname(inner))))
                 break
     return texts, origin
-
-
-def build_header_suffixes():
-    return (*SOURCE_SUFFIXES, ".inl", ".hxx", ".hh", ".cuh")
 
 
 def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None, compat: str | bool = "auto",
@@ -380,7 +377,7 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
         ext = rel.startswith(EXTERNAL + "/")
         result.files.append({"source": ext_origin.get(rel, rel), "ported": names[rel],
                              "role": "header from outside SRC" if ext else
-                             "translation unit" if rel.endswith(build_tu_suffixes()) else "header",
+                             "translation unit" if rel.endswith(TU_SUFFIXES) else "header",
                              "renamed": names[rel] != rel, "fixes": fixes_per.get(names[rel], 0),
                              "traps": per_file.get(names[rel], 0), "hipify_changed": tr.hipified[rel] != sources[rel]})
     result.libraries = [k for k in diagnose.LIBRARIES if k in rep.libraries]
@@ -410,10 +407,6 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
 
     write_reports(result, Path(report) if report else out_r / REPORT_HTML)
     return result
-
-
-def build_tu_suffixes():
-    return TU_SUFFIXES
 
 
 def load(report_json) -> dict:
