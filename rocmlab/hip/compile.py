@@ -284,19 +284,17 @@ _TOOL_ERR = re.compile(r"^(?:.*undefined (?:reference to|symbol:?) .*|ptxas (?:e
                        r"bwrap: .*)$", re.MULTILINE)
 
 
+def is_clang_error(line: str) -> bool:
+    """``PROGRAM: error: ...`` where PROGRAM is a clang driver (``clang++-22: error: ...``), found by a split,
+    not by ``\\S*clang\\S*``, which backtracks quadratically on a long line a submission can put into the log
+    (e.g. a 400 KB undefined symbol)."""
+    head, sep, _ = line.partition(": error: ")
+    return bool(sep) and "clang" in head and not any(ch.isspace() for ch in head)
+
+
 def _tool_errors(log: str) -> list[str]:
-    """Tool errors of a log, in order: the lines _TOOL_ERR matches, and ``PROGRAM: error: ...`` where PROGRAM is a
-    clang (found by a split, not by ``\\S*clang\\S*``, which backtracks quadratically on a long line a submission
-    can put into the log, e.g. a 400 KB undefined symbol)."""
-    out = []
-    for line in log.splitlines():
-        if _TOOL_ERR.match(line):
-            out.append(line)
-            continue
-        head, sep, _ = line.partition(": error: ")
-        if sep and "clang" in head and not any(ch.isspace() for ch in head):
-            out.append(line)
-    return out
+    """Tool errors of a log, in order: the lines _TOOL_ERR matches, and a clang driver's errors."""
+    return [line for line in log.splitlines() if _TOOL_ERR.match(line) or is_clang_error(line)]
 
 
 def parse_diagnostics(log: str, cell_file: str, line_offset: int = 0) -> list[Diagnostic]:

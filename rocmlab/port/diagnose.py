@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from rocmlab.hip.compile import is_clang_error
 from rocmlab.port.scan import scan, strip_comments_and_strings
 
 _MAIN = re.compile(r"\bint\s+main\s*\(")
@@ -18,13 +19,10 @@ _UNDEFINED = ("undefined reference to ", "undefined symbol ", "undefined symbol:
 
 def _tool_error(log: str) -> str | None:
     """The first line of a linker or driver error (an undefined symbol, ``ld: error:``, ``clang...: error:``).
-    Line by line with plain string tests: linear in the log (a regex with ``\\S*clang\\S*`` was quadratic on a
-    long token)."""
+    Line by line with plain string tests: linear in the log."""
     for line in log.splitlines():
-        if any(u in line for u in _UNDEFINED) or line.startswith(("ld: error: ", "ld.lld: error: ")):
-            return line
-        head, sep, _ = line.partition(": error: ")
-        if sep and "clang" in head and not any(c.isspace() for c in head):
+        if any(u in line for u in _UNDEFINED) or line.startswith(("ld: error: ", "ld.lld: error: ")) \
+                or is_clang_error(line):
             return line
     return None
 
