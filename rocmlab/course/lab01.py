@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from rocmlab.hip import build, hipcuda
 from rocmlab.hip import occupancy as occ
 from rocmlab.hip.compile import choose
+from rocmlab.hip.inspector import inspect
 from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES
 
 
@@ -153,8 +154,6 @@ class CompilerSays:
 
 def compiler_says(title: str, source: str, target: str | None = None) -> CompilerSays:
     """Compile device code for ``target`` and keep the first error (mapped to the source's line)."""
-    from rocmlab.hip.inspector import inspect
-
     r = inspect(source, target or DEFAULT_TARGET)
     errs = [d for d in r.diagnostics if d.severity == "error"]
     first = errs[0] if errs else None
@@ -177,8 +176,6 @@ def rocm7_facts(target: str | None = None) -> dict[str, CompilerSays]:
 def resources_by_target(source: str, targets=AMD_TARGETS) -> list[list]:
     """Rows (target, product, kernel, VGPRs, SGPRs, LDS B, compiler's occupancy, calculator's,
     limited by) for every kernel of ``source`` on each target: the same code, different chips."""
-    from rocmlab.hip.inspector import inspect
-
     rows = []
     for t in targets:
         for k in inspect(source, t).kernels:
@@ -205,8 +202,6 @@ __global__ void wave_sum(const float* x, float* out) {
 def shuffle_steps(source: str, target: str = DEFAULT_TARGET) -> tuple[int | None, str]:
     """(cross-lane steps in ``wave_sum``'s ISA, message). Each __shfl_down step is one
     ``ds_bpermute_b32`` (or a DPP move) in the target's ISA."""
-    from rocmlab.hip.inspector import inspect
-
     ins = inspect(source, target)
     if not ins.ok:
         return None, "does not compile: " + "; ".join(str(d) for d in ins.diagnostics[:3])
@@ -318,8 +313,6 @@ def hipified_kernel_steps(cuda_source: str = HIPIFY_ME, target: str | None = Non
     """Hipify ``cuda_source`` mechanically, then fix it in two steps, compiling each version for
     ``target`` with the real compiler: the 32-bit mask (a compile error on ROCm 7), then the
     32-lane loop (it compiles, but the ISA shows half-wavefront sums: 5 steps, not 6)."""
-    from rocmlab.hip.inspector import inspect
-
     target = target or DEFAULT_TARGET
     lanes = occ.TARGET_FACTS.get(target, {"wave": 64})["wave"]
     hip = hipcuda.hipify(cuda_source).cuda_source

@@ -22,7 +22,9 @@ import argparse
 import shlex
 
 from rocmlab import settings
+from rocmlab.course.widgets import inspector
 from rocmlab.hip import build as _build
+from rocmlab.hip.inspector import inspect
 from rocmlab.machine.detect import current
 
 _LAST: dict[str, _build.BuildResult] = {}
@@ -165,9 +167,6 @@ def report_run(res: _build.BuildResult, args, timeout: float, host_only: bool = 
 
 
 def _show_inspection(res: _build.BuildResult, with_isa: bool):
-    from rocmlab.course.widgets import inspector
-    from rocmlab.hip.inspector import inspect
-
     ins = inspect(res)
     try:
         from IPython.display import HTML, display

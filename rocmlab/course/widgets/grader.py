@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from pathlib import Path
 
+from rocmlab import grader
+from rocmlab.grader.report import availability
 from rocmlab.html_table import html_table
 
 
@@ -23,8 +25,7 @@ def mismatch_html(report) -> str:
 
 
 def report_html(report) -> str:
-    from rocmlab.grader.report import availability   # which points this machine cannot award, and why
-
+    """The report, led by which points this machine cannot award and why."""
     return availability(report).html() + report.to_html() + mismatch_html(report)
 
 
@@ -35,8 +36,6 @@ def feedback_widget(exercise_id: str, source, *, seed: int | None = None, time_l
     hints one level at a time (level 1 nudges, level 3 nearly gives the answer).
     """
     import ipywidgets as w
-
-    from rocmlab import grader
 
     ex = grader.load(exercise_id)
     out, hints_box = w.HTML(), w.HTML()
