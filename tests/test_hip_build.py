@@ -161,10 +161,10 @@ def test_a_header_error_points_at_the_cells_line_that_led_there(rng):
            f"cell.hip:{line}:10: note: in instantiation of function template specialization "
            "'__shfl_down_sync<unsigned int, float>' requested here\n"
            "/usr/include/hip/amd_detail/amd_warp_sync_functions.h:297:76: note: expression evaluates to '4 == 8'\n")
-    (d,) = build.parse_diagnostics(log, "cell.hip")
+    (d,) = driver.parse_diagnostics(log, "cell.hip")
     assert d.line == line and d.severity == "error" and "64-bit integer" in d.message
     assert "amd_warp_sync_functions.h:297" in d.message
-    alone = build.parse_diagnostics(log.replace(f"cell.hip:{line}:10: note", "other.hip:3:1: note"), "cell.hip")
+    alone = driver.parse_diagnostics(log.replace(f"cell.hip:{line}:10: note", "other.hip:3:1: note"), "cell.hip")
     assert [x.line for x in alone] == [None] and "amd_warp_sync_functions.h:297" in alone[0].message
 
 
@@ -175,14 +175,14 @@ def test_parse_diagnostics_clang_and_nvcc_formats():
            "/usr/include/hip/x.h:10:2: note: declared here\n"
            "cell.cu(14): error: identifier \"cudaBogus\" is undefined\n"
            "cell.cu(2): warning #177-D: variable \"q\" was declared but never referenced\n")
-    hip = build.parse_diagnostics(log, "cell.hip")
+    hip = driver.parse_diagnostics(log, "cell.hip")
     # the cell's own messages with its lines; another file's error kept without a line; remarks and notes dropped
     assert [(d.line, d.column, d.severity) for d in hip] == [(7, 12, "error"), (9, 3, "warning"), (None, None, "error")]
     assert "cell.cu:14" in hip[2].message
-    cu = build.parse_diagnostics(log, "/tmp/x/cell.cu")
+    cu = driver.parse_diagnostics(log, "/tmp/x/cell.cu")
     assert (14, None, "error") in [(d.line, d.column, d.severity) for d in cu]
     assert any(d.line == 2 and d.severity == "warning" for d in cu)
-    assert build.parse_diagnostics("ld.lld: error: undefined symbol: foo\n", "cell.hip")[0].line is None
+    assert driver.parse_diagnostics("ld.lld: error: undefined symbol: foo\n", "cell.hip")[0].line is None
 
 
 @need_offline

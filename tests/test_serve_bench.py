@@ -58,7 +58,7 @@ def test_metrics_against_a_direct_computation():
 
 def test_metrics_equal_vllms_own_calculate_metrics():
     """The same random outputs through vLLM's calculate_metrics (in .venv-vllm) and ours."""
-    from rocmlab.serve.vllm_cpu import vllm_python
+    from rocmlab.serve.vllm_env import vllm_python
 
     py = vllm_python()
     if not py:

@@ -60,7 +60,7 @@ def test_bad_specs_and_wrong_model_path_fail_fast_with_the_fix(tmp_path):
 
 
 def _vllm_envs_source():
-    from rocmlab.serve.vllm_cpu import vllm_python
+    from rocmlab.serve.vllm_env import vllm_python
 
     py = vllm_python()
     if not py:

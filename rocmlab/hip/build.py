@@ -35,7 +35,7 @@ from pathlib import Path
 
 from rocmlab import sandbox, settings
 from rocmlab.hip import compile as driver
-from rocmlab.hip.compile import Diagnostic, builds_dir, clear_cache, find_toolchain, parse_diagnostics  # noqa: F401
+from rocmlab.hip.compile import Diagnostic, find_toolchain
 from rocmlab.hip.toolchain import Toolchain
 
 LANGS = ("hip", "cuda")

