@@ -53,6 +53,25 @@ def _resolve(mod: str, node: ast.ImportFrom, is_pkg: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+def _collect_imports(node, m: Module, is_pkg: bool, in_func: bool) -> None:
+    """Every import under ``node`` into ``m.imports`` (inside a function or not), and the ``_private`` names
+    imported from rocmlab modules into ``m.private_uses``; ``if TYPE_CHECKING:`` blocks are skipped."""
+    for child in ast.iter_child_nodes(node):
+        inside = in_func or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        if isinstance(child, ast.Import):
+            for a in child.names:
+                m.imports.append((a.name, child.lineno, in_func))
+        elif isinstance(child, ast.ImportFrom):
+            target = _resolve(m.name, child, is_pkg)
+            for a in child.names:
+                m.imports.append((f"{target}.{a.name}", child.lineno, in_func))
+                if a.name.startswith("_") and not a.name.startswith("__") and target.startswith("rocmlab"):
+                    m.private_uses.append((target, a.name, child.lineno))
+        if isinstance(child, ast.If) and _is_type_checking(child.test):
+            continue
+        _collect_imports(child, m, is_pkg, inside)
+
+
 def parse(root: Path) -> dict[str, Module]:
     mods: dict[str, Module] = {}
     for path in sorted(root.rglob("*.py")):
@@ -62,29 +81,7 @@ def parse(root: Path) -> dict[str, Module]:
         m = Module(name, path)
         tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
         is_pkg = path.name == "__init__.py"
-        known_names = set()
-
-        def visit(node, in_func: bool):
-            for child in ast.iter_child_nodes(node):
-                inside = in_func or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                if isinstance(child, ast.Import):
-                    for a in child.names:
-                        m.imports.append((a.name, child.lineno, in_func))
-                elif isinstance(child, ast.ImportFrom):
-                    target = _resolve(name, child, is_pkg)
-                    for a in child.names:
-                        full = f"{target}.{a.name}"
-                        m.imports.append((full, child.lineno, in_func))
-                        known_names.add(full)
-                        if a.name.startswith("_") and not a.name.startswith("__") and target.startswith("rocmlab"):
-                            m.private_uses.append((target, a.name, child.lineno))
-                elif isinstance(child, ast.Attribute) and isinstance(child.value, ast.Name):
-                    pass
-                if isinstance(child, ast.If) and _is_type_checking(child.test):
-                    continue
-                visit(child, inside)
-
-        visit(tree, False)
+        _collect_imports(tree, m, is_pkg, False)
         # module._private attribute uses: `build._platform(...)` where `build` is an imported rocmlab module
         aliases = {}
         for node in ast.walk(tree):
@@ -324,8 +321,7 @@ def measure(root: Path) -> dict:
     g = graph(mods, top_level_only=False)   # a lazy import still makes a loop of ideas
     loops = cycles(g)
     local = [(n, t, line) for n, m in mods.items() for t, line, f in m.imports if f and t.startswith("rocmlab")]
-    private = [(n, f"{o}.{a}", line) for n, m in mods.items() for o, a, line in m.private_uses
-               if not o.startswith(n.rpartition(".")[0] + ".") or True]
+    private = [(n, f"{o}.{a}", line) for n, m in mods.items() for o, a, line in m.private_uses]
     private = [p for p in private if _owner(mods, p[1].rpartition(".")[0]) not in (p[0], None)]
     return {
         "modules": len(mods),
