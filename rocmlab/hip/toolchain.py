@@ -117,17 +117,65 @@ def discover_offline(probe: Probe | None = None) -> Toolchain | None:
                      facts.get("rocm", OFFLINE_ROCM_VERSION))
 
 
+#: The oldest installed ROCm rocmlab uses as its AMD compiler (older HIP lacks what the course teaches:
+#: the *_sync warp functions with 64-bit masks, ROCm 7's run-time warpSize). Debian 12's own HIP 5.2 is older.
+MIN_INSTALLED_ROCM = (6, 0)
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def rocm_installs(probe: Probe | None = None) -> list[Path]:
+    """Folders that may hold an installed ROCm, most preferred first: ``ROCM_PATH``, ``/opt/rocm``,
+    ``/opt/rocm-X.Y.Z`` (newest first), and the install a ``hipcc`` on PATH belongs to."""
+    probe = probe or Probe()
+    cands = []
+    if probe.env.get("ROCM_PATH"):
+        cands.append(probe.path(probe.env["ROCM_PATH"]))
+    cands.append(probe.path("/opt/rocm"))
+    cands += sorted(probe.path("/opt").glob("rocm-*"), key=lambda p: _version_key(p.name), reverse=True)
+    on_path = probe.find("hipcc")
+    if on_path:
+        cands.append(Path(on_path).resolve().parent.parent)
+    seen, out = set(), []
+    for c in cands:
+        key = c.resolve() if c.exists() else c
+        if key not in seen and c.is_dir():
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def installed_rocm_version(install: Path, probe: Probe | None = None) -> str | None:
+    """The ROCm release of an install: its ``.info/version``, else what its ``hipconfig --version`` says."""
+    probe = probe or Probe()
+    try:
+        m = re.search(r"(\d+\.\d+(?:\.\d+)?)", (install / ".info" / "version").read_text())
+        if m:
+            return m.group(1)
+    except OSError:
+        pass
+    hipconfig = install / "bin" / "hipconfig"
+    if hipconfig.exists():
+        return _tool_version(probe, [str(hipconfig), "--version"], r"(\d+\.\d+(?:\.\d+)?)")
+    return None
+
+
 def discover(kind: str, probe: Probe | None = None) -> Toolchain | None:
     """The toolchain of one kind on this machine, or None."""
     probe = probe or Probe()
     if kind == "rocm":
-        rocm = probe.env.get("ROCM_PATH") or "/opt/rocm"
-        for cand in (probe.find("hipcc") if probe.path(rocm).is_dir() else None,
-                     str(probe.path(rocm) / "bin" / "hipcc"), str(probe.path(rocm) / "bin" / "amdclang++")):
-            if cand and Path(cand).exists() and str(Path(cand).resolve()).startswith(str(probe.path(rocm))):
-                ver = _tool_version(probe, [cand, "--version"], r"(?:HIP version|clang version)[: ]+(\S+)") or "unknown"
-                rv = _tool_version(probe, ["cat", str(probe.path(rocm) / ".info" / "version")], r"(\d+\.\d+\.\d+)")
-                return Toolchain("rocm", cand, ver, ROCM_TARGETS, None, rv or "")
+        for install in rocm_installs(probe):
+            rv = installed_rocm_version(install, probe)
+            if not rv or _version_key(rv)[:2] < MIN_INSTALLED_ROCM:
+                continue    # not a ROCm install, or too old (Debian 12's HIP 5.2): the offline root serves instead
+            for name in ("hipcc", "amdclang++"):
+                cand = install / "bin" / name
+                if cand.exists():
+                    ver = _tool_version(probe, [str(cand), "--version"],
+                                        r"(?:HIP version|clang version)[: ]+(\S+)") or "unknown"
+                    return Toolchain("rocm", str(cand), ver, ROCM_TARGETS, None, rv)
         return None
     if kind == "offline":
         return discover_offline(probe)
@@ -153,3 +201,20 @@ def host_tool(*names: str) -> str | None:
         if p:
             return p
     return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rocmlab.hip.toolchain``: print the installed ROCm compiler rocmlab would use and exit 0, or
+    exit 1 when there is none (scripts/setup/20-rocm-root.sh asks this, so set-up and rocmlab agree)."""
+    tc = discover("rocm")
+    if tc is None:
+        print("no installed ROCm (6.0 or newer) found in ROCM_PATH, /opt/rocm, /opt/rocm-* or beside a hipcc on PATH")
+        return 1
+    print(f"ROCm {tc.rocm_version or 'unknown'}: {tc.compiler} (HIP {tc.version})")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run by the set-up script
+    import sys
+
+    sys.exit(main())

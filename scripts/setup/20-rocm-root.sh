@@ -7,30 +7,50 @@
 # (unpacked with dpkg -x; the multi-GB GPU kernel data of rocBLAS/hipBLASLt is never fetched).
 # rocmlab compiles inside it with bubblewrap: ROOT becomes / read-only, the build folder is bound in.
 # ROOT/.rocmlab-ready is written last; a second run sees it and returns at once.
+#
+# Only for machines with no AMD compiler: an installed ROCm 6+ (ROCM_PATH, /opt/rocm*, a hipcc on PATH) is
+# found and used instead (the same rule as rocmlab itself: python -m rocmlab.hip.toolchain). The root is an
+# OPTIONAL part: when it cannot be built (no root rights, no network), set-up says what is lost and goes on.
+#   20-rocm-root.sh            decide, and build if needed
+#   20-rocm-root.sh --needed   exit 0 when this machine needs the root built (no AMD compiler, no root yet)
+#   20-rocm-root.sh --build    build it (what the default mode runs; fails loudly)
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
 version=7.2.4
 home=${ROCMLAB_HOME:-$HOME/.cache/rocmlab}
 root=${ROCMLAB_ROCM_ROOT:-$home/rocm-$version}
 stamp=$root/.rocmlab-ready
 mirror=${ROCMLAB_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+ready() { [ -f "$stamp" ] && grep -q "^rocm $version\$" "$stamp"; }
 
-if [ -f "$stamp" ] && grep -q "^rocm $version\$" "$stamp"; then
-  echo "ROCm $version root: present in $root"; exit 0
-fi
-if [ "$(id -u)" -ne 0 ]; then
-  cat >&2 <<MSG
-note: the offline ROCm $version root is missing ($root), and building it needs root
-       (debootstrap and chroot). Either run this script as root:
-         sudo ROCMLAB_HOME=$home bash $0
-       or let an administrator build it once and point rocmlab at it:
-         sudo ROCMLAB_ROCM_ROOT=/opt/rocmlab/rocm-$version bash $0
-         export ROCMLAB_ROCM_ROOT=/opt/rocmlab/rocm-$version
-       Compiling inside the root afterwards needs no root (bubblewrap with user namespaces).
-       On an AMD machine with ROCm installed none of this is needed: rocmlab uses its hipcc.
-       Going on without it: the lab cells that need an AMD compiler say so, the rest runs.
-MSG
+if [ "${1:-}" != --build ]; then
+  installed=$(PYTHONPATH="$here/../.." "${PYTHON:-python3}" -m rocmlab.hip.toolchain 2>/dev/null) || installed=""
+  if [ "${1:-}" = --needed ]; then [ -z "$installed" ] && ! ready; exit $?; fi
+  if [ -n "$installed" ]; then echo "AMD compiler: the installed $installed; the offline root is not needed"; exit 0; fi
+  if ready; then echo "ROCm $version root: present in $root"; exit 0; fi
+  lost="compiling HIP for MI300X (gfx942) on this machine: HIP cells, the inspector and the grader's compile checks say so with the fix, the rest of each lab runs"
+  if [ "$(id -u)" -ne 0 ]; then
+    optional_missing "the offline ROCm $version root ($root; building it needs root: debootstrap and chroot)" "$lost" \
+      "sudo ROCMLAB_HOME=$home bash $0, or let an administrator build it once (sudo ROCMLAB_ROCM_ROOT=/opt/rocmlab/rocm-$version bash $0) and export ROCMLAB_ROCM_ROOT=/opt/rocmlab/rocm-$version; compiling in it needs no root"
+    exit 0
+  fi
+  for tool in debootstrap bwrap; do
+    if ! command -v "$tool" >/dev/null; then
+      optional_missing "the offline ROCm $version root ($tool is not installed)" "$lost" "apt-get install -y debootstrap bubblewrap, then ./go setup"
+      exit 0
+    fi
+  done
+  log=$(mktemp)
+  if bash "$0" --build 2>&1 | tee "$log"; [ "${PIPESTATUS[0]}" -eq 0 ]; then rm -f "$log"; exit 0; fi
+  optional_missing "the offline ROCm $version root (its build failed: $(grep -v '^\s*$' "$log" | tail -n 1 | cut -c1-160))" "$lost" \
+    "it needs the network to Debian's archive (ROCMLAB_DEBIAN_MIRROR for a mirror); rerun ./go setup once it is reachable"
+  rm -rf "$log" "$root.partial"
   exit 0
 fi
+
+if ready; then echo "ROCm $version root: present in $root"; exit 0; fi
+if [ "$(id -u)" -ne 0 ]; then echo "error: building the ROCm $version root needs root (debootstrap and chroot)" >&2; exit 1; fi
 for tool in debootstrap bwrap; do
   command -v "$tool" >/dev/null || { echo "error: $tool is missing: run scripts/setup/10-system.sh (apt-get install -y debootstrap bubblewrap)" >&2; exit 1; }
 done
