@@ -152,8 +152,10 @@ def do_build(ctx: Context):
     if missing:
         ctx.build_skip = missing
         return None
+    # link=True: on a machine without the GPU the run check still runs the host code (it must stop at its
+    # first GPU call with "no device"), so the grader needs the linked program
     res = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
-                        name=f"{ctx.exercise.id}-submission")
+                        name=f"{ctx.exercise.id}-submission", link=True)
     fault = _machine_fault(res)
     if fault:
         raise MachineFault(f"cannot compile for {target} here: {fault}")

@@ -189,8 +189,14 @@ def validate_args(lang: str, mode: str, target: str, flags) -> tuple[str, ...]:
 
 
 def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=(), toolchain=None,
-            name: str | None = None, mode: str = "exe", plat=None, use_cache: bool = True) -> BuildResult:
+            name: str | None = None, mode: str = "exe", plat=None, use_cache: bool = True,
+            link: bool | None = None) -> BuildResult:
     """Build ``source``. Never raises for a bad program: the result says what went wrong.
+
+    ``link``: None (the default) links a program only where it can run here. Where it cannot (no GPU for an
+    AMD target), the device code is compiled and the host code checked at the same time, with no link
+    (:data:`rocmlab.hip.compile.OUTPUTS`' ``check``): the same diagnostics and resources in about half the
+    time, and ``binary`` is None. ``link=True`` always links (e.g. to run the host code alone).
 
     Raises ``ValueError`` for bad arguments (an unknown ``lang``, ``mode`` or ``target``).
     ``target`` defaults to the GPU here, else settings.DEFAULT_TARGET; ``toolchain`` may be a
@@ -211,14 +217,18 @@ def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=
         return _remember(res)
     if tc.kind != "nvcc" and not base.startswith("gfx") or tc.kind == "nvcc" and base.startswith("gfx"):
         raise ValueError(f"toolchain {tc.label} cannot build for {target}")
-    out = driver.compile_source(source, tc, lang=lang, output_kind=mode, target=target, flags=flags,
+    can_run, why = _can_run(tc, base, mode, plat)
+    kind = mode
+    if mode == "exe" and link is not True and not can_run and tc.kind != "nvcc":
+        kind = "check"
+        why += "; no program was linked (its device code was compiled and its host code checked): link=True links one"
+    out = driver.compile_source(source, tc, lang=lang, output_kind=kind, target=target, flags=flags,
                                 stem=name or "cell", use_cache=use_cache)
     unknown = list((out.translation or {}).get("unknown_names", []))
     notes = list((out.translation or {}).get("notes", []))
     if unknown:
         notes = [f"HIP names with no CUDA translation (fix them if the build fails): {', '.join(unknown)}", *notes]
-    can_run, why = _can_run(tc, base, mode, plat)
-    res = BuildResult(out.ok, out.output if out.ok else None, out.log, list(out.diagnostics), tc.label, target,
+    res = BuildResult(out.ok, out.output if out.ok and kind != "check" else None, out.log, list(out.diagnostics), tc.label, target,
                       out.cached, time.monotonic() - start, can_run and out.ok, why if out.ok else "the build failed",
                       lang, mode, tc.kind, source, out.compiled_source,
                       str(Path(out.directory) / out.source_file), list(out.command), out.key, name, unknown, notes,
@@ -259,6 +269,12 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     timeout_s = settings.time_limit(timeout_s, what="timeout_s")     # nan, inf, 1e308, -1: ValueError with the fix
     if not result.ok:
         raise CannotRun("cannot run: the build failed\n" + result.summary())
+    if result.binary is None and result.mode == "exe" and host_only:
+        # built without a link (nothing can run on the GPU here): link it now to run its host code
+        result = compile(result.source, lang=result.lang, target=result.target, flags=result.flags,
+                         toolchain=result.toolchain_kind or None, name=result.name, link=True)
+        if not result.ok:
+            raise CannotRun("cannot run: linking the program failed\n" + result.summary())
     if not result.binary or not Path(result.binary).exists():
         raise CannotRun(f"cannot run: the binary {result.binary} is gone (cache cleared?): compile again")
     if not result.can_run and not (host_only and result.mode == "exe"):
