@@ -16,7 +16,8 @@ root_dir=$(cd "$here/../.." && pwd)
 required=()
 optional=()
 if [ ! -x "$root_dir/.venv/bin/python" ] && ! "$py" -c 'import ensurepip, venv' 2>/dev/null; then
-  required+=(python3-venv)
+  # without ensurepip a venv can still borrow this Python's own pip (30-python.sh); without either it cannot
+  if "$py" -c 'import pip, venv' 2>/dev/null; then optional+=(python3-venv); else required+=(python3-venv); fi
 fi
 for pkg in bubblewrap binutils; do deb_installed "$pkg" || optional+=("$pkg"); done
 # debootstrap builds the offline ROCm root: needed only where no AMD compiler is installed and no root exists yet
@@ -29,6 +30,7 @@ why() {   # what is lost without a package, and its fix on this platform
   case $1 in
     bubblewrap) echo "namespace isolation of learner programs (rocmlab falls back to setpriv + rlimits and says so in every feedback and in rocmlab doctor), and the offline ROCm compiler (it runs under bubblewrap)|apt-get install -y bubblewrap" ;;
     binutils) echo "readable (demangled) kernel names in the inspector|apt-get install -y binutils" ;;
+    python3-venv) echo "nothing: .venv borrows this Python's pip instead of its own|apt-get install -y python3-venv" ;;
     debootstrap) echo "building the offline ROCm 7.2.4 root, so HIP cells cannot compile for MI300X on this machine|apt-get install -y debootstrap, then ./go setup" ;;
     chromium)
       if is_ubuntu; then
@@ -55,7 +57,7 @@ fi
 
 export DEBIAN_FRONTEND=noninteractive
 echo "system packages to install ($(distro)): ${required[*]} ${optional[*]}"
-as_root apt-get update -qq >/dev/null 2>&1 || echo "note: apt-get update failed (no network or no package index?): using the package lists already on this machine"
+as_root timeout 120 apt-get update -qq >/dev/null 2>&1 || echo "note: apt-get update failed (no network or no package index?): using the package lists already on this machine"
 installable=()
 for p in "${required[@]}" "${optional[@]}"; do
   if [ -n "$(apt_candidate "$p")" ]; then installable+=("$p"); fi

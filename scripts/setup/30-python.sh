@@ -23,10 +23,18 @@ if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))'; then
 fi
 
 if [ ! -x .venv/bin/python ]; then
-  if "$py" -c 'import torch' 2>/dev/null; then
-    "$py" -m venv --system-site-packages .venv     # reuse this Python's torch build
+  # no ensurepip (Debian/Ubuntu without python3-venv): the venv borrows this Python's pip
+  nopip=()
+  "$py" -c 'import ensurepip' 2>/dev/null || nopip=(--without-pip)
+  if [ ${#nopip[@]} -gt 0 ] && ! "$py" -c 'import pip' 2>/dev/null; then
+    echo "error: $py has neither ensurepip nor pip, so it cannot make .venv: apt-get install -y python3-venv (Ubuntu: python3.X-venv), or PYTHON=/path/to/another/python3" >&2
+    exit 1
+  fi
+  if [ ${#nopip[@]} -gt 0 ] || "$py" -c 'import torch' 2>/dev/null; then
+    "$py" -m venv --system-site-packages "${nopip[@]}" .venv     # reuse this Python's torch build (and pip)
     # when that Python is itself a venv, its packages are not "system" packages of the new venv: name them
     parent=$("$py" -c 'import site, sys; print("\n".join(site.getsitepackages()) if sys.prefix != sys.base_prefix else "")')
+    [ ${#nopip[@]} -gt 0 ] && echo "python env: .venv made without its own pip (no ensurepip here): it uses $py's pip"
     if [ -n "$parent" ]; then
       pth=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/_rocmlab_parent_env.pth
       printf '%s\n' "$parent" > "$pth"
