@@ -148,7 +148,8 @@ def rocm_installs(probe: Probe | None = None) -> list[Path]:
 
 
 def installed_rocm_version(install: Path, probe: Probe | None = None) -> str | None:
-    """The ROCm release of an install: its ``.info/version``, else what its ``hipconfig --version`` says."""
+    """The ROCm release of an install: its ``.info/version``, else what ``hipconfig --version`` or ``hipcc
+    --version`` say."""
     probe = probe or Probe()
     try:
         m = re.search(r"(\d+\.\d+(?:\.\d+)?)", (install / ".info" / "version").read_text())
@@ -156,9 +157,11 @@ def installed_rocm_version(install: Path, probe: Probe | None = None) -> str | N
             return m.group(1)
     except OSError:
         pass
-    hipconfig = install / "bin" / "hipconfig"
-    if hipconfig.exists():
-        return _tool_version(probe, [str(hipconfig), "--version"], r"(\d+\.\d+(?:\.\d+)?)")
+    for tool, pattern in (("hipconfig", r"(\d+\.\d+(?:\.\d+)?)"), ("hipcc", r"HIP version: (\d+\.\d+(?:\.\d+)?)")):
+        if (install / "bin" / tool).exists():     # HIP's version follows the ROCm release's (HIP 6.2.x: ROCm 6.2)
+            found = _tool_version(probe, [str(install / "bin" / tool), "--version"], pattern)
+            if found:
+                return found
     return None
 
 
