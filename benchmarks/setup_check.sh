@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Prove the README's set-up on this machine, as a new user would: ./go lab until JupyterLab answers
 # /api/status (timed), then ./go preflight (every lab headless). Writes the logs and the preflight summary.
-#   bash benchmarks/setup_check.sh OUT_DIR [WHEELS_DIR]
-# WHEELS_DIR: a folder of wheels for a machine without a package index (PIP_NO_INDEX=1 PIP_FIND_LINKS=...).
+#   bash benchmarks/setup_check.sh OUT_DIR [WHEELS_DIR [LAB_PREFIXES]]
+# WHEELS_DIR: a folder of wheels for a machine without a package index (PIP_NO_INDEX=1 PIP_FIND_LINKS=...);
+# LAB_PREFIXES: preflight only these labs, e.g. "00 01 02" (default: every lab).
 set -uo pipefail
 out=${1:?usage: bash benchmarks/setup_check.sh OUT_DIR [WHEELS_DIR]}
 mkdir -p "$out"
@@ -28,7 +29,13 @@ else
   echo "./go lab: JupyterLab did not answer (see go-lab.log)" | tee "$out/status.txt"; tail -30 "$out/go-lab.log"; exit 1
 fi
 sed -n '/^==> set-up/,$p' "$out/go-lab.log" | sed '/ServerApp\|LabApp/d' | head -40
-./go preflight --out "$out/preflight" > "$out/preflight.log" 2>&1
+labs_args=()
+if [ -n "${3:-}" ]; then
+  sel=$(mktemp -d)
+  for p in $3; do for nb in labs/"$p"*.ipynb; do [ -f "$nb" ] && ln -s "$PWD/$nb" "$sel/"; done; done
+  labs_args=(--labs "$sel")
+fi
+./go preflight "${labs_args[@]}" --out "$out/preflight" > "$out/preflight.log" 2>&1
 rc=$?
 cat "$out/preflight/summary.md" 2>/dev/null || tail -30 "$out/preflight.log"
 exit $rc
