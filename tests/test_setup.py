@@ -150,6 +150,18 @@ def test_installed_rocm_means_no_offline_root(tmp_path):
     assert tc and tc.compiler == str(rocm / "bin" / "hipcc") and tc.rocm_version == "7.1.0"
 
 
+def test_the_offline_root_is_not_an_installed_rocm(tmp_path):
+    """An offline root kept under /opt/rocm-* (its bin/hipcc runs only inside it) is not taken for a ROCm install."""
+    root = fake_rocm(tmp_path, "7.2.4")
+    (root / ".rocmlab-ready").write_text("rocm 7.2.4\n")
+    from rocmlab.hip.toolchain import discover
+    from rocmlab.machine.detect import Probe
+
+    assert discover("rocm", Probe(env={"ROCM_PATH": str(root), "PATH": "/usr/bin:/bin"})) is None
+    (root / ".rocmlab-ready").unlink()     # the control: the same tree without the stamp is an install
+    assert discover("rocm", Probe(env={"ROCM_PATH": str(root), "PATH": "/usr/bin:/bin"})) is not None
+
+
 def test_old_hip_is_not_an_installed_rocm(tmp_path):
     """Debian 12's own HIP 5.2 lacks what the course teaches: the offline root is still needed."""
     old = fake_rocm(tmp_path, "5.2.3")

@@ -141,6 +141,8 @@ def rocm_installs(probe: Probe | None = None) -> list[Path]:
     seen, out = set(), []
     for c in cands:
         key = c.resolve() if c.exists() else c
+        if (c / READY_STAMP).exists():
+            continue     # rocmlab's own offline root (e.g. built at /opt/rocm-7.2.4): not an install that runs here
         if key not in seen and c.is_dir():
             seen.add(key)
             out.append(c)
