@@ -1,6 +1,8 @@
 // gemv_lds.hip: y = A x for a rows x cols float matrix A (row-major), one thread per row, the block's rows
 // staged through LDS KT columns at a time, stored transposed (tile[k][row]). Each row of the tile is padded
-// by one float: the KT threads that store one row of A write KT different banks instead of one.
+// by 4 floats: 32 lanes store tile[kk][rr] for kk = 0..7, rr = 0..3, word kk * 260 + rr, bank (4 kk + rr) % 32:
+// 32 different banks. Unpadded (256 words a row) all 8 kk of one rr share a bank; padded by 1, bank kk + rr
+// still repeats (4-way).
 #include <hip/hip_runtime.h>
 #include <cstdio>
 #include <cstdlib>
@@ -21,7 +23,7 @@ constexpr int kThreads = 256;   // one row per thread
 constexpr int KT = 8;           // columns per step
 
 __global__ void gemv_lds(const float* A, const float* x, float* y, int rows, int cols) {
-    __shared__ float tile[KT][kThreads + 1];  // +1: tile[kk][rr] for kk = 0..KT-1 lands in KT different banks
+    __shared__ float tile[KT][kThreads + 4];  // +4: the 32 lanes of a store hit 32 different banks
     const int row0 = blockIdx.x * kThreads;
     float acc = 0.f;
     for (int k0 = 0; k0 < cols; k0 += KT) {

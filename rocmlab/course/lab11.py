@@ -1,0 +1,138 @@
+"""Lab 11 helpers (find it and fix it: counters and faults). Thin: the logic is in the grader, the inspector,
+:mod:`rocmlab.profile.counters` and :mod:`rocmlab.hip.faults`.
+
+- :func:`offline_rows`: the slow starter (its mechanical HIP port) against the fixed solution for gfx942, as the
+  offline compiler shows them (memory instructions, VGPRs, LDS, the compiler's occupancy and the calculator's
+  for the real launch);
+- :func:`bank_map`: which LDS bank each lane of a wavefront's store touches, for a tile row length (a model of
+  the bank mapping, 32 banks of 4 bytes, not a measurement);
+- the fault set in ``rocmlab/hip/kernels/lab11/``: :func:`fault_source`, :func:`check_faulting_line` (the graded
+  "name the line" question), :func:`asan_build` (the AddressSanitizer build for ``gfx942:xnack+``);
+- :func:`grade` runs an exercise's grader and records the points (:mod:`rocmlab.course.progress`).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from rocmlab import grader
+from rocmlab.course import progress
+from rocmlab.grader.spec import COMMON_DIR
+from rocmlab.hip import build, hipify, occupancy
+from rocmlab.hip import inspector as hip_inspect
+
+LAB = "11-counters-and-faults"
+SLOW_KERNELS = ("lab11-coalesce", "lab11-lds-banks", "lab11-occupancy")
+RACE = "lab11-race"
+KERNELS_DIR = Path(__file__).resolve().parent.parent / "hip" / "kernels" / "lab11"
+FLAGS = ("-I", str(COMMON_DIR))
+BLOCK = 256   # every Lab 11 program launches blocks of 256 threads
+
+#: The AddressSanitizer build for MI300X (ROCm's "Using AddressSanitizer" page: -fsanitize=address with
+#: -shared-libsan, -g for line numbers, and a target with xnack+; run with HSA_XNACK=1).
+ASAN_TARGET = "gfx942:xnack+"
+ASAN_FLAGS = ("-fsanitize=address", "-shared-libsan", "-g")
+ASAN_DOC = "https://rocm.docs.amd.com/projects/llvm-project/en/latest/conceptual/using-gpu-sanitizer.html"
+
+#: The fault programs, and the statement each one's bad access is in (the line is found in the file, so
+#: editing the file above it keeps the answer right).
+FAULTS = {
+    "oob_write": ("oob_write.hip", r"out\[i \+ \(i == n \? far : 0\)\] ="),
+    "use_after_free": ("use_after_free.hip", r"hipLaunchKernelGGL\(scale,"),
+}
+
+
+def starter_port(exercise_id: str) -> str:
+    """The mechanical HIP port of an exercise's slow CUDA starter (what the learner starts from)."""
+    return hipify.hipify_source(grader.load(exercise_id).starter, "starter.cu").hip
+
+
+MEMORY_OPS = ("global_", "buffer_", "flat_", "ds_", "s_barrier")
+
+
+def offline_rows(exercise_id: str, target: str = "gfx942") -> list[list]:
+    """[version, memory instructions, VGPRs, LDS B, compiler waves/SIMD, waves/SIMD at the launch (256)] for the
+    slow starter and the fixed solution; raises HipError when a version does not compile for ``target``."""
+    ex = grader.load(exercise_id)
+    kernel = {"lab11-coalesce": "scale_rows", "lab11-lds-banks": "gemv_lds", "lab11-occupancy": "stencil7",
+              "lab11-race": "block_reverse"}[exercise_id]
+    rows = []
+    for version, src in (("slow (starter)", starter_port(exercise_id)), ("fixed (solution)", ex.solution)):
+        ins = hip_inspect.inspect(src, target, flags=FLAGS)
+        k = hip_inspect._compiled(ins).kernel(kernel)
+        ops = {m: n for m, n in ins.isa_of(k.symbol).mnemonics().items() if m.startswith(MEMORY_OPS)}
+        launch = occupancy.from_kernel(k, workgroup_size=BLOCK, target=target.split(":")[0])
+        rows.append([version, ", ".join(f"{n} x {m}" for m, n in sorted(ops.items())), k.vgprs, k.lds_bytes,
+                     k.occupancy, f"{launch.waves_per_simd} ({launch.limiting})"])
+    return rows
+
+
+def bank_map(row_words: int, kt: int = 8, lanes: int = 64, banks: int = 32) -> dict:
+    """The first store of ``gemv_lds``'s tile by one wavefront: lane ``l`` writes ``tile[l % kt][l // kt]``, word
+    ``(l % kt) * row_words + l // kt``. Returns the bank of each lane and the worst conflict (distinct words in
+    one bank) per half-wavefront of 32 lanes. A model of the mapping (32 banks of 4 bytes), not a measurement."""
+    words = [(lane % kt) * row_words + lane // kt for lane in range(lanes)]
+    bank = [w % banks for w in words]
+    worst = 0
+    for h in range(0, lanes, 32):
+        per_bank: dict[int, set] = {}
+        for w in words[h:h + 32]:
+            per_bank.setdefault(w % banks, set()).add(w)
+        worst = max(worst, max(len(s) for s in per_bank.values()))
+    return {"words": words, "banks": bank, "conflict_degree": worst}
+
+
+# --- faults --------------------------------------------------------------------------------------
+
+def fault_source(name: str) -> str:
+    if name not in FAULTS:
+        raise KeyError(f"no fault program {name!r}: one of {', '.join(FAULTS)}")
+    return (KERNELS_DIR / FAULTS[name][0]).read_text()
+
+
+def faulting_line(name: str) -> int:
+    """The 1-based line of the bad access (or the launch that makes it) in the fault program."""
+    rx = re.compile(FAULTS[name][1])
+    for i, line in enumerate(fault_source(name).splitlines(), 1):
+        if rx.search(line):
+            return i
+    raise RuntimeError(f"{FAULTS[name][0]} no longer has the statement {FAULTS[name][1]!r}")
+
+
+def check_faulting_line(name: str, answer, *, record: bool = True, backend: str = "cpu") -> tuple[bool, str]:
+    """Grade the learner's answer (a line number) to "which line makes the bad access?"."""
+    try:
+        given = int(answer)
+    except (TypeError, ValueError):
+        return False, f"answer with a line number of {FAULTS[name][0]} (an integer), not {answer!r}"
+    want = faulting_line(name)
+    ok = given == want
+    if record:
+        progress.record(LAB, f"{name}-line", earned=1.0 if ok else 0.0, earnable=1.0, possible=1.0, backend=backend)
+    if ok:
+        return True, f"right: line {want} of {FAULTS[name][0]} is the bad access"
+    return False, (f"line {given} is not it: read the kernel's index arithmetic and its guard (a report built "
+                   "with -g names the line; so does rocgdb at the stop)")
+
+
+def asan_build(name: str = "oob_write", use_cache: bool = True):
+    """The fault program built with AddressSanitizer for ``gfx942:xnack+`` (a BuildResult; offline on any machine)."""
+    return build.compile(fault_source(name), target=ASAN_TARGET, flags=ASAN_FLAGS, name=f"lab11-{name}-asan",
+                         use_cache=use_cache)
+
+
+def asan_command(name: str = "oob_write") -> str:
+    return (f"hipcc --offload-arch={ASAN_TARGET} {' '.join(ASAN_FLAGS)} {FAULTS[name][0]} -o {name}\n"
+            f"HSA_XNACK=1 ./{name}")
+
+
+# --- grading -------------------------------------------------------------------------------------
+
+def grade(exercise_id: str, source: str, *, record: bool = True):
+    """The grader's report for ``source`` on this machine; its points go to the progress record."""
+    report = grader.check(exercise_id, source)
+    if record and report.status == "graded":
+        progress.record(LAB, exercise_id, earned=report.earned, earnable=report.available,
+                        possible=report.possible, backend=report.backend)
+    return report
