@@ -136,3 +136,64 @@ def grade(exercise_id: str, source: str, *, record: bool = True):
         progress.record(LAB, exercise_id, earned=report.earned, earnable=report.available,
                         possible=report.possible, backend=report.backend)
     return report
+
+
+# --- slow against fixed on the GPU at hand (the notebook and benchmarks/lab11_gpu.py) --------------
+
+def build_pair(exercise_id: str, plat=None) -> dict:
+    """{"slow": BuildResult, "fixed": BuildResult} for the GPU here (or the offline target on a CPU)."""
+    ex = grader.load(exercise_id)
+    return {v: build.compile(src, flags=FLAGS, plat=plat, name=f"{exercise_id}-{v}")
+            for v, src in (("slow", starter_port(exercise_id)), ("fixed", ex.solution))}
+
+
+def write_inputs(exercise_id: str, folder, size: str = "perf", seed: int = 0) -> tuple[str, dict]:
+    """The exercise's inputs at ``size`` (fresh random, from ``seed``) written as ``folder/input.bin``."""
+    import os
+
+    import numpy as np
+
+    from rocmlab.grader import rlx
+
+    ex = grader.load(exercise_id)
+    inputs = ex.reference_module().make_inputs(np.random.default_rng(seed), dict(ex.sizes.get(size) or ex.sizes["run"]))
+    path = os.path.join(str(folder), "input.bin")
+    rlx.write_arrays(path, inputs.values())
+    os.chmod(path, 0o644)
+    return path, inputs
+
+
+def time_pair(exercise_id: str, size: str = "perf", plat=None, timeout_s: float = 120.0, seed: int = 0) -> dict:
+    """Run slow and fixed on the same inputs on this GPU; {"slow_ms", "fixed_ms", "ratio", "correct": {...},
+    "backend", "device"}. Raises :class:`rocmlab.hip.build.CannotRun` where no GPU can run them."""
+    import os
+    import tempfile
+
+    import numpy as np
+
+    from rocmlab.grader import rlx
+    from rocmlab.machine.detect import current
+
+    plat = plat or current()
+    ex = grader.load(exercise_id)
+    builds = build_pair(exercise_id, plat)
+    out = {"backend": plat.backend, "device": plat.device_name, "size": dict(ex.sizes.get(size) or {}), "correct": {}}
+    with tempfile.TemporaryDirectory(prefix="lab11-") as d:
+        os.chmod(d, 0o777)
+        inp, inputs = write_inputs(exercise_id, d, size, seed)
+        want = ex.reference_module().reference(inputs)
+        name, w = next(iter(want.items()))
+        for v, res in builds.items():
+            outp = os.path.join(d, f"{v}.bin")
+            done = build.run(res, (inp, outp), timeout_s=timeout_s, scratch=d)
+            if done.returncode != 0:
+                raise build.CannotRun(f"{exercise_id} {v} {done.explain()}: {done.stderr.strip()[-300:]}")
+            arrays = rlx.read_arrays(outp)
+            out[f"{v}_ms"] = float(arrays[ex.outputs.index("time_ms")][0])
+            got = arrays[0].astype(np.float64)
+            ref = ex.reference_module()
+            scale = ref.scale(inputs)[name] if hasattr(ref, "scale") else np.abs(np.asarray(w, dtype=np.float64))
+            tol = float(ex.tolerance.get("rtol", 0)) * scale + float(ex.tolerance.get("atol", 0))
+            out["correct"][v] = bool(np.all(np.abs(got - np.asarray(w, dtype=np.float64)) <= tol))
+    out["ratio"] = out["slow_ms"] / out["fixed_ms"]
+    return out
