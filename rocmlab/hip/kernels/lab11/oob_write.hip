@@ -21,6 +21,6 @@ int main() {
     hipError_t launch = hipGetLastError();
     hipError_t sync = hipDeviceSynchronize();
     std::printf("launch: %s; synchronize: %s\n", hipGetErrorString(launch), hipGetErrorString(sync));
-    hipFree(d);
+    (void)hipFree(d);
     return sync == hipSuccess ? 0 : 1;
 }
