@@ -10,7 +10,7 @@ On an NVIDIA GPU (HIP through rocmlab's HIP->CUDA path and nvcc) or an AMD GPU (
 2. collects the counters of each diagnosis: Nsight Compute metrics on NVIDIA (`ncu --csv --metrics ...`), rocprofv3
    `--pmc` on AMD; where the driver does not allow counters it says so plainly and the timing stands alone;
 3. runs lab11-race's slow and fixed versions on fresh inputs several times and counts wrong results;
-4. runs rocmlab/hip/kernels/lab11/oob_write.hip with its stray write made far (ROCMLAB_OOB_FAR=1) so that it faults,
+4. runs rocmlab/hip/kernels/lab11/oob_write.hip with its stray write made far (OOB_FAR=1) so that it faults,
    serialised (AMD_SERIALIZE_KERNEL=3, HIP_LAUNCH_BLOCKING=1, CUDA_LAUNCH_BLOCKING=1), prints what the runtime said
    and rocmlab.hip.faults' reading of it; then the small overrun and the use after free under compute-sanitizer
    memcheck (NVIDIA) where it is installed.
@@ -157,7 +157,7 @@ def fault_runs(plat, say) -> dict:
     out: dict = {}
     src = lab11.fault_source("oob_write")
     b = build.compile(src, plat=plat, flags=("-g",), name="lab11-oob")
-    env = dict(os.environ, ROCMLAB_OOB_FAR="1", AMD_SERIALIZE_KERNEL="3", HIP_LAUNCH_BLOCKING="1",
+    env = dict(os.environ, OOB_FAR="1", AMD_SERIALIZE_KERNEL="3", HIP_LAUNCH_BLOCKING="1",
                CUDA_LAUNCH_BLOCKING="1", AMD_LOG_LEVEL="1")
     if not b.ok:
         out["oob_far"] = {"summary": "did not build: " + b.summary(include_run=False)[-300:]}

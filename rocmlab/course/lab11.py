@@ -60,7 +60,10 @@ def offline_rows(exercise_id: str, target: str = "gfx942") -> list[list]:
     rows = []
     for version, src in (("slow (starter)", starter_port(exercise_id)), ("fixed (solution)", ex.solution)):
         ins = hip_inspect.inspect(src, target, flags=FLAGS)
-        k = hip_inspect._compiled(ins).kernel(kernel)
+        if not ins.ok:
+            raise build.HipError(f"{exercise_id} {version} does not compile for {target}: "
+                                 + "; ".join(str(d) for d in ins.diagnostics[:3]))
+        k = ins.kernel(kernel)
         ops = {m: n for m, n in ins.isa_of(k.symbol).mnemonics().items() if m.startswith(MEMORY_OPS)}
         launch = occupancy.from_kernel(k, workgroup_size=BLOCK, target=target.split(":")[0])
         rows.append([version, ", ".join(f"{n} x {m}" for m, n in sorted(ops.items())), k.vgprs, k.lds_bytes,

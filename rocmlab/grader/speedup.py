@@ -16,7 +16,6 @@ from rocmlab import settings
 from rocmlab.grader.checks import (
     Context,
     MachineFault,
-    _run_verdict,
     compare_outputs,
     do_build,
     execute,
@@ -26,6 +25,16 @@ from rocmlab.grader.checks import (
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import CheckSpec
 from rocmlab.hip import hipify
+
+
+def _run_verdict(r: dict) -> tuple[str, str]:
+    """("passed", "") when the timed program ended cleanly with a readable output, else ("failed", why)."""
+    done = r["done"]
+    if done.timed_out or done.signal or done.returncode != 0:
+        return "failed", "the program " + done.explain()
+    if r["format_error"] or r["arrays"] is None:
+        return "failed", f"the program ran but its output is unusable: {r['format_error'] or 'no output'}"
+    return "passed", ""
 
 
 def _time_ms(ctx: Context, r: dict) -> float | None:

@@ -1,5 +1,5 @@
 // oob_write.hip: an off-by-one bound lets the last thread write one element past the buffer. Small overruns
-// like this land in the same page and usually go unnoticed; ROCMLAB_OOB_FAR=1 makes the stray write land
+// like this land in the same page and usually go unnoticed; OOB_FAR=1 makes the stray write land
 // 1 GiB away, where no mapping exists, so the GPU faults. Build with -g to get the line in a report.
 #include <hip/hip_runtime.h>
 #include <cstdio>
@@ -12,7 +12,7 @@ __global__ void fill_ramp(float* out, int n, long long far) {
 
 int main() {
     const int n = 1000;
-    const long long far = std::getenv("ROCMLAB_OOB_FAR") ? (1LL << 28) : 0;
+    const long long far = std::getenv("OOB_FAR") ? (1LL << 28) : 0;
     float* d = nullptr;
     if (hipMalloc(&d, n * sizeof(float)) != hipSuccess) { std::printf("hipMalloc failed\n"); return 2; }
     std::printf("fill_ramp: %d floats, the thread i == n writes %lld floats past the end\n", n, far + 0);
