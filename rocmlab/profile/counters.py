@@ -188,9 +188,10 @@ NCU_METRICS = {d.exercise: d.nvidia for d in DIAGNOSES}
 NOT_PERMITTED = ("ERR_NVGPUCTRPERM", "does not have permission to access NVIDIA GPU Performance Counters")
 
 
-def ncu_command(metrics, cmd, kernel: str | None = None, ncu: str = "ncu") -> list[str]:
-    """``ncu --csv --metrics M1,M2 [--kernel-name K] CMD...``."""
-    out = [ncu, "--csv", "--metrics", ",".join(metrics)]
+def ncu_command(metrics, cmd, kernel: str | None = None, ncu: str = "ncu", launch_count: int = 1) -> list[str]:
+    """``ncu --csv --metrics M1,M2 --launch-count N [--kernel-name K] CMD...`` (the first N launches only: ncu
+    replays each profiled launch once per pass)."""
+    out = [ncu, "--csv", "--metrics", ",".join(metrics), "--launch-count", str(int(launch_count))]
     if kernel:
         out += ["--kernel-name", kernel]
     return out + [str(c) for c in cmd]
