@@ -188,8 +188,11 @@ def fault_runs(plat, say) -> dict:
             r = run_limited([sanitizer, "--tool", "memcheck", bb.binary], timeout_s=120, memory_bytes=None)
             text = (r.stdout or "") + (r.stderr or "")
             first = next((ln for ln in text.splitlines() if "Invalid" in ln or "ERROR SUMMARY" in ln), "no report line")
-            out[key] = {"output": text[-3000:], "summary": first.strip()}
-            say(f"compute-sanitizer memcheck {name}: {first.strip()}")
+            kernel = {"oob_write": "fill_ramp", "use_after_free": "scale"}[name]
+            named = any(kernel in ln for ln in text.splitlines() if ln.strip().startswith(("at ", "=========")))
+            out[key] = {"output": text[-3000:], "names_kernel": named,
+                        "summary": f"{first.strip()} (names the kernel {kernel}: {'yes' if named else 'no'})"}
+            say(f"compute-sanitizer memcheck {name}: {out[key]['summary']}")
             for line in [ln for ln in text.splitlines() if ln.strip()][:8]:
                 say("    " + line)
     elif plat.backend == "cuda":
