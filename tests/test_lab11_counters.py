@@ -65,3 +65,33 @@ def test_every_diagnosis_names_known_gfx942_counters_and_tools_say_when_missing(
     with pytest.raises(counters.CounterError, match="ncu"):
         counters.collect_ncu(["./x"], ["gpu__time_duration.sum"], which=lambda _: None)
     assert any("-b 4" in c for c in counters.rocprof_compute_commands("k", ["./k"]))
+
+
+def _fake_tool(tmp_path, name, body):
+    p = tmp_path / name
+    p.write_text("#!/bin/sh\n" + body)
+    p.chmod(0o755)
+    return str(p)
+
+
+def test_collect_runs_rocprofv3_and_reads_what_it_wrote(tmp_path):
+    csv_text = ROCPROF_CSV.replace('"', '\\"')
+    # a stand-in for rocprofv3: finds -d DIR, writes DIR/host/pid/counters_counter_collection.csv
+    tool = _fake_tool(tmp_path, "rocprofv3", 'while [ "$1" != "-d" ]; do shift; done; d="$2"; mkdir -p "$d/h/1"; '
+                                             f'printf "%s" "{csv_text}" > "$d/h/1/counters_counter_collection.csv"\n')
+    df = counters.collect(["./prog"], ["TCP_TOTAL_CACHE_ACCESSES_sum"], out_dir=str(tmp_path / "o"), which=lambda _: tool)
+    assert len(df) == 2 and "SQ_INSTS_VMEM_RD" in df.columns
+    bad = _fake_tool(tmp_path, "rocprofv3-bad", "echo 'counter not found: SQ_NOPE' >&2; exit 1\n")
+    with pytest.raises(counters.CounterError, match="SQ_NOPE"):
+        counters.collect(["./prog"], ["SQ_NOPE"], out_dir=str(tmp_path / "o2"), which=lambda _: bad)
+
+
+def test_collect_ncu_reads_its_table_and_says_when_counters_are_not_permitted(tmp_path):
+    table = NCU_CSV.replace('"', '\\"')
+    ok = _fake_tool(tmp_path, "ncu", f'printf "%s" "{table}"\n')
+    df = counters.collect_ncu(["./prog"], ["l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"], which=lambda _: ok)
+    assert df.loc[0, "kernel"] == "scale_rows"
+    denied = _fake_tool(tmp_path, "ncu-denied", "echo '==ERROR== ERR_NVGPUCTRPERM - The user does not have "
+                                                "permission to access NVIDIA GPU Performance Counters'\n")
+    with pytest.raises(counters.CountersNotPermitted):
+        counters.collect_ncu(["./prog"], ["gpu__time_duration.sum"], which=lambda _: denied)

@@ -111,3 +111,33 @@ def test_speedup_is_skipped_without_a_gpu_and_wrong_results_fail(monkeypatch):
     monkeypatch.setattr(speedup, "compare_outputs", lambda ctx, r: (False, "output out: 3 differ", {}))
     res = speedup.check_speedup(_ctx(), CheckSpec("faster", "speedup", 2.0, {}))
     assert res.status == "failed" and "wrong in the timed run" in res.message
+
+
+# --- time_pair's plumbing (the GPU script and the notebook use it): a fake GPU run writes the outputs ------
+
+def test_time_pair_checks_both_results_and_reports_the_ratio(monkeypatch):
+    import numpy as np
+
+    from rocmlab.grader import rlx
+    from rocmlab.hip import build
+
+    eid = "lab11-coalesce"
+    ex = grader.load(eid)
+    names = list(ex.reference_module().make_inputs(np.random.default_rng(0), ex.sizes["run"]))
+    fake_builds = {"slow": SimpleNamespace(tag="slow"), "fixed": SimpleNamespace(tag="fixed")}
+    monkeypatch.setattr(lab11, "build_pair", lambda e, plat=None: fake_builds)
+
+    def fake_run(res, args, timeout_s=0, scratch=None, **kw):
+        inputs = dict(zip(names, rlx.read_arrays(args[0])))
+        out = ex.reference_module().reference(inputs)["out"].astype(np.float32)
+        if res.tag == "slow":
+            out[7] += 1.0            # a wrong element: time_pair must see it
+        rlx.write_arrays(args[1], [out, np.array([2.0 if res.tag == "slow" else 0.5], dtype=np.float32)])
+        return SimpleNamespace(returncode=0, stderr="", explain=lambda: "ok")
+
+    monkeypatch.setattr(build, "run", fake_run)
+    plat = SimpleNamespace(backend="cuda", device_name="fake GPU")
+    r = lab11.time_pair(eid, "run", plat)
+    assert r["slow_ms"] == 2.0 and r["fixed_ms"] == 0.5 and r["ratio"] == 4.0
+    assert r["correct"] == {"slow": False, "fixed": True}
+    assert r["backend"] == "cuda" and r["device"] == "fake GPU"
