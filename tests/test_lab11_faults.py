@@ -37,3 +37,11 @@ def test_the_asan_build_for_gfx942_xnack_plus_compiles_offline():
     assert res.ok, res.summary()
     assert "--offload-arch=gfx942:xnack+" in res.command and "-fsanitize=address" in res.command
     assert "-shared-libsan" in res.command
+
+
+@pytest.mark.skipif(discover_offline() is None or "gfx942" not in discover_offline().targets,
+                    reason="no offline HIP toolchain with gfx942 (run ./go setup)")
+def test_without_xnack_plus_the_gpu_code_is_not_instrumented():
+    plain, xnack = lab11.asan_device_code("gfx942"), lab11.asan_device_code("gfx942:xnack+")
+    assert plain["ok"] and "ignoring '-fsanitize=address'" in plain["ignored"] and not plain["instrumented"]
+    assert xnack["ok"] and not xnack["ignored"] and xnack["instrumented"]

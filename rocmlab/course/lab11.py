@@ -125,6 +125,21 @@ def asan_build(name: str = "oob_write", use_cache: bool = True):
                          use_cache=use_cache)
 
 
+def asan_device_code(target: str, name: str = "oob_write") -> dict:
+    """Is the device code for ``target`` instrumented? Compiles the fault program's device code to assembly with
+    the ASan flags: {"ok", "ignored" (the compiler's warning that it ignored -fsanitize=address, if any),
+    "instrumented" (the assembly calls the ASan runtime)}. Without xnack+ clang ignores the flag for the GPU."""
+    from rocmlab.hip import compile as driver
+
+    tc = build.find_toolchain("offline") or build.find_toolchain("rocm")
+    if tc is None:
+        return {"ok": False, "ignored": "", "instrumented": False, "why": "no AMD toolchain here"}
+    out = driver.compile_source(fault_source(name), tc, lang="hip", output_kind="asm", target=target,
+                                flags=ASAN_FLAGS)
+    ignored = next((ln.strip() for ln in out.log.splitlines() if "ignoring '-fsanitize=address'" in ln), "")
+    return {"ok": out.ok, "ignored": ignored, "instrumented": out.ok and "asan" in out.read(), "why": ""}
+
+
 def asan_command(name: str = "oob_write") -> str:
     return (f"hipcc --offload-arch={ASAN_TARGET} {' '.join(ASAN_FLAGS)} {FAULTS[name][0]} -o {name}\n"
             f"HSA_XNACK=1 ./{name}")
