@@ -62,6 +62,13 @@ _LABS += (
         "everything; the MFMA exercise runs and is compared", "ISA for gfx942/gfx950 offline; BLAS via torch is cuBLAS; "
         "MFMA not run (no NVIDIA path)", "ISA, resources and occupancy offline for gfx942/gfx950/gfx90a; CPU BLAS; MFMA not run"),
 )
+_LABS += (
+    Lab("11-counters-and-faults.ipynb", "Find it and fix it: hardware counters and GPU faults; 4 graded fixes",
+        "Lab 11 (beyond the article)",
+        "rocprofv3 --pmc counters into DataFrames, slow vs fixed timed, the fault and ASan runs",
+        "Nsight Compute metrics where counters are allowed, slow vs fixed timed, the fault seen as CUDA reports it",
+        "diagnosis from the gfx942 ISA/resources offline, the ASan build, graded ISA checks; no counters or runs"),
+)
 # Course order is file order, whatever order the entries were added in.
 LABS = tuple(sorted(_LABS, key=lambda lab: lab.file))
 

@@ -23,7 +23,10 @@ from pathlib import Path
 from rocmlab import paths
 
 #: lab (notebook stem) -> {task id: points possible on an MI300X}. Each lab's graded tasks add lines here.
-LAB_TASKS: dict[str, dict[str, float]] = {}
+LAB_TASKS: dict[str, dict[str, float]] = {
+    "11-counters-and-faults": {"lab11-coalesce": 11.0, "lab11-lds-banks": 11.0, "lab11-occupancy": 11.0,
+                               "lab11-race": 9.0, "oob_write-line": 1.0, "use_after_free-line": 1.0},
+}
 
 
 def progress_file() -> Path:
