@@ -24,6 +24,11 @@ from rocmlab import paths
 
 #: lab (notebook stem) -> {task id: points possible on an MI300X}. Each lab's graded tasks add lines here.
 LAB_TASKS: dict[str, dict[str, float]] = {}
+# Lab 09's graded puzzles (rocmlab.course.attention_puzzles: points per puzzle)
+LAB_TASKS["09-attention-on-mi300x"] = {"row-softmax": 1, "online-softmax": 2, "attention-tile": 2, "flash-forward": 3,
+                                       "causal": 2, "gqa": 2, "paged-decode": 3}
+# Lab 10's graded puzzles (rocmlab.course.fp8_puzzles)
+LAB_TASKS["10-fp8-gemm"] = {"fp8-quantize": 2, "fp8-gemm": 4}
 
 
 def progress_file() -> Path:
