@@ -103,52 +103,78 @@ def sdpa_backends():
 
 
 def time_attention(shapes=SHAPES, configs=CONFIGS) -> list[dict] | str:
-    """TFLOP/s of the Triton solution (best of ``configs``) and of each torch SDPA backend on each shape,
+    """TFLOP/s of the Triton solution (each of ``configs``) and of each torch SDPA backend on each shape,
     measured in the same run; on a CPU, the reason nothing is timed."""
     if not torch.cuda.is_available():
         return ("not timed: Triton's CPU interpreter runs each program in numpy, one after another, so a time says "
                 "nothing about a GPU; on a GPU this cell times the solution against torch's SDPA")
+    rows = []
+    for shape in shapes:
+        rows += _time_shape(*shape, configs=configs)
+    return rows
+
+
+def _time_shape(b: int, h: int, n: int, d: int, causal: bool, configs) -> list[dict]:
     import torch.nn.functional as Fn
 
     from rocmlab.profile.timing import graph_bench
 
+    g = torch.Generator(device="cuda").manual_seed(n)
+    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
+    flops = attention_flops(b, h, n, d, causal)
+    base = dict(shape=(b, h, n, d), causal=causal)
+    ref = Fn.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
     rows = []
-    for (b, h, n, d, causal) in shapes:
-        g = torch.Generator(device="cuda").manual_seed(n)
-        q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
-        flops = attention_flops(b, h, n, d, causal)
-        ref = Fn.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
-        best = None
-        for (bm, bn, w, st) in configs:
-            try:
-                out = flash_forward(q, k, v, causal, bm, bn, w, st)
-                err = float((out - ref).abs().max())
-                ms = graph_bench(lambda bm=bm, bn=bn, w=w, st=st: flash_forward(q, k, v, causal, bm, bn, w, st))
-            except Exception as exc:   # noqa: BLE001 - a config that does not fit this GPU (shared memory): skip it
-                rows.append(dict(shape=(b, h, n, d), causal=causal, impl=f"triton {bm}x{bn} w{w} s{st}",
-                                 ms=None, TFLOPs=None, note=f"{type(exc).__name__}: {str(exc)[:80]}"))
-                continue
-            row = dict(shape=(b, h, n, d), causal=causal, impl=f"triton {bm}x{bn} w{w} s{st}", ms=ms,
-                       TFLOPs=flops / ms / 1e9, max_err_vs_sdpa=err)
-            rows.append(row)
-            if best is None or ms < best["ms"]:
-                best = row
-        sdpa_best = None
-        for name, ctx in sdpa_backends():
-            try:
-                with ctx():
-                    Fn.scaled_dot_product_attention(q, k, v, is_causal=causal)
-                    ms = graph_bench(lambda: Fn.scaled_dot_product_attention(q, k, v, is_causal=causal))
-            except Exception as exc:   # noqa: BLE001 - a backend not built or not eligible for this shape
-                rows.append(dict(shape=(b, h, n, d), causal=causal, impl=f"sdpa {name}", ms=None, TFLOPs=None,
-                                 note=f"not available: {str(exc).splitlines()[0][:80] if str(exc) else type(exc).__name__}"))
-                continue
-            row = dict(shape=(b, h, n, d), causal=causal, impl=f"sdpa {name}", ms=ms, TFLOPs=flops / ms / 1e9)
-            rows.append(row)
-            if sdpa_best is None or ms < sdpa_best["ms"]:
-                sdpa_best = row
-        if best and sdpa_best:
-            for r in rows:
-                if r.get("ms") and r["shape"] == (b, h, n, d) and r["causal"] == causal:
-                    r["vs_best_sdpa"] = sdpa_best["ms"] / r["ms"]
+    for (bm, bn, w, st) in configs:
+        def run(bm=bm, bn=bn, w=w, st=st):
+            return flash_forward(q, k, v, causal, bm, bn, w, st)
+        try:
+            err = float((run() - ref).abs().max())
+            ms = graph_bench(run)
+        except Exception as exc:   # noqa: BLE001 - a config that does not fit this GPU (shared memory): say so
+            rows.append(dict(base, impl=f"triton {bm}x{bn} w{w} s{st}", ms=None, TFLOPs=None,
+                             note=f"{type(exc).__name__}: {str(exc)[:80]}"))
+            continue
+        rows.append(dict(base, impl=f"triton {bm}x{bn} w{w} s{st}", ms=ms, TFLOPs=flops / ms / 1e9,
+                         max_err_vs_sdpa=err))
+
+    def sdpa():
+        return Fn.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    for name, ctx in sdpa_backends():
+        try:
+            with ctx():
+                sdpa()
+                ms = graph_bench(sdpa)
+        except Exception as exc:   # noqa: BLE001 - a backend not built or not eligible for this shape
+            first = str(exc).splitlines()[0][:80] if str(exc) else type(exc).__name__
+            rows.append(dict(base, impl=f"sdpa {name}", ms=None, TFLOPs=None, note=f"not available: {first}"))
+            continue
+        rows.append(dict(base, impl=f"sdpa {name}", ms=ms, TFLOPs=flops / ms / 1e9))
+    sdpa_ms = [r["ms"] for r in rows if r["impl"].startswith("sdpa") and r.get("ms")]
+    for r in rows:
+        if r.get("ms") and sdpa_ms:
+            r["vs_best_sdpa"] = min(sdpa_ms) / r["ms"]
     return rows
+
+
+#: puzzle -> (argument types, constexprs) of its solution at the puzzle's sizes, for an offline compile
+PUZZLE_TYPES = {
+    "row-softmax": ({"x_ptr": "*fp32", "z_ptr": "*fp32", "N0": "i32", "T": "i32"}, {"B1": 64}),
+    "online-softmax": ({"x_ptr": "*fp32", "v_ptr": "*fp32", "z_ptr": "*fp32", "N0": "i32", "T": "i32"}, {"B1": 64}),
+    "attention-tile": ({"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp32", "M": "i32", "N": "i32",
+                        "sm_scale": "fp32"}, {"D": 32, "BM": 32, "BN": 64}),
+    "flash-forward": (SIG, {"D": 32, "BM": 16, "BN": 16}),
+    "causal": (SIG, {"D": 32, "BM": 16, "BN": 16}),
+    "gqa": (dict(SIG, H="i32", HKV="i32"), {"D": 32, "BM": 16, "BN": 16}),
+    "paged-decode": ({"q_ptr": "*fp16", "k_cache_ptr": "*fp16", "v_cache_ptr": "*fp16", "block_table_ptr": "*i32",
+                      "seq_lens_ptr": "*i32", "o_ptr": "*fp32", "H": "i32", "HKV": "i32", "MAXB": "i32",
+                      "sm_scale": "fp32"}, {"D": 32, "BS": 16}),
+}
+
+
+def solution_reports(target: str) -> dict[str, TA.AmdReport]:
+    """Every Lab 09 puzzle's reference solution compiled offline for ``target``."""
+    from rocmlab.course import attention_puzzles as A
+
+    return {key: TA.compile_amd(getattr(K, A.PUZZLES[key].solution), sig, const, target)
+            for key, (sig, const) in PUZZLE_TYPES.items()}

@@ -80,56 +80,68 @@ def fp8_gemm(a, b, a_scale, b_scale, bm: int = 128, bn: int = 128, num_warps: in
 
 
 def time_gemm(shapes=SHAPES, fmt: str | None = None) -> list[dict] | str:
-    """TFLOP/s of the Triton block-scaled FP8 GEMM, ``torch._scaled_mm`` (row-wise scales: the FP8 recipe torch
-    runs on every backend) and the bf16 GEMM, per shape, in the same run; on a CPU the reason it is not timed."""
+    """TFLOP/s of the Triton block-scaled FP8 GEMM, ``torch._scaled_mm`` (row-wise and per-tensor scales: the FP8
+    recipes torch runs on every backend) and the bf16 GEMM, per shape, in the same run; on a CPU the reason it is
+    not timed."""
     if not torch.cuda.is_available():
         return ("not timed: no GPU here (Triton's CPU interpreter says nothing about speed); on a GPU this cell times "
                 "the Triton FP8 GEMM against torch._scaled_mm and the bf16 GEMM")
+    fmt = fmt or F.machine_format()
+    rows = []
+    for shape in shapes:
+        rows += _time_shape(*shape, fmt=fmt)
+    return rows
+
+
+def _time_shape(m: int, n: int, k: int, fmt: str) -> list[dict]:
     from rocmlab.profile.timing import graph_bench
 
-    fmt = fmt or F.machine_format()
     dt = F.TORCH_DTYPES[fmt]
+    g = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn(m, k, device="cuda", generator=g).to(dt)
+    b = torch.randn(n, k, device="cuda", generator=g).to(dt)
+    sa = torch.rand(m, k // F.BLOCK, device="cuda", generator=g) + 0.5
+    sb = torch.rand(n // F.BLOCK, k // F.BLOCK, device="cuda", generator=g) + 0.5
+    flops = 2.0 * m * n * k
+    base = dict(M=m, N=n, K=k, format=fmt)
     rows = []
-    for (m, n, k) in shapes:
-        g = torch.Generator(device="cuda").manual_seed(m + n + k)
-        a = torch.randn(m, k, device="cuda", generator=g).to(dt)
-        b = torch.randn(n, k, device="cuda", generator=g).to(dt)
-        sa = torch.rand(m, k // F.BLOCK, device="cuda", generator=g) + 0.5
-        sb = torch.rand(n // F.BLOCK, k // F.BLOCK, device="cuda", generator=g) + 0.5
-        flops = 2.0 * m * n * k
-        base = dict(M=m, N=n, K=k, format=fmt)
 
-        def add(impl, fn, **extra):
-            try:
-                fn()
-                ms = graph_bench(fn)
-                rows.append(dict(base, impl=impl, ms=ms, TFLOPs=flops / ms / 1e9, **extra))
-            except Exception as exc:   # noqa: BLE001 - a recipe this torch/GPU lacks: say so in the table
-                rows.append(dict(base, impl=impl, ms=None, TFLOPs=None, note=f"{type(exc).__name__}: {str(exc)[:90]}"))
+    def add(impl, fn, **extra):
+        try:
+            fn()
+            ms = graph_bench(fn)
+            rows.append(dict(base, impl=impl, ms=ms, TFLOPs=flops / ms / 1e9, **extra))
+        except Exception as exc:   # noqa: BLE001 - a recipe this torch/GPU lacks: say so in the table
+            rows.append(dict(base, impl=impl, ms=None, TFLOPs=None, note=f"{type(exc).__name__}: {str(exc)[:90]}"))
 
-        ad = a.double() * sa.double().repeat_interleave(F.BLOCK, 1)
-        bd = b.double() * sb.double().repeat_interleave(F.BLOCK, 0).repeat_interleave(F.BLOCK, 1)
-        ref = ad @ bd.T
-        bound = F.gemm_bound(ad, bd, ref, F.acc_unit())
-        for (bm, bn, w, st) in ((128, 128, 8, 2), (128, 128, 4, 2), (64, 128, 4, 2), (128, 64, 4, 3)):
-            c = fp8_gemm(a, b, sa, sb, bm, bn, w, st)
-            within = bool(((c.double() - ref).abs() <= bound).all())
-            add(f"triton block-scaled {bm}x{bn} w{w} s{st}", lambda bm=bm, bn=bn, w=w, st=st: fp8_gemm(a, b, sa, sb, bm, bn, w, st),
-                within_bound=within)
-        row_a = torch.rand(m, 1, device="cuda", generator=g) + 0.5
-        row_b = torch.rand(1, n, device="cuda", generator=g) + 0.5
-        add("torch._scaled_mm row-wise", lambda: torch._scaled_mm(a, b.t(), scale_a=row_a, scale_b=row_b,
-                                                                  out_dtype=torch.bfloat16))
-        one = torch.ones((), device="cuda")
-        add("torch._scaled_mm per-tensor", lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one,
-                                                                    out_dtype=torch.bfloat16))
-        a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
-        add("torch bf16 matmul", lambda: a16 @ b16.t())
-    bf16 = {(r["M"], r["N"], r["K"]): r["ms"] for r in rows if r["impl"] == "torch bf16 matmul" and r.get("ms")}
+    ad = a.double() * sa.double().repeat_interleave(F.BLOCK, 1)
+    bd = b.double() * sb.double().repeat_interleave(F.BLOCK, 0).repeat_interleave(F.BLOCK, 1)
+    ref = ad @ bd.T
+    bound = F.gemm_bound(ad, bd, ref, F.acc_unit())
+    del ad, bd
+    for (bm, bn, w, st) in ((128, 128, 8, 2), (128, 128, 4, 2), (64, 128, 4, 2), (128, 64, 4, 3)):
+        def run(bm=bm, bn=bn, w=w, st=st):
+            return fp8_gemm(a, b, sa, sb, bm, bn, w, st)
+        try:
+            within = bool(((run().double() - ref).abs() <= bound).all())
+        except Exception as exc:   # noqa: BLE001 - a tile this GPU cannot run: say so
+            rows.append(dict(base, impl=f"triton block-scaled {bm}x{bn} w{w} s{st}", ms=None, TFLOPs=None,
+                             note=f"{type(exc).__name__}: {str(exc)[:90]}"))
+            continue
+        add(f"triton block-scaled {bm}x{bn} w{w} s{st}", run, within_bound=within)
+    row_a = torch.rand(m, 1, device="cuda", generator=g) + 0.5
+    row_b = torch.rand(1, n, device="cuda", generator=g) + 0.5
+    one = torch.ones((), device="cuda")
+    add("torch._scaled_mm row-wise",
+        lambda: torch._scaled_mm(a, b.t(), scale_a=row_a, scale_b=row_b, out_dtype=torch.bfloat16))
+    add("torch._scaled_mm per-tensor",
+        lambda: torch._scaled_mm(a, b.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16))
+    a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
+    add("torch bf16 matmul", lambda: a16 @ b16.t())
+    bf16 = [r["ms"] for r in rows if r["impl"] == "torch bf16 matmul" and r.get("ms")]
     for r in rows:
-        key = (r["M"], r["N"], r["K"])
-        if r.get("ms") and key in bf16:
-            r["vs_bf16"] = bf16[key] / r["ms"]
+        if r.get("ms") and bf16:
+            r["vs_bf16"] = bf16[0] / r["ms"]
     return rows
 
 
@@ -161,3 +173,12 @@ def edge_table(values=EDGE_VALUES):
         out[f"{fmt} decoded"] = q.float().tolist()
         out[f"{fmt} byte"] = [f"0x{b:02x}" for b in q.view(torch.uint8).tolist()]
     return pd.DataFrame(out)
+
+
+def solution_reports(target: str) -> dict[str, TA.AmdReport]:
+    """Both Lab 10 puzzle solutions compiled offline for ``target``, in its own FP8 format."""
+    fmt = F.settings.FP8_FORMATS[target]
+    ty = "*" + F.TRITON_TYPES[fmt]
+    quant = {"x_ptr": "*fp32", "z_ptr": ty, "M": "i32", "K": "i32"}
+    return {"fp8-quantize": TA.compile_amd(K.fp8_quant, quant, {"BK": F.BLOCK}, target),
+            "fp8-gemm": TA.compile_amd(K.fp8_gemm, gemm_signature(fmt), {"BM": 32, "BN": 64, "BK": F.BLOCK}, target)}

@@ -123,7 +123,7 @@ def misread(fmt_written: str, fmt_read: str, x: torch.Tensor) -> dict:
                 ratio_min=float(ratio.min()) if ok.any() else float("nan"),
                 ratio_max=float(ratio.max()) if ok.any() else float("nan"),
                 nan=int((~torch.isfinite(wrong)).sum()), values=x.numel(),
-                rel_error=float(((wrong.nan_to_num(0) - right).norm() / right.norm())))
+                rel_error=float((wrong.nan_to_num(0) - right).norm() / right.norm()))
 
 
 def acc_unit() -> float:

@@ -125,7 +125,11 @@ class Puzzle:
 
 def _guarded(shape, dtype=torch.float32, fill=float("nan"), dev=None) -> tuple[torch.Tensor, torch.Tensor]:
     n = math.prod(shape)
-    buf = torch.full((n + 2 * GUARD,), fill, dtype=dtype, device=dev or device())
+    dev = dev or device()
+    if dtype.itemsize == 1 and dtype.is_floating_point:   # FP8: filled on the CPU, where every torch fills it
+        buf = torch.full((n + 2 * GUARD,), fill, dtype=dtype).to(dev)
+    else:
+        buf = torch.full((n + 2 * GUARD,), fill, dtype=dtype, device=dev)
     return buf[GUARD:GUARD + n].view(shape), buf
 
 
@@ -401,7 +405,7 @@ def check(key: str, kernel, seed: int | None = None) -> Result:
         return Result(key, False, f"{int(bad.sum())} of {yours.numel()} values differ (first at {idx}: yours "
                                   f"{float(yours[idx]):.4g}, expected {float(expected[idx]):.4g}{within}; "
                                   f"max error {err:.3g})", yours, expected, sizes, mode, allowed)
-    ok = "all {} values match on fresh inputs".format(yours.numel())
+    ok = f"all {yours.numel()} values match on fresh inputs"
     if allowed is not None:
         err = (yours.double() - expected.double()).abs()
         ok += f" (max error {float(err.max()):.3g}; worst use of the bound {float((err / allowed.double()).max()):.2f})"
