@@ -55,9 +55,7 @@ def tile_reports(target: str, quick: bool = True) -> list[tuple[str, TA.AmdRepor
 def resource_row(label: str, r: TA.AmdReport) -> dict:
     o = r.occupancy()
     mfma = r.mfma()
-    return {"case": label, "target": r.target, "num_stages": r.options["num_stages"],
-            "waves_per_eu": r.options["waves_per_eu"], "nonkdim": r.options["matrix_instr_nonkdim"],
-            "VGPRs": r.vgprs, "AGPRs": r.agprs, "spills": r.vgpr_spills, "scratch B": r.scratch_bytes,
+    return {"case": label, "target": r.target, "VGPRs": r.vgprs, "AGPRs": r.agprs, "spills": r.vgpr_spills, "scratch B": r.scratch_bytes,
             "LDS B": r.lds_bytes, "LDS limit B": r.lds_limit, "fits LDS": r.fits_lds,
             "waves/SIMD": getattr(o, "waves_per_simd", None), "limited by": getattr(o, "limiting", None),
             "v_mfma": sum(mfma.values()), "MFMA": ", ".join(mfma) or "-"}
