@@ -22,7 +22,7 @@ import math
 import torch
 
 from rocmlab.course import puzzles as P
-from rocmlab.course.puzzles import Puzzle, _case, _cdiv, _randn, _ri
+from rocmlab.course.puzzles import Puzzle, cdiv, make_case, rand_int, randn
 
 LAB = "09-attention-on-mi300x"
 KERNELS = "rocmlab.course.attention_kernels"
@@ -64,7 +64,7 @@ def _weighted_bound(case, expected):
 def _ramp(g, n0: int, t: int) -> torch.Tensor:
     """Scores that grow along the row (noise of 30 around a ramp from 60 to 210): a later block's max is
     far above the first block's, so a max taken too early overflows exp."""
-    return _randn(g, n0, t, scale=30.0, shift=60.0) + torch.linspace(0, 150, t)[None, :]
+    return randn(g, n0, t, scale=30.0, shift=60.0) + torch.linspace(0, 150, t)[None, :]
 
 
 def _half(g, *shape, scale=1.0) -> torch.Tensor:
@@ -73,7 +73,7 @@ def _half(g, *shape, scale=1.0) -> torch.Tensor:
 
 def _n_not_multiple(g, lo: int, hi: int, block: int, min_pad: int = 4) -> int:
     """A length in [lo, hi] whose last block of ``block`` has at least ``min_pad`` padding lanes."""
-    n = _ri(g, lo, hi)
+    n = rand_int(g, lo, hi)
     while n % block == 0 or block - n % block < min_pad:
         n -= 1
     return n
@@ -89,7 +89,7 @@ def _flash_case(s, g, kv_heads=None):
         order += ["H", "HKV"]
     ins["sm_scale"] = 1.0 / math.sqrt(d)
     order.append("sm_scale")
-    return _case(ins, (h, n, d), (_cdiv(n, 16), h), order, dict(D=d, BM=16, BN=16))
+    return make_case(ins, (h, n, d), (cdiv(n, 16), h), order, dict(D=d, BM=16, BN=16))
 
 
 def _flash_ref(case, causal=False):
@@ -111,7 +111,7 @@ def _paged_case(s, g):
     ins = dict(q=_half(g, b, h, d, scale=1.5), k_cache=_half(g, nblocks, bs, hkv, d, scale=1.5),
                v=_half(g, nblocks, bs, hkv, d), block_table=table, seq_lens=lens, H=h, HKV=hkv, MAXB=maxb,
                sm_scale=1.0 / math.sqrt(d))
-    return _case(ins, (b, h, d), (b, h),
+    return make_case(ins, (b, h, d), (b, h),
                  ["q", "k_cache", "v", "block_table", "seq_lens", "z", "H", "HKV", "MAXB", "sm_scale"],
                  dict(D=d, BS=bs))
 
@@ -125,7 +125,7 @@ def _paged_ref(case):
     out = torch.empty(b, h, d, dtype=torch.float64)
     for i in range(b):
         n = int(lens[i])
-        blocks = table[i, : _cdiv(n, bs)]
+        blocks = table[i, : cdiv(n, bs)]
         k = kc[blocks].reshape(-1, hkv, d)[:n].transpose(0, 1)     # (HKV, n, D)
         v = vc[blocks].reshape(-1, hkv, d)[:n].transpose(0, 1)
         group = h // hkv
@@ -143,8 +143,8 @@ def _register() -> None:
         "so loop: one pass for the row's max, one for the sum of `exp(x - max)`, one to write. Inputs grow along "
         "the row to about 300, and `exp` overflows float32 above 88.",
         "def softmax_rows_kernel(x_ptr, z_ptr, N0, T, B1: tl.constexpr):",
-        lambda g: dict(N0=_ri(g, 4, 12), T=_ri(g, 150, 380)),
-        lambda s, g: _case(dict(x=_ramp(g, s["N0"], s["T"]), N0=s["N0"], T=s["T"]),
+        lambda g: dict(N0=rand_int(g, 4, 12), T=rand_int(g, 150, 380)),
+        lambda s, g: make_case(dict(x=_ramp(g, s["N0"], s["T"]), N0=s["N0"], T=s["T"]),
                            (s["N0"], s["T"]), (s["N0"],), ["x", "z", "N0", "T"], dict(B1=64)),
         lambda c: torch.softmax(_f64(c, "x"), 1).float(),
         ("Pass 1: `m = tl.maximum(m, tl.max(tile, axis=0))` over every block; only the max of the whole row is safe.",
@@ -159,8 +159,8 @@ def _register() -> None:
         "keep a running max `m`, sum `l` and weighted sum `acc`; when a block raises the max, **rescale** `l` and "
         "`acc` by `exp(m_old - m_new)` (Milakov & Gimelshein, 2018). This is FlashAttention's inner loop in 1-D.",
         "def online_softmax_kernel(x_ptr, v_ptr, z_ptr, N0, T, B1: tl.constexpr):",
-        lambda g: dict(N0=_ri(g, 4, 12), T=_ri(g, 150, 380)),
-        lambda s, g: _case(dict(x=_ramp(g, s["N0"], s["T"]), v=_randn(g, s["T"]),
+        lambda g: dict(N0=rand_int(g, 4, 12), T=rand_int(g, 150, 380)),
+        lambda s, g: make_case(dict(x=_ramp(g, s["N0"], s["T"]), v=randn(g, s["T"]),
                                 N0=s["N0"], T=s["T"]), (s["N0"],), (s["N0"],), ["x", "v", "z", "N0", "T"], dict(B1=64)),
         lambda c: (torch.softmax(_f64(c, "x"), 1) @ _f64(c, "v")).float(),
         ("Start with `m = -float('inf')`, `l = 0.0`, `acc = 0.0`; per block `m_new = tl.maximum(m, tl.max(x, axis=0))`.",
@@ -176,8 +176,8 @@ def _register() -> None:
         "`N <= BN`, `sm_scale = 1/sqrt(D)`; o float32. Keys past `N` are padding: they must get no weight.",
         "def attn_tile_kernel(q_ptr, k_ptr, v_ptr, o_ptr, M, N, sm_scale, D: tl.constexpr, BM: tl.constexpr, "
         "BN: tl.constexpr):",
-        lambda g: dict(M=_ri(g, 9, 31), N=_ri(g, 20, 50)),
-        lambda s, g: _case(dict(q=_half(g, s["M"], 32, scale=1.5), k=_half(g, s["N"], 32, scale=1.5),
+        lambda g: dict(M=rand_int(g, 9, 31), N=rand_int(g, 20, 50)),
+        lambda s, g: make_case(dict(q=_half(g, s["M"], 32, scale=1.5), k=_half(g, s["N"], 32, scale=1.5),
                                 v=_half(g, s["N"], 32), M=s["M"], N=s["N"], sm_scale=1 / math.sqrt(32)),
                            (s["M"], 32), (1,), ["q", "k", "v", "z", "M", "N", "sm_scale"], dict(D=32, BM=32, BN=64)),
         lambda c: _attention_ref(_f64(c, "q")[None], _f64(c, "k")[None], _f64(c, "v")[None])[0].float(),
@@ -242,7 +242,7 @@ def _register() -> None:
         "block `block_table[b, n]`; `seq_lens[b]` tokens are valid. Grid `(B, H)`, `H = 4`, `HKV = 2`; o `(B, H, D)`.",
         "def paged_decode_kernel(q_ptr, k_cache_ptr, v_cache_ptr, block_table_ptr, seq_lens_ptr, o_ptr, H, HKV, "
         "MAXB, sm_scale, D: tl.constexpr, BS: tl.constexpr):",
-        lambda g: dict(B=_ri(g, 2, 4), MAXB=_ri(g, 3, 5)),
+        lambda g: dict(B=rand_int(g, 2, 4), MAXB=rand_int(g, 3, 5)),
         _paged_case,
         _paged_ref,
         ("`phys = tl.load(block_table_ptr + b * MAXB + n)`; token t of it, KV head kvh, is at "

@@ -30,7 +30,7 @@ import torch
 from rocmlab import settings
 from rocmlab.comm import torch_codec as C
 from rocmlab.course import puzzles as P
-from rocmlab.course.puzzles import Puzzle, _case, _cdiv, _ri
+from rocmlab.course.puzzles import Puzzle, cdiv, make_case, rand_int
 
 LAB = "10-fp8-gemm"
 KERNELS = "rocmlab.course.fp8_kernels"
@@ -140,7 +140,7 @@ def _quant_case(s, g):
     mag = torch.exp(torch.empty(m, kb, 1).uniform_(-7, 7, generator=g))
     x = (torch.randn(m, kb, BLOCK, generator=g) * mag).reshape(m, kb * BLOCK)
     x[torch.rand(m, kb * BLOCK, generator=g) < 0.02] = 0.0
-    return _case(dict(x=x, M=m, K=kb * BLOCK), (m, kb * BLOCK), (m, kb), ["x", "z", "M", "K"], dict(BK=BLOCK),
+    return make_case(dict(x=x, M=m, K=kb * BLOCK), (m, kb * BLOCK), (m, kb), ["x", "z", "M", "K"], dict(BK=BLOCK),
                  out_dtype=TORCH_DTYPES[FORMAT])
 
 
@@ -169,7 +169,7 @@ def _gemm_case(s, g):
     a = (torch.randn(m, k, generator=g) * 2).clamp(-fmax(FORMAT), fmax(FORMAT)).to(dt)
     b = (torch.randn(n, k, generator=g) * 2).clamp(-fmax(FORMAT), fmax(FORMAT)).to(dt)
     ins = dict(a=a, b=b, a_scale=_scales(g, m, kb), b_scale=_scales(g, nb, kb), M=m, N=n, K=k)
-    return _case(ins, (m, n), (_cdiv(m, 32), _cdiv(n, 64)), ["a", "b", "a_scale", "b_scale", "z", "M", "N", "K"],
+    return make_case(ins, (m, n), (cdiv(m, 32), cdiv(n, 64)), ["a", "b", "a_scale", "b_scale", "z", "M", "N", "K"],
                  dict(BM=32, BN=64, BK=BLOCK), out_dtype=torch.bfloat16)
 
 
@@ -209,7 +209,7 @@ def _register() -> None:
         "takes one 1 x 128 block, `scale = max|x| / FP8_MAX`, `z = fp8(x / scale)`. The checker reads your codes "
         "with the format's decoder and compares them with `x / scale`; blocks span 1e-3 to 1e3.",
         "def fp8_quant_kernel(x_ptr, z_ptr, M, K, BK: tl.constexpr):",
-        lambda g: dict(M=_ri(g, 6, 16), KB=_ri(g, 2, 4)),
+        lambda g: dict(M=rand_int(g, 6, 16), KB=rand_int(g, 2, 4)),
         _quant_case,
         _quant_ref,
         ("`tl.max(tl.abs(x), axis=0)` is the block's amax; FP8_MAX is 240 for e4m3fnuz and 448 for e4m3fn "
@@ -230,7 +230,7 @@ def _register() -> None:
         "(accumulated in float32), scaled by the row's and the column's scale, added to a float32 accumulator.",
         "def fp8_gemm_kernel(a_ptr, b_ptr, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K, BM: tl.constexpr, "
         "BN: tl.constexpr, BK: tl.constexpr):",
-        lambda g: dict(M=_ri(g, 33, 90), NB=_ri(g, 2, 3), KB=_ri(g, 2, 4)),
+        lambda g: dict(M=rand_int(g, 33, 90), NB=rand_int(g, 2, 3), KB=rand_int(g, 2, 4)),
         _gemm_case,
         _gemm_ref,
         ("`tl.dot(a, tl.trans(b))` of a `BM x 128` and a `BN x 128` FP8 tile is a `BM x BN` float32 block product; "

@@ -85,7 +85,7 @@ def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _cdiv(a: int, b: int) -> int:
+def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
@@ -140,15 +140,15 @@ def _input(t: torch.Tensor) -> torch.Tensor:
     return view
 
 
-def _randn(g, *shape, scale=1.0, shift=0.0):
+def randn(g, *shape, scale=1.0, shift=0.0):
     return torch.randn(*shape, generator=g) * scale + shift
 
 
-def _ri(g, lo, hi) -> int:
+def rand_int(g, lo, hi) -> int:
     return int(torch.randint(lo, hi + 1, (1,), generator=g))
 
 
-def _case(inputs: dict, out_shape, grid, order: list[str], meta: dict, out_dtype=torch.float32) -> Case:
+def make_case(inputs: dict, out_shape, grid, order: list[str], meta: dict, out_dtype=torch.float32) -> Case:
     ins = {k: (_input(v) if isinstance(v, torch.Tensor) else v) for k, v in inputs.items()}
     out, buf = _guarded(out_shape, out_dtype)
     args = [ins[k] if k != "z" else out for k in order]
@@ -189,8 +189,8 @@ _add(Puzzle(
     "add-constant", "Add a constant",
     "One program, one block: `z[i] = x[i] + 10` for `i < N0`. The block `B0` is larger than `N0`.",
     "def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):",
-    lambda g: dict(N0=_ri(g, 60, 127)),
-    lambda s, g: _case(dict(x=_randn(g, s["N0"]), N0=s["N0"]), (s["N0"],), (1,), ["x", "z", "N0"], dict(B0=128)),
+    lambda g: dict(N0=rand_int(g, 60, 127)),
+    lambda s, g: make_case(dict(x=randn(g, s["N0"]), N0=s["N0"]), (s["N0"],), (1,), ["x", "z", "N0"], dict(B0=128)),
     lambda c: _t(c, "x") + 10,
     ("`offs = tl.arange(0, B0)` are the element indices; load `x_ptr + offs`, store to `z_ptr + offs`.",
      "B0 > N0: pass `mask=offs < N0` to both tl.load and tl.store, or the kernel writes past the end of z."),
@@ -200,9 +200,9 @@ _add(Puzzle(
     "add-vectors", "Add two vectors, many programs",
     "`z = x + y` for vectors of length `N0`, one program per block of `B0` (grid `cdiv(N0, B0)`).",
     "def add_vec_kernel(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):",
-    lambda g: dict(N0=_ri(g, 1000, 3000)),
-    lambda s, g: _case(dict(x=_randn(g, s["N0"]), y=_randn(g, s["N0"]), N0=s["N0"]), (s["N0"],),
-                       (_cdiv(s["N0"], 256),), ["x", "y", "z", "N0"], dict(B0=256)),
+    lambda g: dict(N0=rand_int(g, 1000, 3000)),
+    lambda s, g: make_case(dict(x=randn(g, s["N0"]), y=randn(g, s["N0"]), N0=s["N0"]), (s["N0"],),
+                       (cdiv(s["N0"], 256),), ["x", "y", "z", "N0"], dict(B0=256)),
     lambda c: _t(c, "x") + _t(c, "y"),
     ("Program `tl.program_id(0)` handles elements `pid * B0 + tl.arange(0, B0)`.",
      "The last block is partial: mask with `offs < N0`."),
@@ -212,8 +212,8 @@ _add(Puzzle(
     "outer-sum", "Outer sum (broadcasting)",
     "`z[i, j] = x[i] + y[j]`, z of shape `(N0, N1)` stored row-major, one program with blocks `B0 x B1`.",
     "def outer_sum_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):",
-    lambda g: dict(N0=_ri(g, 20, 40), N1=_ri(g, 41, 64)),
-    lambda s, g: _case(dict(x=_randn(g, s["N0"]), y=_randn(g, s["N1"]), N0=s["N0"], N1=s["N1"]),
+    lambda g: dict(N0=rand_int(g, 20, 40), N1=rand_int(g, 41, 64)),
+    lambda s, g: make_case(dict(x=randn(g, s["N0"]), y=randn(g, s["N1"]), N0=s["N0"], N1=s["N1"]),
                        (s["N0"], s["N1"]), (1,), ["x", "y", "z", "N0", "N1"], dict(B0=64, B1=64)),
     lambda c: _t(c, "x")[:, None] + _t(c, "y")[None, :],
     ("`x[:, None] + y[None, :]` broadcasts a column and a row to a `B0 x B1` tile.",
@@ -225,9 +225,9 @@ _add(Puzzle(
     "`z[i, j] = max(x[i] * y[j], 0)`, z `(N0, N1)`, a 2-D grid of programs with blocks `B0 x B1` "
     "(`program_id(0)` rows, `program_id(1)` columns). Note that `B0 != B1`.",
     "def relu_outer_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):",
-    lambda g: dict(N0=_ri(g, 40, 90), N1=_ri(g, 40, 90)),
-    lambda s, g: _case(dict(x=_randn(g, s["N0"]), y=_randn(g, s["N1"]), N0=s["N0"], N1=s["N1"]),
-                       (s["N0"], s["N1"]), (_cdiv(s["N0"], 32), _cdiv(s["N1"], 16)), ["x", "y", "z", "N0", "N1"],
+    lambda g: dict(N0=rand_int(g, 40, 90), N1=rand_int(g, 40, 90)),
+    lambda s, g: make_case(dict(x=randn(g, s["N0"]), y=randn(g, s["N1"]), N0=s["N0"], N1=s["N1"]),
+                       (s["N0"], s["N1"]), (cdiv(s["N0"], 32), cdiv(s["N1"], 16)), ["x", "y", "z", "N0", "N1"],
                        dict(B0=32, B1=16)),
     lambda c: torch.clamp(_t(c, "x")[:, None] * _t(c, "y")[None, :], min=0),
     ("Rows `tl.program_id(0) * B0 + tl.arange(0, B0)`, columns `tl.program_id(1) * B1 + tl.arange(0, B1)`.",
@@ -239,9 +239,9 @@ _add(Puzzle(
     "`z[i] = sum_j x[i, j]` for x `(N0, T)`; one program per `B0` rows; `T` is larger than `B1`, so loop over "
     "the columns in blocks of `B1`.",
     "def row_sum_kernel(x_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr):",
-    lambda g: dict(N0=_ri(g, 20, 50), T=_ri(g, 150, 300)),
-    lambda s, g: _case(dict(x=_randn(g, s["N0"], s["T"]), N0=s["N0"], T=s["T"]), (s["N0"],),
-                       (_cdiv(s["N0"], 16),), ["x", "z", "N0", "T"], dict(B0=16, B1=64)),
+    lambda g: dict(N0=rand_int(g, 20, 50), T=rand_int(g, 150, 300)),
+    lambda s, g: make_case(dict(x=randn(g, s["N0"], s["T"]), N0=s["N0"], T=s["T"]), (s["N0"],),
+                       (cdiv(s["N0"], 16),), ["x", "z", "N0", "T"], dict(B0=16, B1=64)),
     lambda c: _t(c, "x").sum(1),
     ("Accumulate in `acc = tl.zeros([B0], dtype=tl.float32)`; `for t in range(0, T, B1):` loads a `B0 x B1` tile.",
      "`tl.sum(tile, axis=1)`; masked loads need `other=0.0` so padding adds nothing."),
@@ -252,8 +252,8 @@ _add(Puzzle(
     "`z[i, :] = softmax(x[i, :])` for x `(N0, T)`, `T <= B1`, one program per row. The inputs are large "
     "(up to about 150): `exp` overflows float32 above 88.",
     "def softmax_kernel(x_ptr, z_ptr, N0, T, B1: tl.constexpr):",
-    lambda g: dict(N0=_ri(g, 8, 24), T=_ri(g, 100, 256)),
-    lambda s, g: _case(dict(x=_randn(g, s["N0"], s["T"], scale=30.0, shift=60.0), N0=s["N0"], T=s["T"]),
+    lambda g: dict(N0=rand_int(g, 8, 24), T=rand_int(g, 100, 256)),
+    lambda s, g: make_case(dict(x=randn(g, s["N0"], s["T"], scale=30.0, shift=60.0), N0=s["N0"], T=s["T"]),
                        (s["N0"], s["T"]), (s["N0"],), ["x", "z", "N0", "T"], dict(B1=256)),
     lambda c: torch.softmax(_t(c, "x").double(), 1).float(),
     ("softmax(x) = softmax(x - max(x)): subtract the row's `tl.max(x, axis=0)` before `tl.exp`.",
@@ -265,9 +265,9 @@ _add(Puzzle(
     "`z = x @ y`, x `(M, K)`, y `(K, N)`, one program per `BM x BN` tile of z, looping over K in steps of `BK`; "
     "no size is a multiple of its block.",
     "def matmul_kernel(x_ptr, y_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):",
-    lambda g: dict(M=_ri(g, 33, 70), N=_ri(g, 33, 70), K=_ri(g, 40, 100)),
-    lambda s, g: _case(dict(x=_randn(g, s["M"], s["K"]), y=_randn(g, s["K"], s["N"]), M=s["M"], N=s["N"], K=s["K"]),
-                       (s["M"], s["N"]), (_cdiv(s["M"], 16), _cdiv(s["N"], 16)), ["x", "y", "z", "M", "N", "K"],
+    lambda g: dict(M=rand_int(g, 33, 70), N=rand_int(g, 33, 70), K=rand_int(g, 40, 100)),
+    lambda s, g: make_case(dict(x=randn(g, s["M"], s["K"]), y=randn(g, s["K"], s["N"]), M=s["M"], N=s["N"], K=s["K"]),
+                       (s["M"], s["N"]), (cdiv(s["M"], 16), cdiv(s["N"], 16)), ["x", "y", "z", "M", "N", "K"],
                        dict(BM=16, BN=16, BK=16)),
     lambda c: (_t(c, "x").double() @ _t(c, "y").double()).float(),
     ("Accumulate `acc += tl.dot(a, b)` over `for k0 in range(0, K, BK):` with `a` a `BM x BK` tile, `b` `BK x BN`.",
@@ -279,8 +279,8 @@ _add(Puzzle(
     "gather", "Gather rows (an embedding lookup)",
     "`z[i, :] = table[idx[i], :]`, table `(V, D)`, idx `(N0,)` int32, one program per output row, `D <= BD`.",
     "def gather_kernel(table_ptr, idx_ptr, z_ptr, N0, D, BD: tl.constexpr):",
-    lambda g: dict(V=_ri(g, 60, 120), N0=_ri(g, 20, 50), D=_ri(g, 20, 64)),
-    lambda s, g: _case(dict(table=_randn(g, s["V"], s["D"]),
+    lambda g: dict(V=rand_int(g, 60, 120), N0=rand_int(g, 20, 50), D=rand_int(g, 20, 64)),
+    lambda s, g: make_case(dict(table=randn(g, s["V"], s["D"]),
                             idx=torch.randint(0, s["V"], (s["N0"],), generator=g, dtype=torch.int32),
                             N0=s["N0"], D=s["D"]),
                        (s["N0"], s["D"]), (s["N0"],), ["table", "idx", "z", "N0", "D"], dict(BD=64)),
