@@ -63,6 +63,16 @@ _LABS += (
         "MFMA not run (no NVIDIA path)", "ISA, resources and occupancy offline for gfx942/gfx950/gfx90a; CPU BLAS; MFMA not run"),
 )
 _LABS += (
+    Lab("09-attention-on-mi300x.ipynb", "Attention on MI300X: FlashAttention forward in Triton; 7 graded puzzles",
+        "§3.2, §4.2 (FlashAttention on HIP)",
+        "puzzles run on the GPU; timed against torch SDPA; AMDGCN for gfx942/gfx950",
+        "puzzles run on the GPU; timed against torch SDPA (flash/efficient/cuDNN); AMDGCN for gfx942/gfx950 offline",
+        "puzzles in Triton's CPU interpreter, not timed; LDS/VGPRs/spills/MFMA/occupancy for gfx942/gfx950 offline"),
+    Lab("10-fp8-gemm.ipynb", "FP8 end to end: e4m3fnuz vs OCP e4m3fn, the block-scaled FP8 GEMM; 2 graded puzzles",
+        "§2.3, §3.3 (FP8, Quark)",
+        "puzzles in e4m3fnuz (gfx942) or e4m3fn (gfx950) on the GPU; timed against torch._scaled_mm and bf16",
+        "puzzles in e4m3fn on the GPU; timed against torch._scaled_mm and bf16; FP8 MFMA counts offline",
+        "puzzles in Triton's CPU interpreter (the target's format); FP8 MFMA counts for gfx942/gfx950 offline"),
     Lab("11-counters-and-faults.ipynb", "Find it and fix it: hardware counters and GPU faults; 4 graded fixes",
         "Lab 11 (beyond the article)",
         "rocprofv3 --pmc counters into DataFrames, slow vs fixed timed, the fault and ASan runs",
