@@ -58,7 +58,7 @@ OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive", "check")
 #: ``check``: what a machine that cannot run the program needs, in half the time of ``exe``: the device code
 #: compiled (``--cuda-device-only -c``, with the resource remarks) and, at the same time, the host code checked
 #: (``--cuda-host-only -fsyntax-only``). Same diagnostics and resources as a full build; no program is linked.
-CACHE_FORMAT = 3
+CACHE_FORMAT = 5
 #: Bytes of compiler output kept (remarks for many kernels are long).
 COMPILER_OUTPUT_BYTES = 4 << 20
 #: The PATH the offline compiler sees inside the root.
@@ -191,8 +191,7 @@ def check_commands(tc: Toolchain, source: str, output: str, *, target: str, flag
     host_obj = output + ".host.o"
     return [[[*base, *rem, "-Wno-unused-result", *flags, "--cuda-device-only", "-c", source, "-o", output]],
             [[*base, "-Wno-unused-result", *flags, "--cuda-host-only", "-c", source, "-o", host_obj],
-             [tc.compiler, *[f for f in flags if f.startswith(("-L", "-l", "-Wl,"))], host_obj, *libs,
-              "-Wl,--warn-unresolved-symbols", "-o", output + ".linkcheck"]]]
+             [tc.compiler, *flags, host_obj, *libs, "-Wl,--warn-unresolved-symbols", "-o", output + ".linkcheck"]]]
 
 
 _UNRESOLVED = re.compile(r"^(?P<head>.*?)warning: (?P<what>undefined (?:reference to|symbol:?) .*)$")
@@ -556,7 +555,9 @@ def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, fla
             if not done.ok:
                 break
         last = steps[-1]
-        return replace(last, stdout="".join(d.stdout for d in steps), stderr="".join(d.stderr for d in steps),
+        here = str(folders[i]) + os.sep       # messages name the cell as a full build in ``work`` would
+        return replace(last, stdout="".join(d.stdout for d in steps).replace(here, ""),
+                       stderr="".join(d.stderr for d in steps).replace(here, ""),
                        duration_s=sum(d.duration_s for d in steps))
 
     with ThreadPoolExecutor(2) as pool:
@@ -570,8 +571,9 @@ def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, fla
                      duration_s=max(dev.duration_s, host.duration_s), timed_out=dev.timed_out or host.timed_out,
                      stdout_truncated=dev.stdout_truncated or host.stdout_truncated,
                      stderr_truncated=dev.stderr_truncated or host.stderr_truncated)
-    cmds = [c for steps in plan for c in steps]
-    return joined, [" ".join(c) for c in cmds]
+    # one argument list, as a shell would read it: the device half '&' the host half '&&' its link check
+    cmds = [*plan[0][0], "&", *plan[1][0], "&&", *plan[1][1]]
+    return joined, cmds
 
 
 def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind: str = "exe",
