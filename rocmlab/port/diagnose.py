@@ -97,6 +97,8 @@ LIBRARIES = {
     "cub": ("CUB", "hipCUB (cub:: -> hipcub::)", "hipcub/hipcub.hpp", "(header-only, needs rocPRIM)",
             "ROCm: apt install hipcub-dev; Debian 13: apt install libhipcub-dev"),
     "nccl": ("NCCL", "RCCL (same nccl* API)", "rccl/rccl.h", "-lrccl", "ROCm: apt install rccl-dev"),
+    "openmp": ("OpenMP (host threads, nvcc -Xcompiler -fopenmp)", "clang's OpenMP (libomp)", "omp.h", "-fopenmp",
+               "ROCm: ships with its clang (libomp); Debian: apt install libomp-dev"),
 }
 
 
