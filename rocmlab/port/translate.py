@@ -410,7 +410,8 @@ def implicit_headers(rel: str, out_rel: str, texts: dict[str, str], include_dirs
     for header, used in IMPLICIT_HEADERS.items():
         if included & set(_IMPLICIT_PRESENT[header]):
             continue
-        hit = [w for w in used if re.search(rf"(?<![\w.>:]){w}\b", code)]
+        call = "" if header == "cfloat" else r"\s*\("          # functions are called; FLT_MAX & co. are macros
+        hit = [w for w in used if re.search(rf"(?<![\w.>:]){w}\b{call}", code)]
         if hit:
             missing.append((header, hit))
     if not missing:
