@@ -180,7 +180,7 @@ def main(argv=None) -> int:
               f"{tot['programs']} programs ({plain_in}/{in_scope} in scope), {tot['plain_ok']}/{tot['units']} units")
         rp, ru = out["total"]["ratio_programs"], out["total"]["ratio_units"]
         print(f"ratio rocmlab port / plain {baseline}: "
-              f"{'%.2fx' % rp if rp else 'inf'} programs, {'%.2fx' % ru if ru else 'inf'} units")
+              f"{f'{rp:.2f}x' if rp else 'inf'} programs, {f'{ru:.2f}x' if ru else 'inf'} units")
     print("\nfirst error of every failure (port | plain):")
     for name, rec in rows.items():
         for m, e in rec["port_failures"].items():

@@ -998,7 +998,7 @@ class _Scanner:
         """Report the constants :meth:`_const_rule` saw: at their level when the unit is warp-level (it uses
         ballots, votes, shuffles, warpSize, cooperative tiles) or the name is used in device code; else as
         info (a host program that merely has the number 32 in it)."""
-        used_on_device = {t.text for t, d in zip(flat, dev) if d and t.kind == "id"}
+        used_on_device = {t.text for t, d in zip(flat, dev, strict=True) if d and t.kind == "id"}
         todo, self._constants = self._constants, []
         for u, name, v, line, col, active, how in todo:
             warp_level = self._warp_unit or name in used_on_device

@@ -370,7 +370,7 @@ def included_sources(texts: dict[str, str], include_dirs) -> set[str]:
     never compiled on their own (alone they miss the includer's types: 'unknown type name')."""
     out = set()
     inc = list(include_dirs) or ["."]
-    for rel, text in texts.items():
+    for rel in texts:
         for f in project_includes(rel, texts, inc, depth=1)[1:]:
             if f.endswith(TU_SOURCE_SUFFIXES) and f != rel:
                 out.add(f)
@@ -417,7 +417,7 @@ def implicit_headers(rel: str, out_rel: str, texts: dict[str, str], include_dirs
     if not missing:
         return texts[rel], fixes
     text = texts[rel]
-    for header, hit in reversed(missing):
+    for header, _ in reversed(missing):
         text, at = _insert_line(text, f"#include <{header}>")
     n = len(missing)
     fixes = [Fix(f.path, f.line + n if f.path == out_rel and f.line >= at else f.line, f.kind, f.before, f.after, f.why)
