@@ -756,6 +756,8 @@ class _Scanner:
         self._dev: list[bool] = []             # per token of the unit: inside a __global__/__device__ function
         self._g32: list[bool] = []             # per token: only the first 32 threads run it (if (tid < 32) ...)
         self._warp_unit = False                # the unit uses warp-level features
+        self._project_warp = False             # some unit of the project does
+        self._sizing: list[tuple] = []         # host constants that size per warp, judged in finish()
 
     # files ----------------------------------------------------------------------------------------------
     def display(self, path: Path) -> str:
@@ -922,6 +924,9 @@ class _Scanner:
         self._rules(u, True)
 
     def finish(self) -> ScanReport:
+        for args in self._sizing:        # host sizes per warp count when the program is warp-level
+            self._emit_constant(*args, warp_level=self._project_warp)
+        self._sizing = []
         r = self.report
         r.findings = sorted(self.findings.values(), key=lambda f: (f.file, f.line, f.column, f.rule))
         lib = []
@@ -999,9 +1004,16 @@ class _Scanner:
         ballots, votes, shuffles, warpSize, cooperative tiles) or the name is used in device code; else as
         info (a host program that merely has the number 32 in it)."""
         used_on_device = {t.text for t, d in zip(flat, dev, strict=True) if d and t.kind == "id"}
+        sizes = {t.text for k, t in enumerate(flat) if t.kind == "id" and (
+            (k > 0 and flat[k - 1].text in ("/", "*", "%")) or (k + 1 < len(flat) and flat[k + 1].text in ("/", "*", "%")))}
+        self._project_warp = self._project_warp or self._warp_unit
         todo, self._constants = self._constants, []
         for u, name, v, line, col, active, how in todo:
             warp_level = self._warp_unit or name in used_on_device
+            if not warp_level and name in sizes and _WARP_NAME.search(name):
+                # host code that sizes something per warp: judged once the whole project is read (finish)
+                self._sizing.append((u, name, v, line, col, active, how))
+                continue
             self._emit_constant(u, name, v, line, col, active, how, warp_level)
 
     def _emit_constant(self, u, name, v, line, col, active, how, warp_level):
@@ -1246,16 +1258,6 @@ class _Scanner:
                      "use a texture object (hipTextureObject_t, hipCreateTextureObject) on gfx90a; on gfx942/gfx950 "
                      "read the array with plain global loads (const __restrict__ pointers, __ldg) and do the "
                      "interpolation or border handling in code.", a)
-        if tx in self.values and self.values[tx][0] == 32 and _WARP_NAME.search(tx) and i > 0 \
-                and flat[i - 1].text in ("/", "%") and nxt != "(":
-            names = self._left_names(flat, i - 1)
-            sev = self._lane_use(flat, i, names) if names else None
-            if sev:
-                self.add(u.path, t.line, t.col, "lane-arithmetic-32", "warp", sev,
-                         f"`{'.'.join(names[::-1][:2])} {flat[i - 1].text} {tx}` ({tx} is 32) computes a "
-                         f"{'warp' if flat[i - 1].text == '/' else 'lane'} index for warps of 32; on {self.target} "
-                         f"a wavefront has {W} lanes.",
-                         "use warpSize: lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize.", a)
         if tx == "texture" and nxt == "<":
             self.add(u.path, t.line, t.col, "texture-reference", "texture", "error",
                      "texture references were removed (CUDA 12, ROCm 6): this declaration does not compile.",

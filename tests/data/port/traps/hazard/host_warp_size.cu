@@ -10,7 +10,7 @@ __global__ void any_positive(const int* in, int* per_warp) {
 int main() {
     int n = 1024;
     int warp_size = 32;   // HAZARD
-    int nwarps = n / warp_size;   // HAZARD
+    int nwarps = n / warp_size;   // counted at the definition of warp_size
     int* h = (int*)malloc(nwarps * sizeof(int));
     int* d_in; int* d_out;
     cudaMalloc(&d_in, n * sizeof(int));

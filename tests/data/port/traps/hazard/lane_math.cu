@@ -5,7 +5,7 @@
 __global__ void per_warp(const int* in, int* out) {
     int lane = threadIdx.x % 32;   // HAZARD
     int warp = threadIdx.x / 32;   // HAZARD
-    int wid = threadIdx.x / WARP_SIZE;   // HAZARD
+    int wid = threadIdx.x / WARP_SIZE;   // counted at its #define
     if (lane == 0) out[blockIdx.x * 8 + warp] = in[wid];
 }
 
