@@ -186,3 +186,19 @@ def test_libraries_link_in_the_offline_root(tmp_path):
     obj = Path(res.out) / ".rocmlab-port" / "obj" / "solver.hip.o"
     bare = driver.link(choose_toolchain(), [obj], tmp_path / "bare", cwd=Path(res.out), time_limit=300)
     assert not bare.ok and "hipsolverDnCreate" in bare.log
+
+
+def test_cuda_cpp_overloads_get_their_hip_names():
+    text, fixes = translate.fix_file("k.cu", "k.hip", "  CHECK(hipEventCreate(&start, 0));\n  hipEventCreate(&stop);\n",
+                                     {"k.cu": "k.hip"}, ["."])
+    lines = [line for line in text.split("\n") if "hip_runtime.h" not in line]
+    assert lines[0] == "  CHECK(hipEventCreateWithFlags(&start, 0));"
+    assert lines[1] == "  hipEventCreate(&stop);"                        # control: the one-argument call stays
+    assert [f.kind for f in fixes if f.kind != "explicit-hip-runtime"] == ["cuda-overload"]
+
+
+def test_device_side_launch_is_named():
+    from rocmlab.port.diagnose import CATEGORIES, categorise
+    cat = categorise("device-side kernel call/launch is not supported", "  child<<<1, 32>>>(x);")
+    assert cat == "dynamic-parallelism" and "host" in CATEGORIES[cat][1]
+    assert categorise("use of undeclared identifier 'foo'") == "compile-error"       # control

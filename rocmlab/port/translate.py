@@ -145,6 +145,13 @@ def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], ow
             if hip in hip_header_names():
                 edits.append((m.start(), m.end(), hip, "cuda-name",
                               f"hipify left {w}; the hip* library's headers declare {hip} (the same API)"))
+    for m in _OVERLOADED.finditer(clean):
+        sp = _call_args(clean, m.end() - 1)
+        name = m.group(1)
+        if sp is not None and sp == OVERLOADS[name][0]:
+            edits.append((m.start(1), m.end(1), OVERLOADS[name][1], "cuda-overload",
+                          f"{name} with {sp} arguments is a C++ overload of CUDA's runtime header; HIP spells it "
+                          f"{OVERLOADS[name][1]}"))
     for m in _SPACED_LAUNCH.finditer(clean):
         why = ("a kernel launch written with spaces inside its chevrons ('<< <' ... '>> >'): nvcc reads it, clang "
                "does not ('expected expression')")
@@ -181,6 +188,29 @@ def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], ow
         why = "; ".join(dict.fromkeys(w for k, w in kinds if k == kind))
         fixes.append(Fix(out_rel, i + 1, kind, line, text, why))
     return text, fixes
+
+
+#: C++ overloads in CUDA's cuda_runtime.h that HIP has under another name: {HIP name: (arguments, HIP's name)}
+OVERLOADS = {"hipEventCreate": (2, "hipEventCreateWithFlags")}
+_OVERLOADED = re.compile(r"\b(" + "|".join(OVERLOADS) + r")\s*\(")
+
+
+def _call_args(line: str, open_at: int) -> int | None:
+    """The number of arguments of the call whose '(' is at line[open_at], or None when it does not close on
+    this line."""
+    depth, n, any_arg = 0, 1, False
+    for ch in line[open_at:]:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return n if any_arg else 0
+        elif ch == "," and depth == 1:
+            n += 1
+        elif not ch.isspace() and depth >= 1:
+            any_arg = True
+    return None
 
 
 #: cuSOLVER/cuRAND/cuFFT/cuSPARSE/cuBLAS names (functions, types, enum values) hipify may leave.
