@@ -39,7 +39,8 @@ NOT_IN_ROCM = (
     (r"#\s*include\s*[<\"]mpi\.h[>\"]", "MPI (not part of ROCm)"),
     (r"#\s*include\s*[<\"]openacc\.h[>\"]|#\s*pragma\s+acc\b", "OpenACC (not part of ROCm's compilers)"),
     (r"#\s*include\s*[<\"](?:GL/|GLFW/|cuda_gl_interop|glut)", "OpenGL/GLUT display"),
-    (r"#\s*include\s*[<\"]nvblas\.h[>\"]|\bnvblas\b", "nvblas (NVIDIA's BLAS drop-in)"),
+    (r"#\s*include\s*[<\"]nvblas\.h[>\"]|\bnvblas\b|\b[sdcz](?:gemm|gemv|axpy|dot|scal|trsm)_\s*\(",
+     "a host BLAS (Fortran sgemm_ & co., NVIDIA's nvblas drop-in): not part of ROCm"),
     (r"#\s*include\s*[<\"](?:nvToolsExt\.h|nvtx3/)", "NVTX (ROCm has roctx, not in the offline root)"),
     (r"#\s*include\s*[<\"](?:nvrtc\.h|cudnn\.h|nvml\.h|cuda_egl|EGL/|npp)", "an NVIDIA-only library"),
 )

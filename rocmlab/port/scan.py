@@ -1268,7 +1268,8 @@ class _Scanner:
                      "use a texture object (hipCreateTextureObject) or plain global loads.", a)
         if tx in ("major", "minor") and i > 0 and flat[i - 1].text in (".", "->") and \
                 nxt in (">=", "<=", "==", "!=", "<", ">", "*"):
-            self.add(u.path, t.line, t.col, "compute-capability", "device-prop", "error",
+            # not wrong by itself (AMD reports its own major/minor, 9.4 on MI300X): a test to read, a warning
+            self.add(u.path, t.line, t.col, "compute-capability", "device-prop", "warning",
                      f"a compute-capability test (.{tx} {nxt} ...) means nothing on AMD: {self.target} reports its "
                      "own numbers.", "test the architecture name instead: prop.gcnArchName.", a)
         elif tx == "warpSize" and i > 0 and flat[i - 1].text in (".", "->"):
@@ -1297,7 +1298,7 @@ class _Scanner:
             self._padding_rule(u, flat, i, a)
         # libraries and CUDA names left over
         low = tx.lower()
-        if low.startswith(("cublas", "cudnn")) or _LIB_ENUM.match(tx) and tx.startswith(("CUBLAS", "CUDNN")):
+        if re.match(r"(?:cublas|cudnn)[A-Z]", tx) or _LIB_ENUM.match(tx) and tx.startswith(("CUBLAS", "CUDNN")):
             if tx not in self.own_names:
                 lib = "hipBLAS" if "blas" in low else "MIOpen"
                 self.add(u.path, t.line, t.col, "library-left", "library", "error",
