@@ -108,6 +108,10 @@ def test_no_error_level_trap_on_wave64_agnostic_code(tmp_path):
     res = port(DATA / "traps" / "clean", tmp_path / "out", compile=False)
     errors = [(t.src_path, t.src_line, t.rule, t.snippet) for t in res.traps if t.severity == "error"]
     assert errors == []
+    assert not [t for t in res.traps if "warpSize" in t.snippet]          # reading prop.warpSize is right
+    # left: the mask the port widened (a warning to read) and a host '32' as info
+    assert {(t.rule, t.severity) for t in res.traps} <= {("shfl-sync-32-bit-mask", "warning"),
+                                                         ("hard-coded-warp-size", "info")}
     # control: the same scanner does flag lane arithmetic once it is a lane index
     bad = tmp_path / "bad"
     bad.mkdir()
