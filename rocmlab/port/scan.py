@@ -706,11 +706,11 @@ def _contexts(flat, value_at) -> tuple[list[bool], list[bool]]:
             if len(stack) > 1:
                 stack.pop()
         elif t.text == "if" and i + 1 < n and flat[i + 1].text == "(":
-            close = _matching(flat, i + 1)
+            close = _matching(flat, i + 1, limit=100)          # bounded: a hostile file cannot make this quadratic
             if close + 1 < n and flat[close + 1].text != "{" and _guard32(flat[i + 2:close], value_at):
                 k = close + 1
-                while k < n and flat[k].text != ";":
-                    k = _matching(flat, k) if flat[k].text in ("(", "[", "{") else k + 1
+                while k < n and k < close + 200 and flat[k].text != ";":
+                    k = _matching(flat, k, limit=100) if flat[k].text in ("(", "[", "{") else k + 1
                 guard_until = k
         elif t.kind == "id" and i + 1 < n and flat[i + 1].text == "(":
             calls.setdefault(t.text, []).append(i)
