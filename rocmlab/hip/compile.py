@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmlab import sandbox, settings
-from rocmlab.hip import hipcuda
+from rocmlab.hip import hipcuda, simulate
 from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover, offline_problem
 from rocmlab.machine.detect import current
 from rocmlab.paths import cache_dir
@@ -127,6 +127,8 @@ def available(target: str | None = None) -> str:
 def prepare_source(source: str, lang: str, tc: Toolchain) -> hipcuda.Translation | None:
     """What the compiler must see: HIP through nvcc is translated to CUDA, CUDA for an AMD
     compiler is hipified. None when the source goes in as it is."""
+    if tc.kind == simulate.KIND:    # the CPU simulator: C++ with its own header, or #error for what it cannot run
+        return simulate.translate(hipcuda.hipify(source).cuda_source if lang == "cuda" else source)
     if tc.kind == "nvcc" and lang == "hip":
         return hipcuda.translate(source)
     if tc.kind != "nvcc" and lang == "cuda":
@@ -153,6 +155,8 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
         return [archiver(tc), "rcs", str(output), *inputs]
     if output_kind == "link":
         return [tc.compiler, *flags, *inputs, *libs, "-o", str(output)]
+    if tc.kind == simulate.KIND:
+        return simulate.command(tc, inputs, output, output_kind=output_kind, flags=flags, pre=pre, libs=libs)
     if tc.kind == "nvcc":
         if len(targets) != 1:
             raise ValueError("nvcc builds for one target at a time here: pass one sm_XX")

@@ -104,7 +104,6 @@ struct Fiber {
     uint64_t value = 0, mask = 0;
     int src = 0, pred = 0, has_mask = 0, line = 0;
     const char* what = "";
-    const void* site = nullptr;
     // what it gets back
     Exchange reply{0, 0, 0};
     int count = 0;
@@ -278,7 +277,6 @@ __attribute__((noinline)) Exchange wave_exchange(uint64_t value, int src_lane, i
     f->has_mask = has_mask;
     f->what = what;
     f->line = line;
-    f->site = __builtin_return_address(0);
     f->state = WAVE;
     to_scheduler(f);
     return f->reply;
@@ -311,6 +309,12 @@ void not_simulated(const char* what, int line) {
     fatal("line %d: %s is not simulated on the CPU: run this program on an AMD GPU", line, what);
 }
 
+// Where a lane waits: the operation and its source line. (Not the code address: the compiler may merge the
+// calls of two branches into one call instruction.)
+static bool same_site(const Fiber& a, const Fiber& b) {
+    return a.line == b.line && (a.what == b.what || std::strcmp(a.what, b.what) == 0);
+}
+
 // Settle the cross-lane operations of every wavefront whose waiting lanes stand at one place. True if any ran.
 static bool settle_waves(Worker* w, int n) {
     bool any = false;
@@ -322,13 +326,13 @@ static bool settle_waves(Worker* w, int n) {
             Fiber& f = w->fibers[i];
             if (f.state != WAVE) continue;
             if (first < 0) first = i;
-            else if (f.site != w->fibers[first].site) {
+            else if (!same_site(f, w->fibers[first])) {
                 Fiber& g = w->fibers[first];
                 uint64_t at_g = 0, at_f = 0;
                 for (int k = base; k < end; ++k) {
                     if (w->fibers[k].state != WAVE) continue;
-                    if (w->fibers[k].site == g.site) at_g |= 1ull << (k - base);
-                    else if (w->fibers[k].site == f.site) at_f |= 1ull << (k - base);
+                    if (same_site(w->fibers[k], g)) at_g |= 1ull << (k - base);
+                    else if (same_site(w->fibers[k], f)) at_f |= 1ull << (k - base);
                 }
                 char lg[256], lf[256], where[256];
                 lanes_text(at_g, lg, sizeof lg);

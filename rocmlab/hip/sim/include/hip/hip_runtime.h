@@ -91,7 +91,7 @@ int warp_size();                               // 64, at run time
 // the ballot of the predicate over the active lanes, and the exec mask. `mask` is the _sync forms' mask.
 struct Exchange { uint64_t value, ballot, exec; };
 Exchange wave_exchange(uint64_t value, int src_lane, int pred, uint64_t mask, int has_mask, const char* what,
-                       int line);   // the call site is its return address
+                       int line);   // a lane waits at (what, line)
 void block_barrier(const char* what, int line);
 int block_barrier_count(int pred, const char* what, int line);   // __syncthreads_count
 void* dynamic_shared_base();
