@@ -66,7 +66,11 @@ def test_offline_build_links_and_cannot_run_on_cpu(rng):
     assert [k.name for k in ks] == ["vadd(float const*, float const*, float*, int)"]
     assert ks[0].wavefront_size == 64 and ks[0].vgprs > 0 and 1 <= ks[0].occupancy <= 8
     with pytest.raises(build.CannotRun, match="no AMD GPU here"):
-        build.run(r)
+        build.run(r, simulate=False)
+    if current().backend == "cpu":   # no GPU: the same source runs on the CPU simulator, and says so
+        sim = build.run(r, [3])
+        assert sim.returncode == 3 and sim.stdout == f"{tag} 1\n", sim.stderr
+        assert sim.stderr.startswith("[cpu: wave64 simulator] ran on the CPU simulator")
     # its host code does run, in the sandbox: arguments in, exit status out
     code = rng.randrange(1, 100)
     done = build.run(r, [code], host_only=True)

@@ -265,8 +265,9 @@ def _auto_simulate(result: BuildResult, simulate: bool | None, host_only: bool) 
     """The simulator build ``run`` uses instead of ``result``, if any (see :func:`run`)."""
     if result.toolchain_kind == sim.KIND or host_only or simulate is False:
         return None
-    if simulate is None and (result.can_run or not result.ok or result.toolchain_kind not in ("offline", "rocm")):
-        return None
+    if simulate is None and (result.can_run or not result.ok or result.toolchain_kind not in ("offline", "rocm")
+                             or driver.resolve_platform(None).backend != "cpu"):
+        return None     # automatic only where no GPU is
     s = simulator_build(result)
     if s is None:
         if simulate:
