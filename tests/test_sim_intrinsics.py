@@ -65,59 +65,55 @@ def exec_masks(act, block):
 
 def reference(op, val, arg, act, block, width=W):
     base, mask = exec_masks(act, block)
-    n = len(val)
     val, arg, act = [int(x) for x in val], [int(x) for x in arg], [int(x) for x in act]
-    out = np.full(n, -7777, np.int64)
-
-    def read(t, lane):           # ds_bpermute: lane mod 64; an inactive (or missing) lane gives 0
-        lane &= 63
-        return int(val[base[t] + lane]) if (int(mask[t]) >> lane) & 1 else 0
-
-    for t in range(n):
-        if not act[t]:
-            continue
-        self_ = t - base[t]
-        a = int(arg[t])
-        ballot = 0
-        for k in range(W):
-            if (int(mask[t]) >> k) & 1 and int(arg[base[t] + k]) & 1:
-                ballot |= 1 << k
-        ex = int(mask[t])
-
-        def shfl(src, w):
-            return read(t, src + (self_ & ~(w - 1)))
-
-        def down(d, w):
-            i = self_ + d
-            return read(t, self_ if (self_ & (w - 1)) + d >= w else i)
-
-        def up(d, w):
-            i = self_ - d
-            return read(t, self_ if i < (self_ & ~(w - 1)) else i)
-
-        def xor(m, w):
-            i = self_ ^ m
-            return read(t, self_ if i >= ((self_ + w) & ~(w - 1)) else i)
-
-        def tile(nt):
-            tb = self_ & ~(nt - 1)
-            lanes = ((1 << nt) - 1) << tb
-            return (ballot & lanes) >> tb, (ex & lanes) >> tb
-
-        r = {
-            "shfl": lambda: shfl(a, width), "shfl_up": lambda: up(a, width), "shfl_down": lambda: down(a, width),
-            "shfl_xor": lambda: xor(a, width), "ballot": lambda: ballot, "any": lambda: int(ballot != 0),
-            "all": lambda: int(ballot == ex), "activemask": lambda: ex, "lane_id": lambda: self_,
-            "popcll_ballot": lambda: bin(ballot).count("1"), "shfl_down_sync": lambda: down(a, width),
-            "shfl_xor_sync_full": lambda: xor(a, width), "tile32_shfl_down": lambda: down(a, 32),
-            "tile16_shfl": lambda: shfl(a, 16), "tile32_ballot": lambda: tile(32)[0],
-            "tile16_any": lambda: int(tile(16)[0] != 0), "tile8_all": lambda: int(tile(8)[0] == tile(8)[1]),
-            "shfl_xor_double": lambda: xor(a, width), "ballot_sync": lambda: ballot, "shfl_int64": lambda: shfl(a, width),
-            "tile32_ranks": lambda: (t - (t // block) * block) % 32 * 1000 + (t - (t // block) * block) // 32,
-            "warpsize": lambda: 64,
-        }[op]()
-        out[t] = r if r < (1 << 63) else r - (1 << 64)
+    out = np.full(len(val), -7777, np.int64)
+    for t in range(len(val)):
+        if act[t]:
+            r = lane_value(op, t, val, arg, base[t], mask[t], width, block)
+            out[t] = r if r < (1 << 63) else r - (1 << 64)
     return out
+
+
+def lane_value(op, t, val, arg, base, ex, width, block):
+    """What lane ``t`` gets from ``op``: its wavefront starts at ``base``, ``ex`` is the exec mask."""
+    self_, a = t - base, arg[t]
+    ballot = sum(1 << k for k in range(W) if (ex >> k) & 1 and arg[base + k] & 1)
+
+    def read(lane):             # ds_bpermute: lane mod 64; an inactive (or missing) lane gives 0
+        lane &= 63
+        return val[base + lane] if (ex >> lane) & 1 else 0
+
+    def shfl(src, w):
+        return read(src + (self_ & ~(w - 1)))
+
+    def down(d, w):
+        return read(self_ if (self_ & (w - 1)) + d >= w else self_ + d)
+
+    def up(d, w):
+        i = self_ - d
+        return read(self_ if i < (self_ & ~(w - 1)) else i)
+
+    def xor(m, w):
+        i = self_ ^ m
+        return read(self_ if i >= ((self_ + w) & ~(w - 1)) else i)
+
+    def tile(nt):                # (ballot, exec) of this lane's tile of nt lanes
+        tb = self_ & ~(nt - 1)
+        lanes = ((1 << nt) - 1) << tb
+        return (ballot & lanes) >> tb, (ex & lanes) >> tb
+
+    local = t % block
+    return {
+        "shfl": lambda: shfl(a, width), "shfl_up": lambda: up(a, width), "shfl_down": lambda: down(a, width),
+        "shfl_xor": lambda: xor(a, width), "ballot": lambda: ballot, "any": lambda: int(ballot != 0),
+        "all": lambda: int(ballot == ex), "activemask": lambda: ex, "lane_id": lambda: self_,
+        "popcll_ballot": lambda: bin(ballot).count("1"), "shfl_down_sync": lambda: down(a, width),
+        "shfl_xor_sync_full": lambda: xor(a, width), "tile32_shfl_down": lambda: down(a, 32),
+        "tile16_shfl": lambda: shfl(a, 16), "tile32_ballot": lambda: tile(32)[0],
+        "tile16_any": lambda: int(tile(16)[0] != 0), "tile8_all": lambda: int(tile(8)[0] == tile(8)[1]),
+        "shfl_xor_double": lambda: xor(a, width), "ballot_sync": lambda: ballot, "shfl_int64": lambda: shfl(a, width),
+        "tile32_ranks": lambda: local % 32 * 1000 + local // 32, "warpsize": lambda: 64,
+    }[op]()
 
 
 def inputs(rng, n, op, mode):

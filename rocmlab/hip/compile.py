@@ -71,7 +71,7 @@ def find_toolchain(kind: str, refresh: bool = False) -> Toolchain | None:
     """:func:`rocmlab.hip.toolchain.discover`, remembered for this process (a warm cache hit must
     not spend its time asking compilers for their versions)."""
     if refresh or kind not in _FOUND:
-        _FOUND[kind] = discover(kind)
+        _FOUND[kind] = simulate.discover() if kind == simulate.KIND else discover(kind)
     return _FOUND[kind]
 
 
@@ -156,7 +156,9 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
     if output_kind == "link":
         return [tc.compiler, *flags, *inputs, *libs, "-o", str(output)]
     if tc.kind == simulate.KIND:
-        return simulate.command(tc, inputs, output, output_kind=output_kind, flags=flags, pre=pre, libs=libs)
+        runtime = simulator_runtime(tc) if output_kind == "exe" else ""
+        return simulate.command(tc, inputs, output, output_kind=output_kind, flags=flags, pre=pre, libs=libs,
+                                runtime=runtime)
     if tc.kind == "nvcc":
         if len(targets) != 1:
             raise ValueError("nvcc builds for one target at a time here: pass one sm_XX")
@@ -178,6 +180,16 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
     return [tc.compiler, "-x", "hip", *[f"--offload-arch={t}" for t in targets], *_opt(flags), *rem,
             "-Wno-unused-result", *pre, *flags, *what, *inputs,
             *(libs if output_kind == "exe" else []), "-o", str(output)]
+
+
+def simulator_runtime(tc: Toolchain) -> str:
+    """The CPU simulator's runtime (rocmlab/hip/sim/runtime.cpp) compiled once per version, in the cache."""
+    obj = cache_dir() / "hipsim" / tc.version / "runtime.o"
+    if not obj.is_file():
+        r = compile_file(tc, simulate.RUNTIME_SOURCE, obj, flags=["-O2"], cwd=simulate.SIM_DIR)
+        if not r.ok:
+            raise RuntimeError(f"the simulator's runtime does not compile (a rocmlab bug): {r.log[-2000:]}")
+    return str(obj)
 
 
 def archiver(tc: Toolchain) -> str:

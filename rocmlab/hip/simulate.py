@@ -14,7 +14,8 @@ Three steps, each one function:
 - :func:`rewrite`: the two constructs C++ cannot parse, with line numbers kept:
   ``k<<<g, b, shm, s>>>(args)`` -> ``::hipsim::Launch(k, "k", LINE, g, b, shm, s)(args)``, and
   ``extern __shared__ T x[];`` -> a per-block pointer to the dynamic shared memory.
-- :func:`command`: the compile line (the runtime is compiled once per version into the cache).
+- :func:`command`: the compile line (the runtime is compiled once per version into the cache by
+  :func:`rocmlab.hip.compile.simulator_runtime`).
 
 :mod:`rocmlab.hip.compile` treats ``cpu`` as a toolchain kind (:func:`discover`), so builds are cached and
 diagnostics mapped like any other; :mod:`rocmlab.hip.build` runs on it when no GPU is here.
@@ -29,8 +30,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from rocmlab.hip.hipcuda import Translation
-from rocmlab.hip.toolchain import Toolchain, discover_offline
-from rocmlab.paths import cache_dir
+from rocmlab.hip.toolchain import Toolchain, discover_offline, offline_problem
 
 LABEL = "cpu: wave64 simulator"
 KIND = "cpu"
@@ -215,8 +215,6 @@ def discover(probe=None) -> Toolchain | None:
 
 def problem() -> str:
     """'' when the simulator can build here, else the reason and the fix."""
-    from rocmlab.hip.toolchain import offline_problem
-
     why = offline_problem()
     if why:
         return f"the CPU simulator compiles with the offline ROCm root's clang: {why}"
@@ -231,23 +229,9 @@ def host_flags(flags) -> tuple[list[str], list[str]]:
     return kept, dropped
 
 
-def runtime_object(tc: Toolchain) -> str:
-    """The runtime compiled once per version (cached under the cache folder); its path."""
-    from rocmlab.hip import compile as driver
-
-    d = cache_dir() / "hipsim" / tc.version
-    obj = d / "runtime.o"
-    if obj.is_file():
-        return str(obj)
-    d.mkdir(parents=True, exist_ok=True)
-    r = driver.compile_file(tc, RUNTIME_SOURCE, obj, flags=["-O2"], cwd=SIM_DIR)
-    if not r.ok:
-        raise RuntimeError(f"the simulator's runtime does not compile (a rocmlab bug): {r.log[-2000:]}")
-    return str(obj)
-
-
-def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=(), libs=()) -> list[str]:
-    """The host compile line: ``-x c++`` against the simulator's header, linked with its runtime."""
+def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=(), libs=(), runtime: str = "") -> list[str]:
+    """The host compile line: ``-x c++`` against the simulator's header, linked with its runtime (the object
+    :func:`rocmlab.hip.compile.simulator_runtime` keeps in the cache)."""
     kept, _ = host_flags(flags)
     opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
     base = [tc.compiler, "-std=c++17", *opt, "-pthread", "-fno-strict-aliasing", "-Wno-unused-result",
@@ -257,7 +241,7 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=()
         return [*base, "-x", "c++", *inputs, "-c", "-o", str(output)]
     if output_kind != "exe":
         raise ValueError(f"output_kind={output_kind!r}: the CPU simulator builds programs (exe) and objects (obj)")
-    return [*base, "-x", "c++", *inputs, "-x", "none", runtime_object(tc), *libs, "-o", str(output)]
+    return [*base, "-x", "c++", *inputs, "-x", "none", runtime, *libs, "-o", str(output)]
 
 
 def run_env(timeout_s: float, env: dict | None = None) -> dict:

@@ -137,10 +137,6 @@ def discover(kind: str, probe: Probe | None = None) -> Toolchain | None:
         return None
     if kind == "offline":
         return discover_offline(probe)
-    if kind == "cpu":   # the wave64 simulator: the offline root's clang, compiling for the host
-        from rocmlab.hip.simulate import discover as discover_cpu
-
-        return discover_cpu(probe)
     if kind == "nvcc":
         nvcc = probe.find("nvcc") or (str(probe.path("/usr/local/cuda/bin/nvcc"))
                                       if probe.path("/usr/local/cuda/bin/nvcc").exists() else None)
@@ -148,7 +144,8 @@ def discover(kind: str, probe: Probe | None = None) -> Toolchain | None:
             return None
         ver = _tool_version(probe, [nvcc, "--version"], r"release [\d.]+, V(\S+)") or "unknown"
         return Toolchain("nvcc", nvcc, ver, ("sm_*",))
-    raise ValueError(f"unknown toolchain kind {kind!r}: use 'rocm', 'offline', 'nvcc' or 'cpu'")
+    raise ValueError(f"unknown toolchain kind {kind!r}: use 'rocm', 'offline' or 'nvcc' "
+                     "(the CPU simulator, 'cpu', is rocmlab.hip.simulate.discover)")
 
 
 def _tool_version(probe: Probe, cmd: list[str], pattern: str) -> str | None:
