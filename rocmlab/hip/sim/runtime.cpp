@@ -791,12 +791,14 @@ hipError_t hipPeekAtLastError() { return t_last_error; }
 hipError_t hipGetDeviceCount(int* n) { if (!n) return set_error(hipErrorInvalidValue); *n = 1; return hipSuccess; }
 hipError_t hipSetDevice(int d) { return d == 0 ? hipSuccess : set_error(hipErrorInvalidDevice); }
 hipError_t hipGetDevice(int* d) { if (!d) return set_error(hipErrorInvalidValue); *d = 0; return hipSuccess; }
-static int cus() { return static_cast<int>(env_long("HIPSIM_CUS", 304)); }
+// The simulator's compute units are its CPU threads (HIPSIM_WORKERS): a program that sizes its grid to the
+// device (CUs x 8 blocks) launches what the CPU can run, not MI300X's 304 CUs' worth of fibers.
+static int cus() { return static_cast<int>(env_long("HIPSIM_CUS", env_long("HIPSIM_WORKERS", 2))); }
 hipError_t hipGetDeviceProperties(hipDeviceProp_t* p, int d) {
     if (!p) return set_error(hipErrorInvalidValue);
     if (d != 0) return set_error(hipErrorInvalidDevice);
     std::memset(p, 0, sizeof *p);
-    std::snprintf(p->name, sizeof p->name, "AMD Instinct MI300X (cpu: wave64 simulator)");
+    std::snprintf(p->name, sizeof p->name, "cpu: wave64 simulator (gfx942 semantics)");
     std::snprintf(p->gcnArchName, sizeof p->gcnArchName, "gfx942:sramecc+:xnack-");
     p->totalGlobalMem = kTotalMemory;
     p->sharedMemPerBlock = kSharedBytes;
