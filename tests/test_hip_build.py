@@ -70,7 +70,13 @@ def test_offline_build_links_and_cannot_run_on_cpu(rng):
     assert [(k.name, k.vgprs, k.occupancy) for k in ks] == [(k.name, k.vgprs, k.occupancy) for k in fast.kernels()]
     assert ks[0].wavefront_size == 64 and ks[0].vgprs > 0 and 1 <= ks[0].occupancy <= 8
     with pytest.raises(build.CannotRun, match="no AMD GPU here"):
-        build.run(r)
+        build.run(r, simulate=False)
+    if current().backend == "cpu":   # no GPU: the same source runs on the CPU simulator, and says so
+        sim = build.run(r, [3])
+        assert sim.returncode == 3 and sim.stdout == f"{tag} 1\n", sim.stderr
+        assert sim.stderr.startswith("[cpu: wave64 simulator] ran on the CPU simulator")
+        sim = build.run(fast, [4])     # a fast build (no program linked) runs there too
+        assert sim.returncode == 4 and sim.stdout == f"{tag} 1\n", sim.stderr
     # a fast build links on demand to run its host code
     assert build.run(fast, [3], host_only=True).returncode == 3
     # its host code does run, in the sandbox: arguments in, exit status out

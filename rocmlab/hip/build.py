@@ -12,8 +12,12 @@ backend    HIP source (``lang="hip"``)            CUDA source (``lang="cuda"``)
            runs
 ``cpu``    the offline ROCm 7.2.4 root for        nvcc for sm_90 if present, compile only;
            settings.DEFAULT_TARGET: compile and   else hipify + the offline root
-           link, never run on a GPU
+           link; runs on the CPU simulator
 =========  =====================================================================
+
+``toolchain="cpu"`` builds for the wave64 CPU simulator (:mod:`rocmlab.hip.simulate`). ``run(result)`` of a
+build that cannot run here (no GPU) runs the same source there instead, and says so (``simulate=False``:
+never; ``simulate=True``: even where a GPU is).
 
 An explicit ``target`` overrides this: ``gfx*`` builds for AMD, ``sm_*`` for NVIDIA, on any
 machine that has the compiler. Builds are cached (one cache, :func:`rocmlab.hip.compile.compile_source`),
@@ -30,11 +34,12 @@ import re
 import shlex
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from rocmlab import sandbox, settings
 from rocmlab.hip import compile as driver
+from rocmlab.hip import simulate as sim
 from rocmlab.hip.compile import Diagnostic, find_toolchain
 from rocmlab.hip.toolchain import Toolchain
 
@@ -149,6 +154,8 @@ def choose_toolchain(lang: str, target: str, plat, toolchain) -> tuple[Toolchain
 def _can_run(tc: Toolchain, target: str, mode: str, plat) -> tuple[bool, str]:
     if mode == "obj":
         return False, "built as an object file (mode='obj'): build with mode='exe' to run it"
+    if tc.kind == sim.KIND:
+        return True, ""
     dev = plat.device
     if tc.kind == "nvcc":
         if plat.backend != "cuda":
@@ -252,9 +259,39 @@ def named(name: str) -> BuildResult:
                        f"build it first with %%hip --name {name}") from None
 
 
+def simulator_build(result: BuildResult) -> BuildResult | None:
+    """The same source built for the CPU simulator (cached), or None where it cannot be (no offline root,
+    a CUDA or object build). Its ``ok`` is False, with the message, for what the simulator cannot run."""
+    if result.mode != "exe" or not result.source or result.toolchain_kind == sim.KIND:
+        return None
+    if driver.find_toolchain(sim.KIND) is None:
+        return None
+    target = result.target if result.target in sim.TARGETS else settings.DEFAULT_TARGET
+    return compile(result.source, lang=result.lang, target=target, flags=result.flags, toolchain=sim.KIND,
+                   plat=None)
+
+
+def _auto_simulate(result: BuildResult, simulate: bool | None, host_only: bool) -> BuildResult | None:
+    """The simulator build ``run`` uses instead of ``result``, if any (see :func:`run`)."""
+    if result.toolchain_kind == sim.KIND or host_only or simulate is False:
+        return None
+    if simulate is None and (result.can_run or not result.ok or result.toolchain_kind not in ("offline", "rocm")
+                             or driver.resolve_platform(None).backend != "cpu"):
+        return None     # automatic only where no GPU is
+    s = simulator_build(result)
+    if s is None:
+        if simulate:
+            raise CannotRun(f"cannot simulate: {sim.problem() or 'only HIP programs (mode exe) are simulated'}")
+        return None
+    if not s.ok:
+        raise CannotRun(f"cannot run here: {result.cannot_run_reason}; and the CPU simulator cannot run it:\n"
+                        + "\n".join(str(d) for d in s.errors[:5]))
+    return s
+
+
 def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT_S, memory_bytes=_DEFAULT,
         output_bytes: int = 1 << 20, *, host_only: bool = False, stdin: bytes | None = None,
-        env: dict | None = None, scratch: str | None = None) -> sandbox.Completed:
+        env: dict | None = None, scratch: str | None = None, simulate: bool | None = None) -> sandbox.Completed:
     """Run a built program with limits. Raises :class:`CannotRun` (with the reason and the fix)
     when the build failed or cannot run on this machine.
 
@@ -267,6 +304,11 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     if not isinstance(result, BuildResult):
         raise TypeError("run() takes the BuildResult that compile() returned")
     timeout_s = settings.time_limit(timeout_s, what="timeout_s")     # nan, inf, 1e308, -1: ValueError with the fix
+    simulated = _auto_simulate(result, simulate, host_only) if result.ok else None
+    if simulated is not None:      # no GPU here: the same source on the CPU simulator, and the output says so
+        done = run(simulated, args, timeout_s, memory_bytes, output_bytes, stdin=stdin, env=env, scratch=scratch)
+        why = "" if result.toolchain_kind == sim.KIND else f" ({result.cannot_run_reason or 'asked for'})"
+        return replace(done, stderr=sim.label(f"ran on the CPU simulator, wavefronts of 64{why}") + "\n" + done.stderr)
     if not result.ok:
         raise CannotRun("cannot run: the build failed\n" + result.summary())
     if result.binary is None and result.mode == "exe" and host_only:
@@ -286,7 +328,9 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     if isinstance(args, str):
         args = shlex.split(args)
     if memory_bytes is _DEFAULT:
-        memory_bytes = None if result.can_run else settings.RUN_MEMORY_BYTES
+        memory_bytes = None if result.can_run and result.toolchain_kind != sim.KIND else settings.RUN_MEMORY_BYTES
+    if result.toolchain_kind == sim.KIND:
+        env = sim.run_env(timeout_s, env)
     args = [str(a) for a in args]
     # the program may read and write files named in its arguments: their folder is its scratch
     folders = {str(Path(a).parent) for a in args if a.startswith("/") and Path(a).parent.is_dir()}
@@ -300,7 +344,7 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     try:
         return driver.run_program(result.toolchain_kind, result.root, [result.binary, *args], scratch=scratch,
                                   time_limit=timeout_s, memory_bytes=memory_bytes, output_bytes=output_bytes,
-                                  stdin_data=stdin, env=env, gpu=result.can_run,
+                                  stdin_data=stdin, env=env, gpu=result.can_run and result.toolchain_kind != sim.KIND,
                                   ro_binds=(str(Path(result.binary).parent), *sorted(folders)))
     finally:
         if own is not None:

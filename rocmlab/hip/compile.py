@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from rocmlab import sandbox, settings
-from rocmlab.hip import hipcuda
+from rocmlab.hip import hipcuda, simulate
 from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover, offline_problem
 from rocmlab.machine.detect import current
 from rocmlab.paths import cache_dir
@@ -74,7 +74,7 @@ def find_toolchain(kind: str, refresh: bool = False) -> Toolchain | None:
     """:func:`rocmlab.hip.toolchain.discover`, remembered for this process (a warm cache hit must
     not spend its time asking compilers for their versions)."""
     if refresh or kind not in _FOUND:
-        _FOUND[kind] = discover(kind)
+        _FOUND[kind] = simulate.discover() if kind == simulate.KIND else discover(kind)
     return _FOUND[kind]
 
 
@@ -130,6 +130,8 @@ def available(target: str | None = None) -> str:
 def prepare_source(source: str, lang: str, tc: Toolchain) -> hipcuda.Translation | None:
     """What the compiler must see: HIP through nvcc is translated to CUDA, CUDA for an AMD
     compiler is hipified. None when the source goes in as it is."""
+    if tc.kind == simulate.KIND:    # the CPU simulator: C++ with its own header, or #error for what it cannot run
+        return simulate.translate(hipcuda.hipify(source).cuda_source if lang == "cuda" else source)
     if tc.kind == "nvcc" and lang == "hip":
         return hipcuda.translate(source)
     if tc.kind != "nvcc" and lang == "cuda":
@@ -156,6 +158,10 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
         return [archiver(tc), "rcs", str(output), *inputs]
     if output_kind == "link":
         return [tc.compiler, *flags, *inputs, *libs, "-o", str(output)]
+    if tc.kind == simulate.KIND:
+        runtime = simulator_runtime(tc) if output_kind == "exe" else ""
+        return simulate.command(tc, inputs, output, output_kind=output_kind, flags=flags, pre=pre, libs=libs,
+                                runtime=runtime)
     if tc.kind == "nvcc":
         if len(targets) != 1:
             raise ValueError("nvcc builds for one target at a time here: pass one sm_XX")
@@ -211,6 +217,16 @@ def link_check_log(log: str) -> tuple[str, bool]:
     if failed:
         out.append("clang++: error: linker command failed with exit code 1 (use -v to see invocation)")
     return "\n".join(out) + ("\n" if out else ""), not failed
+
+
+def simulator_runtime(tc: Toolchain) -> str:
+    """The CPU simulator's runtime (rocmlab/hip/sim/runtime.cpp) compiled once per version, in the cache."""
+    obj = cache_dir() / "hipsim" / tc.version / "runtime.o"
+    if not obj.is_file():
+        r = compile_file(tc, simulate.RUNTIME_SOURCE, obj, flags=["-O2"], cwd=simulate.SIM_DIR)
+        if not r.ok:
+            raise RuntimeError(f"the simulator's runtime does not compile (a rocmlab bug): {r.log[-2000:]}")
+    return str(obj)
 
 
 def archiver(tc: Toolchain) -> str:

@@ -34,6 +34,8 @@ NO_TOOLCHAIN_FIX = {
     "offline": (f"build the offline ROCm {OFFLINE_ROCM_VERSION} root once: bash scripts/setup/20-rocm-root.sh "
                 "(as root; about 2 minutes and 1.2 GB; needs debootstrap and bubblewrap), or run ./go setup"),
     "nvcc": "install the CUDA toolkit (nvcc) or add /usr/local/cuda/bin to PATH",
+    "cpu": (f"the CPU simulator compiles with the offline ROCm {OFFLINE_ROCM_VERSION} root's clang: build the root once "
+            "(bash scripts/setup/20-rocm-root.sh, or ./go setup)"),
 }
 
 
@@ -57,6 +59,8 @@ class Toolchain:
         name = Path(self.compiler).name
         if self.kind == "offline":
             return f"{name} {self.version} (offline ROCm {self.rocm_version} root)"
+        if self.kind == "cpu":
+            return f"{name} {self.version} (cpu: wave64 simulator)"
         where = {"rocm": "ROCm", "nvcc": "CUDA"}[self.kind]
         return f"{name} {self.version} ({where})"
 
@@ -67,6 +71,8 @@ class Toolchain:
     def supports(self, target: str) -> bool:
         if self.kind == "nvcc":
             return target.startswith(("sm_", "compute_"))
+        if self.kind == "cpu":
+            return target in self.targets
         return target.startswith("gfx") and (self.kind == "rocm" or target in self.targets)
 
     def inside(self, path: str) -> Path:
@@ -191,7 +197,8 @@ def discover(kind: str, probe: Probe | None = None) -> Toolchain | None:
             return None
         ver = _tool_version(probe, [nvcc, "--version"], r"release [\d.]+, V(\S+)") or "unknown"
         return Toolchain("nvcc", nvcc, ver, ("sm_*",))
-    raise ValueError(f"unknown toolchain kind {kind!r}: use 'rocm', 'offline' or 'nvcc'")
+    raise ValueError(f"unknown toolchain kind {kind!r}: use 'rocm', 'offline' or 'nvcc' "
+                     "(the CPU simulator, 'cpu', is rocmlab.hip.simulate.discover)")
 
 
 def _tool_version(probe: Probe, cmd: list[str], pattern: str) -> str | None:
