@@ -58,7 +58,8 @@ class Workbench:
         (self.folder / "README.md").write_text(self.exercise.readme)
         if overwrite or not self.hip_path.exists():
             port = hipify.hipify_source(self.exercise.starter, self.starter_path.name)
-            head = (f"// {self.exercise.title}\n// Your port: the mechanical hipify of starter.cu. Edit it, then grade it.\n")
+            head = (f"// {self.exercise.title}\n// Your port of starter.cu: torch hipify's renames + rocmlab's fix pass (64-bit masks). "
+                    "Edit it, save, then press Grade again.\n")
             self.hip_path.write_text(head + port.hip)
         return self.hip_path
 

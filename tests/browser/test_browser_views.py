@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -118,3 +119,51 @@ def test_notebook_fits_the_page_and_every_graded_cell_shows_a_verdict(path, serv
                 f"{w['wide'][0][2]} px ({w['text'][:50]!r})" for w in wide]
     problems += [f"graded cell {i} shows no verdict ({nb.cells[i].source.splitlines()[0][:60]!r})" for i in missing]
     assert not problems, f"{rel} at {VIEWPORT[0]}x{VIEWPORT[1]}:\n" + "\n".join(problems)
+
+
+def test_grade_again_after_an_edit_shows_the_new_score(server, browser):
+    """A learner's loop in the real browser: Run All an exercise notebook, open the .hip file from the link (an
+    editor tab opens), change the file, press Grade again, and see the new score for the file as it is now."""
+    from rocmlab import grader
+
+    src = next((ROOT / "labs" / "exercises").glob("*-block-reduction.ipynb"))
+    rel = f"grade-again/{src.name}"
+    (server.root / "grade-again").mkdir(exist_ok=True)
+    shutil.copy(src, server.root / rel)
+    nb = Notebook.open(browser, server, rel, timeout_s=120)
+    try:
+        nb.run_all(timeout_s=900)
+        page = nb.page
+        verdict = page.locator(".jupyter-widgets .rocmlab-verdict").first
+        verdict.wait_for(timeout=30_000)
+        before = verdict.text_content()
+        assert "[not yet]" in before and "points here" in before, before
+        shots = artifacts_dir() / "views"
+        box = page.locator(".jp-OutputArea-output .widget-vbox", has=page.locator(".rocmlab-verdict")).first
+        box.scroll_into_view_if_needed()
+        nb.page.screenshot(path=str(shots / "grade-again-before.png"))
+
+        # the link opens the learner's file in JupyterLab's editor, in a tab beside the notebook
+        page.locator("a.rocmlab-open").first.click()
+        page.locator(".lm-TabBar-tab", has_text="block_sum.hip").first.wait_for(timeout=30_000)
+        page.locator(".jp-FileEditor .cm-content").first.wait_for(timeout=30_000)
+        assert "__shfl_down_sync" in page.locator(".jp-FileEditor .cm-content").first.text_content()
+        nb.page.screenshot(path=str(shots / "grade-again-editor.png"))
+
+        # the edit (as the editor's save would write it), then back to the notebook and Grade again
+        path = server.root / "grade-again" / "my-work" / "block-reduction" / "block_sum.hip"
+        assert path.is_file()
+        path.write_text(grader.load("block-reduction").solution)
+        page.locator(".lm-TabBar-tab", has_text=src.name).first.click()
+        page.locator(".jupyter-widgets button", has_text="Grade again").first.click()
+        page.wait_for_function(
+            "() => { const v = document.querySelector('.jupyter-widgets .rocmlab-verdict');"
+            " return v && v.textContent.includes('[correct]'); }", timeout=300_000)
+        after = verdict.text_content()
+        score = lambda t: float(re.search(r"([\d.]+)/[\d.]+ points here", t).group(1))  # noqa: E731
+        assert score(after) > score(before), (before, after)
+        box.scroll_into_view_if_needed()
+        nb.page.screenshot(path=str(shots / "grade-again-after.png"))
+    finally:
+        nb.close()
+        _shutdown_kernels(server)
