@@ -17,7 +17,7 @@ def html_table(header: list[str], rows: list[list], css_class: str = "rocmlab-ta
         text = html.escape(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v))
         if i == status_col:
             colour = STATUS_COLOURS.get(str(v), "#000")
-            return f"<td style='color:{colour};font-weight:bold;text-align:left'>{text}</td>"
+            return f"<td style='color:{colour};font-weight:bold;text-align:left;vertical-align:top'>{text}</td>"
         # left-aligned: JupyterLab right-aligns table cells, which makes prose hard to read
         return f"<td style='text-align:left;vertical-align:top'>{text}</td>"
 

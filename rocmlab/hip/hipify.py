@@ -78,7 +78,7 @@ class Port:
             t = f" title='{html.escape(title)}'" if title else ""
             n = "" if num is None else str(num)
             return (f"<td style='color:#6e7781;text-align:right;vertical-align:top;padding:0 4px 0 0'>{n}</td>"
-                    f"<td style='background:{colour};white-space:pre-wrap;overflow-wrap:anywhere;word-break:break-all;"
+                    f"<td style='background:{colour};white-space:pre-wrap;overflow-wrap:anywhere;"
                     f"text-align:left;vertical-align:top;font-family:monospace;padding:0 4px'{t}>"
                     f"{html.escape(text)}</td>")
 

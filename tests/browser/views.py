@@ -87,22 +87,28 @@ def wait_rendered(page, timeout_s: float = 60.0) -> None:
     page.wait_for_timeout(1500)          # plotly and MathJax lay out after insertion
 
 
-def screenshot_full(page, prefix: Path, max_height: int = 40000, tile: int = 2000) -> list[Path]:
-    """The whole notebook at the page's width, in tiles ``<prefix>-NN.png`` of ``tile`` px: the viewport is made as
-    tall as the notebook (so every output is laid out at the real width), then cut."""
-    height = page.evaluate("() => { const s = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
-                           ".jp-WindowedPanel-outer'); return s ? s.scrollHeight : document.body.scrollHeight; }")
+_SCROLLER = "document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer')"
+
+
+def screenshot_full(page, prefix: Path, tile: int = 2000, max_tiles: int = 40) -> list[Path]:
+    """The whole notebook at the page's width, as tiles ``<prefix>-NN.png``: the viewport is made ``tile`` px tall
+    (widths, and so every wrap, stay those of 1280 px) and the notebook is scrolled a screen at a time."""
     w, h = VIEWPORT
-    total = min(max_height, int(height) + 200)
-    page.set_viewport_size({"width": w, "height": total})
+    page.set_viewport_size({"width": w, "height": tile})
     paths = []
     try:
-        page.wait_for_timeout(800)
+        page.wait_for_timeout(500)
         prefix.parent.mkdir(parents=True, exist_ok=True)
-        for k, y in enumerate(range(0, total, tile)):
+        total = page.evaluate(f"() => {_SCROLLER}.scrollHeight")
+        step = page.evaluate(f"() => {_SCROLLER}.clientHeight") - 40
+        for k in range(max_tiles):
+            page.evaluate(f"(y) => {{ {_SCROLLER}.scrollTop = y; }}", k * step)
+            page.wait_for_timeout(300)
             path = Path(f"{prefix}-{k:02d}.png")
-            page.screenshot(path=str(path), clip={"x": 0, "y": y, "width": w, "height": min(tile, total - y)})
+            page.screenshot(path=str(path))
             paths.append(path)
+            if (k + 1) * step >= total:
+                break
     finally:
         page.set_viewport_size({"width": w, "height": h})
     return paths
