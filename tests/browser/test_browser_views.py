@@ -72,12 +72,13 @@ def _trust(server, rel: str) -> None:
                    capture_output=True, check=True, timeout=60)
 
 
-def _look(browser, server, rel: str, stem: str) -> tuple[list, list[int]]:
-    """Open an executed notebook; return (overflowing outputs, graded cells without a verdict)."""
+def _look(browser, server, rel: str, stem: str) -> tuple[list, list[int], list[dict]]:
+    """Open an executed notebook; return (overflowing outputs, graded cells without a verdict, outputs that
+    never rendered)."""
     _trust(server, rel)
     nb = Notebook.open(browser, server, rel, timeout_s=120)
     try:
-        wait_rendered(nb.page)
+        stuck = wait_rendered(nb.page)
         wide = overflowing_outputs(nb.page)
         missing = missing_verdicts(nb.page, graded_cells(server.root / rel))
         shots = artifacts_dir() / "views"
@@ -88,7 +89,7 @@ def _look(browser, server, rel: str, stem: str) -> tuple[list, list[int]]:
             out.scroll_into_view_if_needed()
             out.screenshot(path=str(shots / f"{stem}-overflow-{w['cell']}.png"))
         screenshot_full(nb.page, shots / f"{stem}-full")
-        return wide, missing
+        return wide, missing, stuck
     finally:
         nb.close()
         _shutdown_kernels(server)
@@ -99,7 +100,8 @@ def test_the_view_checks_catch_a_wide_output_and_a_graded_cell_without_a_verdict
     checks, at exactly those cells; its wrapped output and its graded cell with a verdict must pass."""
     write_view_control_notebook(server.root / "control.ipynb")
     execute(server.root / "control.ipynb", server.root / "control.ipynb", timeout_s=60)
-    wide, missing = _look(browser, server, "control.ipynb", "control")
+    wide, missing, stuck = _look(browser, server, "control.ipynb", "control")
+    assert stuck == []
     assert [w["cell"] for w in wide] == [2], wide                 # the 4000-px line; the wrapped one passes
     assert missing == [4], missing                                # cell 3 shows its verdict, cell 4 does not
 
@@ -112,11 +114,12 @@ def test_notebook_fits_the_page_and_every_graded_cell_shows_a_verdict(path, serv
     shutil.copy(path, dest)
     execute(dest, dest)
     stem = rel.replace("/", "-").removesuffix(".ipynb")
-    wide, missing = _look(browser, server, rel, stem)
+    wide, missing, stuck = _look(browser, server, rel, stem)
     SUMMARY[rel] = wide
     nb = nbformat.read(str(dest), as_version=4)
     problems = [f"cell {w['cell']} output {w['output']}: {w['wide'][0][0]} {w['wide'][0][1]} px in "
                 f"{w['wide'][0][2]} px ({w['text'][:50]!r})" for w in wide]
+    problems += [f"cell {s['cell']}: an output never rendered: {s['text']!r}" for s in stuck]
     problems += [f"graded cell {i} shows no verdict ({nb.cells[i].source.splitlines()[0][:60]!r})" for i in missing]
     assert not problems, f"{rel} at {VIEWPORT[0]}x{VIEWPORT[1]}:\n" + "\n".join(problems)
 

@@ -79,12 +79,21 @@ def missing_verdicts(page, graded: list[int]) -> list[int]:
     return [i for i in graded if i >= len(shown) or not shown[i]]
 
 
-def wait_rendered(page, timeout_s: float = 60.0) -> None:
-    """Wait until every stored output is on the page (widgets restored from the saved state included)."""
-    page.wait_for_function(
-        "() => ![...document.querySelectorAll('.jp-OutputArea-output')].some(o => "
-        "/Loading widget|Error displaying widget/.test(o.textContent))", timeout=timeout_s * 1000)
+_UNRENDERED_JS = r"""() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')]
+  .flatMap((c, i) => [...c.querySelectorAll('.jp-OutputArea-output')]
+    .filter(o => /Loading widget|Error displaying widget|Failed to load model/.test(o.textContent))
+    .map(o => ({cell: i, text: o.textContent.trim().slice(0, 120)})))"""
+
+
+def wait_rendered(page, timeout_s: float = 45.0) -> list[dict]:
+    """Wait until every stored output is on the page (widgets restored from the saved state included).
+    Returns the outputs that never rendered (a widget still loading, or one that failed): a view problem."""
+    try:
+        page.wait_for_function(f"() => ({_UNRENDERED_JS})().length === 0", timeout=timeout_s * 1000)
+    except Exception:
+        pass
     page.wait_for_timeout(1500)          # plotly and MathJax lay out after insertion
+    return page.evaluate(_UNRENDERED_JS)
 
 
 _SCROLLER = "document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer')"
