@@ -239,3 +239,24 @@ def test_visible_devices_are_not_treated_as_interchangeable():
     assert "recommend ROCR_VISIBLE_DEVICES" in doctor.check_visible_devices(detect(probe), probe).message
     src = _sources()["hip-env-visible-devices"]
     assert "env_variables" in src["url"] and re.search(r"ROCR_VISIBLE_DEVICES on Linux", src["note"])
+
+
+def test_graded_cells_are_tagged_and_no_lab_edits_hip_in_a_python_string():
+    """The browser test checks that every cell tagged `graded` shows a verdict; here: which cells are tagged."""
+    import nbformat
+
+    from rocmlab.paths import repo_root
+
+    def graded(path):
+        nb = nbformat.read(str(path), as_version=4)
+        return [c.source for c in nb.cells if "graded" in c.get("metadata", {}).get("tags", [])]
+
+    labs = repo_root() / "labs"
+    lab01_ = graded(labs / "01-hip-programming-model.ipynb")
+    assert len(lab01_) == 3 and any("wave_sum_widget" in s for s in lab01_)
+    assert not any("WAVE_SUM_STARTER    # edit this string" in s for s in lab01_)
+    lab02 = graded(labs / "02-porting-cuda-to-hip.ipynb")
+    assert len(lab02) == 1 and "feedback_widget(" in lab02[0] and "Workbench(" in lab02[0]
+    for nb in sorted((labs / "exercises").glob("*.ipynb")):
+        cells = graded(nb)
+        assert cells == ["display(bench.widget())"], nb.name
