@@ -79,6 +79,10 @@ def _look(browser, server, rel: str, stem: str) -> tuple[list, list[int], list[d
     nb = Notebook.open(browser, server, rel, timeout_s=120)
     try:
         stuck = wait_rendered(nb.page)
+        if stuck:      # widget state restored while the kernel connects can race: one reload, a longer wait
+            nb.page.reload(wait_until="domcontentloaded")
+            nb.page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
+            stuck = wait_rendered(nb.page, timeout_s=120)
         wide = overflowing_outputs(nb.page)
         missing = missing_verdicts(nb.page, graded_cells(server.root / rel))
         shots = artifacts_dir() / "views"
