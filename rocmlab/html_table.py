@@ -13,11 +13,13 @@ def html_table(header: list[str], rows: list[list], css_class: str = "rocmlab-ta
                status_col: int | None = None) -> str:
     """An escaped HTML table. ``status_col`` colours that column's values (ok/warn/fail/skip)."""
     def cell(i, v):
-        text = html.escape(str(v))
+        # a whole number stored as a float (304.0 CUs) prints as one: 304
+        text = html.escape(str(int(v)) if isinstance(v, float) and v.is_integer() else str(v))
         if i == status_col:
             colour = STATUS_COLOURS.get(str(v), "#000")
-            return f"<td style='color:{colour};font-weight:bold'>{text}</td>"
-        return f"<td>{text}</td>"
+            return f"<td style='color:{colour};font-weight:bold;text-align:left;vertical-align:top'>{text}</td>"
+        # left-aligned: JupyterLab right-aligns table cells, which makes prose hard to read
+        return f"<td style='text-align:left;vertical-align:top'>{text}</td>"
 
     head = "".join(f"<th style='text-align:left'>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(cell(i, v) for i, v in enumerate(r)) + "</tr>" for r in rows)

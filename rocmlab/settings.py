@@ -154,6 +154,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_TORCH_VERSION", "the CPU torch the set-up pins", "2.13.0"),
     Variable("ROCMLAB_CHROMIUM", "the Chromium the browser tests drive", "/usr/bin/chromium"),
     Variable("ROCMLAB_TEST_ARTIFACTS", "where tests put screenshots", "test-artifacts"),
+    Variable("ROCMLAB_BROWSER_ONLY", "the browser view test on a subset: notebook path fragments, comma-separated", ""),
     Variable("ROCMLAB_GPU_STATE", "file recording which learner holds which GPU (workshop)", ""),
     Variable("ROCMLAB_SANDBOX", "auto, or no-bwrap: isolate as if bubblewrap could not run (tests the fallback)", "auto"),
     Variable("ROCMLAB_FUZZ_SEED", "replay a fuzz test's run with this seed (tests/test_sse_fuzz.py prints it)", ""),

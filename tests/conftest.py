@@ -98,3 +98,13 @@ def fake():
     yield make
     for s in servers:
         s.close()
+
+
+@pytest.fixture(autouse=True)
+def _own_progress_record(tmp_path_factory, monkeypatch):
+    """Tests never write the user's progress record (rocmlab.course.progress): each test gets its own file."""
+    from rocmlab.course import progress
+
+    path = tmp_path_factory.mktemp("progress") / "progress.json"
+    monkeypatch.setattr(progress, "progress_file", lambda: path)
+    return path

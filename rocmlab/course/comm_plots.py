@@ -3,6 +3,8 @@ alpha-beta cost model's latency curves (:mod:`rocmlab.comm.costmodel`)."""
 
 from __future__ import annotations
 
+import textwrap
+
 from rocmlab.comm import costmodel
 
 STEPS = (
@@ -19,7 +21,9 @@ def two_shot_figure(world: int = 4, codec: str = "Q4"):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=1, cols=len(STEPS), subplot_titles=list(STEPS), horizontal_spacing=0.03)
+    # titles wrapped on two lines: the whole row fits a notebook at 1280 px
+    titles = ["<br>".join(textwrap.wrap(t, 22)) for t in STEPS]
+    fig = make_subplots(rows=1, cols=len(STEPS), subplot_titles=titles, horizontal_spacing=0.03)
     for col in range(1, len(STEPS) + 1):
         z, text = [], []
         for r in range(world):
@@ -43,8 +47,8 @@ def two_shot_figure(world: int = 4, codec: str = "Q4"):
                                  colorscale="Viridis", x=[f"seg {s}" for s in range(world)],
                                  y=[f"rank {r}" for r in range(world)], hoverinfo="text"), row=1, col=col)
         fig.update_yaxes(autorange="reversed", showticklabels=col == 1, row=1, col=col)
-    fig.update_layout(height=330, width=1250, title=f"QuickReduce two-shot all-reduce on {world} ranks ({codec}): "
-                      "rows are ranks, columns are segments", margin=dict(t=90))
+    fig.update_layout(height=370, width=820, title=f"QuickReduce two-shot all-reduce on {world} ranks ({codec})<br>"
+                      "rows are ranks, columns are segments", margin=dict(t=120))
     fig.update_annotations(font_size=10)
     return fig
 

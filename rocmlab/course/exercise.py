@@ -15,12 +15,10 @@ award and why, so a full score on the checks a CPU runs never reads as a full sc
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab import grader
-from rocmlab.course.widgets.grader import report_html
 from rocmlab.grader.report import availability
 from rocmlab.hip import hipify
 
@@ -60,7 +58,8 @@ class Workbench:
         (self.folder / "README.md").write_text(self.exercise.readme)
         if overwrite or not self.hip_path.exists():
             port = hipify.hipify_source(self.exercise.starter, self.starter_path.name)
-            head = (f"// {self.exercise.title}\n// Your port: the mechanical hipify of starter.cu. Edit it, then grade it.\n")
+            head = (f"// {self.exercise.title}\n// Your port of starter.cu: torch hipify's renames + rocmlab's fix pass (64-bit masks). "
+                    "Edit it, save, then press Grade again.\n")
             self.hip_path.write_text(head + port.hip)
         return self.hip_path
 
@@ -91,29 +90,11 @@ class Workbench:
         return sorted(self.exercise.hints, key=lambda h: h.level)[: self.hints_shown]
 
     def widget(self):
-        """Buttons over the learner's file: Grade again (re-reads it), Show a hint (one level at a time)."""
-        import ipywidgets as w
+        """The learner's loop over their file (rocmlab.course.widgets.grader.feedback_widget): a link that opens
+        it in the editor, Grade again (re-reads it; the grade goes to the progress record), Show a hint."""
+        from rocmlab.course.widgets.grader import feedback_widget
 
-        out, hints_box = w.HTML(), w.HTML()
-        again = w.Button(description="Grade again", icon="refresh")
-        more = w.Button(description="Show a hint", icon="lightbulb-o")
-
-        def grade(_=None):
-            out.value = "<i>grading...</i>"
-            out.value = report_html(self.grade())
-
-        def hint(_=None):
-            self.hint()
-            hints_box.value = "".join(f"<p><b>hint {h.level}</b> ({html.escape(h.check)}): {html.escape(h.text)}</p>"
-                                      for h in self.shown_hints()) or "<p>no hints</p>"
-
-        again.on_click(grade)
-        more.on_click(hint)
-        grade()
-        box = w.VBox([w.HTML(f"<p>Your file: <code>{html.escape(str(self.hip_path))}</code></p>"), out,
-                      w.HBox([again, more]), hints_box])
-        box.report = lambda: self.reports[-1]
-        return box
+        return feedback_widget(self.exercise.id, self.hip_path, seed=self.seed, time_limit_s=self.time_limit_s)
 
 
 def table_rows(reports: dict | None = None) -> list[list]:
@@ -144,11 +125,14 @@ def notebook_cells(ex) -> list[tuple]:
         ("md", f"# Exercise {ex.order}: {ex.title}\n\n{ex.goal}\n\n"
                f"The folder `rocmlab/exercises/{ex.id}/` holds the README (description, application flow, key APIs),"
                f" the CUDA starter and the grader's spec. Checks and points: {checks}.\n\n"
-               "How it works: the next cells write the CUDA starter and its mechanical hipify port into your folder "
-               f"(`my-work/{ex.id}/` beside this notebook). Edit `{ex.program}.hip` there, then press **Grade again**. "
+               "How it works: the next cells write the CUDA starter and its port into your folder "
+               f"(`my-work/{ex.id}/` beside this notebook). The port is PyTorch's hipify plus rocmlab's own fix "
+               "pass (64-bit warp masks; plain hipify keeps `0xffffffff`). Open "
+               f"`{ex.program}.hip` with the **open in the editor** link under the grade, edit it, save, and "
+               "press **Grade again**: it grades the file as it is now. "
                "**Show a hint** reveals the graded hints one level at a time. A check this machine cannot run is "
                "*skipped* and says why: it neither earns nor loses points, and the score line says how many "
-               "points need another machine."),
+               "points need another machine. Your best grade is kept: `rocmlab progress` lists it."),
         ("code", "quick = None  # None means quick sizes on a CPU or when ROCMLAB_QUICK is 1", ["parameters"]),
         ("code", "from IPython.display import HTML, Markdown, display\n\n"
                  "from rocmlab.course.exercise import Workbench\n"
@@ -161,14 +145,12 @@ def notebook_cells(ex) -> list[tuple]:
                  f"bench = Workbench({ex.id!r})\n"
                  "path = bench.start()   # keeps your edits if the file exists: bench.start(overwrite=True) starts over\n"
                  "print('edit this file:', path)"),
-        ("md", "## The CUDA starter and what hipify makes of it\n\nLeft: CUDA; right: the HIP file you edit (as "
-               "hipify wrote it). Yellow lines are the traps the port scanner knows."),
+        ("md", "## The CUDA starter and what the port makes of it\n\nLeft: CUDA; right: the HIP file you edit (as "
+               "the port wrote it). Yellow lines are the traps the port scanner knows."),
         ("code", "port = hipify.hipify_source(bench.exercise.starter, bench.starter_path.name)\n"
                  "display(HTML(port.side_by_side_html()))"),
-        ("md", "## Grade your file\n\nRun the cell, edit the file, press **Grade again**."),
-        ("code", "w = bench.widget()\n"
-                 "display(w)\n"
-                 "print(bench.score(w.report()))"),
+        ("md", "## Grade your file\n\nRun the cell, open the file (the link), edit it, save, press **Grade again**."),
+        ("code", "display(bench.widget())", ["graded"]),
         ("md", "## Hints, one level at a time\n\nEach run of this cell shows one more (level 1 nudges, the last nearly "
                "gives the answer)."),
         ("code", "h = bench.hint()\n"

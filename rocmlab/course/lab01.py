@@ -7,15 +7,18 @@ for a wrong answer, so a learner's notebook keeps running.
 
 from __future__ import annotations
 
-import html
 import random
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
+from rocmlab.course import progress
+from rocmlab.course.verdict import MARKS, verdict_html
 from rocmlab.hip import build, hipcuda
 from rocmlab.hip import occupancy as occ
 from rocmlab.hip.compile import choose
 from rocmlab.hip.inspector import inspect
+from rocmlab.machine.detect import current
 from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES
 
 
@@ -23,17 +26,30 @@ from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES
 class Feedback:
     ok: bool | None
     message: str
+    earned: float = 0.0
+    possible: float = 0.0
 
     def __str__(self) -> str:
-        mark = {True: "correct", False: "not yet", None: "not answered yet"}[self.ok]
-        return f"[{mark}] {self.message}"
+        pts = f" ({self.earned:g}/{self.possible:g} points)" if self.ok is not None and self.possible else ""
+        return f"[{MARKS[self.ok]}]{pts} {self.message}"
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        colour = {True: "#1a7f37", False: "#cf222e", None: "#6e7781"}[self.ok]
+        pts = f"{self.earned:g}/{self.possible:g} points" if self.ok is not None and self.possible else ""
+        return verdict_html(self.ok, self.message, pts)
 
-        return f"<div style='color:{colour}'><b>{html.escape(str(self))}</b></div>"
+
+LAB = "01-hip-programming-model"
+
+
+def _recorded(task: str, fb: Feedback, earnable: float | None = None) -> Feedback:
+    """Keep an answered check in the learner's progress record (rocmlab progress); returns ``fb``."""
+    if fb.ok is not None:
+        possible = progress.LAB_TASKS[LAB][task]
+        progress.record(LAB, task, earned=fb.earned, earnable=possible if earnable is None else earnable,
+                        possible=possible, backend=current().backend)
+    return fb
 
 
 def _rng(seed):
@@ -62,19 +78,22 @@ class LaunchExercise:
                 "h200_warps_per_block": -(-self.block // 32)}
 
     def check(self, blocks=None, mi300x_waves_per_block=None, h200_warps_per_block=None) -> Feedback:
+        """A point per right number; kept in the progress record (task ``launch-shape``)."""
         got = {"blocks": blocks, "mi300x_waves_per_block": mi300x_waves_per_block,
                "h200_warps_per_block": h200_warps_per_block}
         if all(v is None for v in got.values()):
-            return Feedback(None, "fill in the three numbers")
+            return Feedback(None, "fill in the three numbers, then run the cell again")
         want = self.answer()
         wrong = [k for k in want if got[k] != want[k]]
+        earned = float(len(want) - len(wrong))
         if not wrong:
-            return Feedback(True, f"{want['blocks']} blocks; {want['mi300x_waves_per_block']} wavefronts of 64 "
-                                  f"vs {want['h200_warps_per_block']} warps of 32 per block")
+            return _recorded("launch-shape", Feedback(
+                True, f"{want['blocks']} blocks; {want['mi300x_waves_per_block']} wavefronts of 64 vs "
+                      f"{want['h200_warps_per_block']} warps of 32 per block", earned, 3))
         hints = {"blocks": "round up: (n + blockDim.x - 1) / blockDim.x, or the tail elements get no thread",
                  "mi300x_waves_per_block": "an MI300X wavefront is 64 threads",
                  "h200_warps_per_block": "an NVIDIA warp is 32 threads"}
-        return Feedback(False, "; ".join(f"{k}: {hints[k]}" for k in wrong))
+        return _recorded("launch-shape", Feedback(False, "; ".join(f"{k}: {hints[k]}" for k in wrong), earned, 3))
 
 
 # --- which cells can compile here ------------------------------------------------------------
@@ -213,22 +232,54 @@ def shuffle_steps(source: str, target: str = DEFAULT_TARGET) -> tuple[int | None
 
 
 def check_wave_sum(source: str, target: str = DEFAULT_TARGET) -> Feedback:
+    """Compile the learner's ``wave_sum`` for ``target`` and count its cross-lane steps in the real ISA."""
     if not source or source.strip() == WAVE_SUM_STARTER.strip():
-        return Feedback(None, "edit the starter so the loop works for any wavefront size")
+        return Feedback(None, "this is still the starter: make the loop work for any wavefront size, save the "
+                              "file, then press Grade again")
     lanes = occ.TARGET_FACTS.get(target, {"wave": 64})["wave"]
     steps, msg = shuffle_steps(source, target)
     if steps is None:
-        return Feedback(False, msg)
+        return Feedback(False, msg, 0, 4)
     need = lanes.bit_length() - 1
     loop = re.search(r"for\s*\(\s*int\s+\w+\s*=\s*([^;]+);", source)
     if steps == need:
         start = loop.group(1).strip() if loop else "?"
         if re.fullmatch(r"\d+", start):
             return Feedback(False, f"{steps} steps is right for {target}, but the start {start} is a literal: it "
-                                   "breaks on the other vendor; use warpSize / 2")
-        return Feedback(True, f"{steps} shuffle steps in the {target} ISA: log2({lanes}) = {need}, all lanes combined")
+                                   "breaks on the other vendor; use warpSize / 2", 2, 4)
+        return Feedback(True, f"{steps} shuffle steps in the {target} ISA: log2({lanes}) = {need}, all lanes combined",
+                        4, 4)
     return Feedback(False, f"the {target} ISA has {steps} shuffle steps; a {lanes}-lane wavefront needs {need} "
-                           f"(offsets {lanes // 2}, {lanes // 4}, ..., 1): start the loop at warpSize / 2")
+                           f"(offsets {lanes // 2}, {lanes // 4}, ..., 1): start the loop at warpSize / 2", 0, 4)
+
+
+#: Where Lab 01's exercise 2 file lives, beside the notebook (the learner edits it in JupyterLab's editor).
+WAVE_SUM_FILE = Path("my-work") / "lab01" / "wave_sum.hip"
+
+
+def wave_sum_file(path: Path | str | None = None, overwrite: bool = False) -> Path:
+    """Write the starter to ``my-work/lab01/wave_sum.hip`` (kept if it exists: your edits survive a rerun)."""
+    path = Path(path) if path is not None else Path.cwd() / WAVE_SUM_FILE
+    if overwrite or not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(WAVE_SUM_STARTER)
+    return path
+
+
+def wave_sum_widget(path: Path | str | None = None, target: str = DEFAULT_TARGET):
+    """Exercise 2's loop: open the file in the editor, fix it, Grade again (it reads the file as it is now)."""
+    from rocmlab.course.widgets.grader import edit_and_grade
+
+    missing = amd_compiler_missing(target)
+
+    def grade(text):
+        if missing:   # the machine cannot compile for gfx942: nothing is scored, the message says the fix
+            fb = Feedback(None, missing)
+        else:
+            fb = _recorded("wave-sum", check_wave_sum(text, target))
+        return fb, fb._repr_html_()
+
+    return edit_and_grade(wave_sum_file(path), grade)
 
 
 # --- exercise 3: occupancy ----------------------------------------------------------------------
@@ -257,19 +308,21 @@ class OccupancyExercise:
         return occ.occupancy(self.vgprs, 0, 32, self.lds_bytes, self.block, DEFAULT_TARGET)
 
     def check(self, waves=None, limited_by=None) -> Feedback:
+        """A point for the waves, one for the limiting resource; kept in the progress record (``occupancy``)."""
         if waves is None and limited_by is None:
-            return Feedback(None, "give waves (an integer) and limited_by (a resource name)")
+            return Feedback(None, "give waves (an integer) and limited_by (a resource name), then run the cell again")
         o = self.solution()
         ties = [k for k, v in o.limits.items() if v == o.waves_per_simd]
-        if waves == o.waves_per_simd and limited_by in ties:
-            return Feedback(True, o.explain())
+        earned = float((waves == o.waves_per_simd) + (limited_by in ties))
+        if earned == 2:
+            return _recorded("occupancy", Feedback(True, o.explain(), earned, 2))
         hint = []
         if waves != o.waves_per_simd:
             hint.append("VGPRs: 512 per lane per SIMD, allocated in granules of 8; LDS: 64 KiB per CU shared by "
                         "the resident workgroups, whose waves spread over 4 SIMDs")
         if limited_by not in ties:
             hint.append("compute the limit of each resource alone; the smallest wins")
-        return Feedback(False, "; ".join(hint))
+        return _recorded("occupancy", Feedback(False, "; ".join(hint), earned, 2))
 
 
 # --- Lab 02's last section: what ROCm 7 says about a mechanically hipified kernel ------------------

@@ -328,7 +328,7 @@ class Result:
         if self.yours is None or self.expected is None:
             return head
         bad = _bad(p, self.yours, self.expected, self.allowed)
-        return head + ("<div style='display:flex;gap:2em'>" + _table("yours", self.yours, bad)
+        return head + ("<div style='display:flex;flex-wrap:wrap;gap:0.5em 2em'>" + _table("yours", self.yours, bad)
                        + _table("expected", self.expected, None) + "</div>")
 
 

@@ -22,7 +22,8 @@ from pathlib import Path
 
 from rocmlab.html_table import html_table
 from rocmlab.port.scan import Finding, scan_project, strip_comments_and_strings
-from rocmlab.port.translate import CUDA_SUFFIXES, EngineError, fix_traps, hipify_perl_command, translate
+from rocmlab.port.translate import (CUDA_SUFFIXES, EngineError, fix_traps, hipify_perl_command, hipify_texts,
+                                    translate)
 
 TOOLS = ("torch", "perl")
 _TOOL_ALIASES = {"hipify-perl": "perl"}
@@ -76,8 +77,9 @@ class Port:
         def td(num, text, colour, title=""):
             t = f" title='{html.escape(title)}'" if title else ""
             n = "" if num is None else str(num)
-            return (f"<td style='color:#6e7781;text-align:right;padding-right:4px'>{n}</td>"
-                    f"<td style='background:{colour};white-space:pre;font-family:monospace'{t}>"
+            return (f"<td style='color:#6e7781;text-align:right;vertical-align:top;padding:0 4px 0 0'>{n}</td>"
+                    f"<td style='background:{colour};white-space:pre-wrap;overflow-wrap:anywhere;"
+                    f"text-align:left;vertical-align:top;font-family:monospace;padding:0 4px'{t}>"
                     f"{html.escape(text)}</td>")
 
         for op, i1, i2, j1, j2 in sm.get_opcodes():
@@ -94,9 +96,13 @@ class Port:
                             + td(jb + 1 if jb < j2 else None,
                                  right + ("   ⚠ " + ", ".join(t.rule for t in trap) if trap else ""), rc,
                                  " ".join(f"{t.message} Fix: {t.fix}" for t in trap)) + "</tr>")
+        # two code columns of equal width that wrap: the view fits the notebook, nothing scrolls sideways
+        cols = "<colgroup><col style='width:3.2em'><col><col style='width:3.2em'><col></colgroup>"
         head = (f"<tr><th colspan=2 style='text-align:left'>{html.escape(self.name)} (CUDA)</th>"
-                f"<th colspan=2 style='text-align:left'>HIP ({html.escape(self.tool)}); yellow: a trap</th></tr>")
-        return f"<table class='rocmlab-diff' style='border-collapse:collapse;font-size:12px'>{head}{''.join(rows)}</table>"
+                f"<th colspan=2 style='text-align:left'>HIP ({html.escape(self.tool)} hipify, then rocmlab's fixes); "
+                f"yellow: a trap</th></tr>")
+        return (f"<table class='rocmlab-diff' style='border-collapse:collapse;font-size:12px;table-layout:fixed;"
+                f"width:100%'>{cols}{head}{''.join(rows)}</table>")
 
     def trap_table_html(self) -> str:
         if not self.traps:
@@ -171,6 +177,13 @@ def hipify_source(cuda_source: str, name: str = "kernel.cu", tool: str = "torch"
     tr = _translate({rel: cuda_source}, tool)
     hip = tr.texts[rel]
     return Port(name, tool, cuda_source, hip, _traps_of(_scan({tr.names[rel]: hip}), tr, tr.names[rel]))
+
+
+def plain_torch_hipify(cuda_source: str, name: str = "kernel.cu") -> str:
+    """PyTorch's hipify alone (the renames, without rocmlab's fix pass): to show which change is whose.
+    It keeps CUDA's 32-bit ``0xffffffff`` warp masks; :func:`hipify_source` widens them."""
+    rel = Path(name).stem + ".cu"
+    return hipify_texts({rel: cuda_source})[rel]
 
 
 def hipify_file(path, output=None, tool: str = "torch") -> Port:

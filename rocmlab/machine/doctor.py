@@ -279,7 +279,13 @@ def check_visible_devices(plat: Platform, probe: Probe) -> Check:
     if empty:
         return Check(name, "fail" if plat.is_gpu or probe.path("/dev/kfd").exists() else "warn",
                      f"{shown}: {', '.join(empty)} hides every GPU", f"unset {' '.join(empty)} or give device indices")
-    return Check(name, "ok", f"{shown} (the article sets HIP_VISIBLE_DEVICES=0 to test on one GPU)")
+    if "HIP_VISIBLE_DEVICES" in set_ and "ROCR_VISIBLE_DEVICES" in set_:
+        # HIP docs (env_variables, GPU isolation): ROCr applies its list first; HIP's indices count within it
+        return Check(name, "ok", f"{shown}: ROCR_VISIBLE_DEVICES is applied first (by the ROCr runtime), then "
+                                 "HIP_VISIBLE_DEVICES picks among the GPUs it left (HIP's 0 is ROCR's first), "
+                                 "so the two are not interchangeable")
+    return Check(name, "ok", f"{shown} (the article sets HIP_VISIBLE_DEVICES=0 to test on one GPU; on Linux the "
+                             "HIP docs recommend ROCR_VISIBLE_DEVICES)")
 
 
 def check_wsl(plat: Platform, probe: Probe) -> Check:

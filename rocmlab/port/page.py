@@ -40,7 +40,9 @@ CSS = """
 .rocmlab-port{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;font-size:14px;color:#1f2328;max-width:1300px}
 .rocmlab-port h1{font-size:22px}.rocmlab-port h2{font-size:18px;margin-top:28px;border-bottom:1px solid #d0d7de}
 .rocmlab-port table.rp{border-collapse:collapse;margin:8px 0;font-size:13px}
-.rocmlab-port table.rp th,.rocmlab-port table.rp td{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:top}
+.rocmlab-port table.rp th,.rocmlab-port table.rp td{border:1px solid #d0d7de;padding:3px 7px;text-align:left;vertical-align:top;overflow-wrap:break-word}
+.rocmlab-port table.rp code{white-space:pre-wrap;overflow-wrap:anywhere}.rocmlab-port table.rp{max-width:100%}
+.rocmlab-port table.rp td:nth-child(n+5){overflow-wrap:anywhere}
 .rocmlab-port table.rp th{background:#f6f8fa}.rocmlab-port code{font-size:12px}
 .rocmlab-port .note{background:#fff8c5;padding:6px 10px;border-left:4px solid #9a6700}
 .rocmlab-port .charts{display:flex;flex-wrap:wrap;gap:12px}.rocmlab-port .charts>div{flex:0 0 auto}

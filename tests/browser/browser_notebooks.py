@@ -42,3 +42,18 @@ def write_raising_notebook(path, message: str) -> None:
         ("code", "y = 2  # never runs: Run All stops at the error"),
     ])
     nbformat.write(nb, str(path))
+
+
+def write_view_control_notebook(path) -> None:
+    """The control for the view checks. After papermill injects its parameters cell (index 1): cell 2's output
+    is a 4000-px line (too wide), cell 3 is graded and shows a verdict next to long prose that wraps, cell 4 is
+    graded and shows no verdict."""
+    nb = new_notebook([
+        ("code", "quick = None", ["parameters"]),
+        ("code", "from IPython.display import HTML, display\n"
+                 "display(HTML(\"<pre style='white-space:pre'>\" + 'x' * 600 + '</pre>'))"),
+        ("code", "display(HTML(\"<p class='rocmlab-verdict'>correct</p><p>\" + 'wrapped prose ' * 400 + '</p>'))",
+         ["graded"]),
+        ("code", "print('graded, but nothing says whether it is right')", ["graded"]),
+    ])
+    nbformat.write(nb, str(path))

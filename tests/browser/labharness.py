@@ -188,6 +188,10 @@ def isolated_env(work: Path) -> dict:
     notif.mkdir(parents=True, exist_ok=True)
     (notif / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
                                                                         "checkForUpdates": False}))
+    # every cell in the page (no virtual scrolling), so that a view check sees every output
+    nbset = dirs["JUPYTERLAB_SETTINGS_DIR"] / "@jupyterlab" / "notebook-extension"
+    nbset.mkdir(parents=True, exist_ok=True)
+    (nbset / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
     return env
 
 

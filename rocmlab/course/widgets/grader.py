@@ -4,9 +4,13 @@ demand, and a button to grade again. The same text is what ``rocmlab grade`` wri
 from __future__ import annotations
 
 import html
+import os
+import urllib.parse
 from pathlib import Path
 
 from rocmlab import grader
+from rocmlab.course import progress
+from rocmlab.course.verdict import points_text, verdict_html
 from rocmlab.grader.report import availability
 from rocmlab.html_table import html_table
 
@@ -24,47 +28,106 @@ def mismatch_html(report) -> str:
     return "".join(parts)
 
 
+def report_verdict(report) -> str:
+    """The report's verdict line: full marks on what this machine checks, not yet, or not graded here."""
+    if report.status != "graded":
+        return verdict_html(None, f"not graded on this machine (not your code's fault): {report.error}")
+    return verdict_html(report.full_marks, availability(report).text(),
+                        points_text(report.earned, report.available, report.possible))
+
+
 def report_html(report) -> str:
-    """The report, led by which points this machine cannot award and why."""
-    return availability(report).html() + report.to_html() + mismatch_html(report)
+    """The report, led by its verdict (which points this machine cannot award, and why)."""
+    return report_verdict(report) + report.to_html() + mismatch_html(report)
 
 
-def feedback_widget(exercise_id: str, source, *, seed: int | None = None, time_limit_s: float | None = None):
-    """Grade ``source`` (HIP text, or a path to a .hip file) and show the result.
+def open_link_html(path) -> str:
+    """A link that JupyterLab opens in its text editor beside the notebook. The href is relative to the
+    kernel's folder (the notebook's folder), which is how JupyterLab resolves a link in an output."""
+    path = Path(path)
+    try:
+        rel = Path(os.path.relpath(path.resolve(), Path.cwd().resolve())).as_posix()
+    except ValueError:                   # another drive (Windows): a link cannot reach it
+        rel = path.as_posix()
+    return (f"<p style='text-align:left'><a class='rocmlab-open' href='{html.escape(urllib.parse.quote(rel))}' "
+            f"style='display:inline-block;padding:3px 10px;border:1px solid #0969da;border-radius:4px;"
+            f"color:#0969da;text-decoration:none'>✎ open {html.escape(path.name)} in the editor</a> "
+            f"<code>{html.escape(rel)}</code>: edit it there, save (Ctrl+S), then press <b>Grade again</b>.</p>")
 
-    "Grade again" re-reads the file (edit it, then press it); "Show a hint" reveals the exercise's graded
+
+def edit_and_grade(path, grade, *, buttons=()):
+    """The learner's loop over one file: a link that opens it in JupyterLab's editor, the verdict of
+    ``grade(text) -> (result, html)``, and **Grade again**, which reads the file as it is NOW (every press).
+    ``box.result()`` is the latest result. Lab 01, Lab 02 and every exercise notebook use this one loop."""
+    import ipywidgets as w
+    from IPython.display import HTML
+
+    path = Path(path)
+    link = w.Output()
+    link.append_display_data(HTML(open_link_html(path)))
+    out = w.HTML()
+    again = w.Button(description="Grade again", icon="refresh")
+    state = {"result": None}
+
+    def run(_=None):
+        out.value = "<i>grading...</i>"
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            state["result"] = None
+            out.value = verdict_html(None, f"cannot read {path}: {exc.strerror or exc}. Run the cell above that "
+                                           "writes it, or check the name.")
+            return
+        state["result"], out.value = grade(text)
+
+    again.on_click(run)
+    run()
+    box = w.VBox([link, out, w.HBox([again, *buttons])])
+    box.result = lambda: state["result"]
+    box.grade_again = run
+    return box
+
+
+def _as_path(source) -> Path:
+    if isinstance(source, Path):
+        return source
+    if isinstance(source, str) and "\n" not in source and len(source) < 4096 and Path(source).suffix:
+        return Path(source)
+    raise ValueError("feedback_widget needs the PATH of your .hip file (e.g. 'my-work/block-reduction/block_sum.hip'), "
+                     "not its text: Grade again re-reads the file after each edit, and text would be graded stale")
+
+
+def feedback_widget(exercise_id: str, path, *, seed: int | None = None, time_limit_s: float | None = None,
+                    lab: str = progress.EXERCISES, task: str | None = None):
+    """Grade the learner's file at ``path`` and show the result; the grade is kept in the progress record
+    (``lab``/``task``: the exercise by default; a lab's graded task names its lab).
+
+    "Grade again" re-reads the file (edit it, save, press it); "Show a hint" reveals the exercise's graded
     hints one level at a time (level 1 nudges, level 3 nearly gives the answer).
     """
     import ipywidgets as w
 
+    path = _as_path(path)
     ex = grader.load(exercise_id)
-    out, hints_box = w.HTML(), w.HTML()
-    again = w.Button(description="Grade again", icon="refresh")
+    hints_box = w.HTML()
     hint_btn = w.Button(description="Show a hint", icon="lightbulb-o")
-    state = {"level": 0, "report": None}
+    level = {"n": 0}
 
-    def text():
-        if isinstance(source, Path) or (isinstance(source, str) and source.endswith((".hip", ".cpp"))
-                                        and "\n" not in source):
-            return Path(source).read_text()
-        return source
-
-    def grade(_=None):
-        out.value = "<i>grading...</i>"
-        state["report"] = grader.check(exercise_id, text(), seed=seed, time_limit_s=time_limit_s)
-        out.value = report_html(state["report"])
+    def grade(text):
+        report = grader.check(exercise_id, text, seed=seed, time_limit_s=time_limit_s)
+        progress.record_report(lab, task or exercise_id, report)
+        return report, report_html(report)
 
     def hint(_=None):
-        state["level"] = min(state["level"] + 1, len(ex.hints))
-        shown = [h for h in sorted(ex.hints, key=lambda h: h.level) if h.level <= state["level"]]
+        level["n"] = min(level["n"] + 1, len(ex.hints))
+        shown = [h for h in sorted(ex.hints, key=lambda h: h.level) if h.level <= level["n"]]
         hints_box.value = "".join(f"<p><b>hint {h.level}</b> ({html.escape(h.check)}): {html.escape(h.text)}</p>"
-                                  for h in shown)
+                                  for h in shown) or "<p>no hints</p>"
 
-    again.on_click(grade)
     hint_btn.on_click(hint)
-    grade()
-    box = w.VBox([out, w.HBox([again, hint_btn]), hints_box])
-    box.report = lambda: state["report"]
+    box = edit_and_grade(path, grade, buttons=(hint_btn,))
+    box.children = (*box.children, hints_box)
+    box.report = box.result
     return box
 
 

@@ -15,22 +15,24 @@ COLOURS = {"shuffle": "#8250df", "global": "#0969da", "lds": "#1a7f37", "wait": 
 
 
 def resources_table(ins: Inspection) -> str:
+    """One column per kernel, one row per resource: narrow enough for a notebook whatever the kernel count."""
     if not ins.kernels:
         return "<p>no kernels found</p>"
     amd = ins.kernels[0].is_amd
-    header = ["kernel", *[r[0] for r in ins.kernels[0].rows()]]
-    if amd:
-        header.append("occupancy (calculator)")
-    rows = []
+    names = [r[0] for r in ins.kernels[0].rows()]
+    columns = []
     for k in ins.kernels:
-        row = [k.name, *[r[1] for r in k.rows()]]
+        col = [r[1] for r in k.rows()]
         if amd and k.target.split(":")[0] in occ.TARGET_FACTS:
             o = occ.from_kernel(k)
-            row.append(f"{o.waves_per_simd} ({o.limiting})")
+            col.append(f"{o.waves_per_simd} ({o.limiting})")
         elif amd:
-            row.append("n/a")
-        rows.append(row)
-    return html_table(header, rows)
+            col.append("n/a")
+        columns.append(col)
+    if amd:
+        names.append("occupancy (calculator)")
+    rows = [[name, *(col[i] for col in columns)] for i, name in enumerate(names)]
+    return html_table(["resource", *(k.name for k in ins.kernels)], rows)
 
 
 def legend() -> str:
@@ -39,20 +41,30 @@ def legend() -> str:
     return f"<ul style='margin:4px 0'>{items}</ul>"
 
 
+def _listing(lines) -> str:
+    return "\n".join(
+        (f"<span style='color:{COLOURS[ln.category]};font-weight:bold'>{html.escape(ln.text)}</span>"
+         if ln.category else html.escape(ln.text)) for ln in lines)
+
+
 def isa_html(ins: Inspection, kernel: str | None = None, max_lines: int = 120, only_highlighted: bool = False) -> str:
     parts = []
     for k in ins.isa:
         if kernel and kernel not in (k.name, k.symbol, k.name.split("(")[0]):
             continue
         lines = [ln for ln in k.lines if ln.category] if only_highlighted else k.lines
-        shown = lines[:max_lines]
-        body = "\n".join(
-            (f"<span style='color:{COLOURS[ln.category]};font-weight:bold'>{html.escape(ln.text)}</span>"
-             if ln.category else html.escape(ln.text)) for ln in shown)
-        more = f"\n… {len(lines) - len(shown)} more lines" if len(lines) > len(shown) else ""
+        shown, rest = lines[:max_lines], lines[max_lines:]
         counts = ", ".join(f"{c}: {n}" for c, n in sorted(k.counts.items())) or "none"
-        parts.append(f"<h4 style='margin:8px 0 2px'>{html.escape(k.name)}</h4><div>highlighted: {counts}</div>"
-                     f"<pre style='max-height:360px;overflow:auto;font-size:12px;line-height:1.25'>{body}{more}</pre>")
+        pre = "<pre style='font-size:12px;line-height:1.25;white-space:pre-wrap;overflow-wrap:anywhere;margin:2px 0'>"
+        note = ""
+        if rest:
+            hidden_hl = sum(1 for ln in rest if ln.category)
+            note = (f"<details style='margin:2px 0'><summary style='cursor:pointer;color:#0969da'>{len(rest)} more "
+                    f"lines hidden ({hidden_hl} of them highlighted): show them</summary>{pre}{_listing(rest)}</pre>"
+                    f"</details>")
+        head = (f"lines 1-{len(shown)} of {len(lines)}" + (f"; {len(rest)} hidden below" if rest else ""))
+        parts.append(f"<h4 style='margin:8px 0 2px'>{html.escape(k.name)}</h4>"
+                     f"<div style='text-align:left'>highlighted: {counts} ({head})</div>{pre}{_listing(shown)}</pre>{note}")
     return "".join(parts) or "<p>no listing</p>"
 
 

@@ -16,8 +16,9 @@ LIMIT_COLOUR = "#e45756"
 
 
 def _title(o: occ.Occupancy) -> str:
-    return (f"{o.target}: {o.waves_per_simd} of {o.max_waves} waves per SIMD "
-            f"({o.fraction:.0%}), limited by {o.limiting}")
+    # two short lines: one long line ran past the figure's width and was cut off
+    return (f"{o.target}: {o.waves_per_simd} of {o.max_waves} waves per SIMD ({o.fraction:.0%})"
+            f"<br><span style='font-size:13px'>limited by {o.limiting}</span>")
 
 
 def figure_data(o: occ.Occupancy) -> tuple[list[str], list[int], list[str]]:
@@ -60,7 +61,7 @@ class OccupancyExplorer:
                          name="waves per SIMD allowed")],
             layout=go.Layout(title=_title(o), yaxis=dict(title="waves per SIMD", range=[0, 9], dtick=1),
                              xaxis=dict(title="resource"), height=360, width=620,
-                             margin=dict(l=60, r=20, t=60, b=50)))
+                             margin=dict(l=60, r=20, t=80, b=50)))
         for s in (*self.sliders.values(), self.target):
             s.observe(self._changed, names="value")
         self._render(o)

@@ -1,0 +1,127 @@
+"""What a learner sees in an executed notebook: output areas wider than the page, graded cells without a
+verdict, and the screenshots. Used by test_browser_views.py; the checks are plain functions of a page so
+that a control notebook can prove each one fails on a bad view.
+
+- A *graded cell* is a code cell tagged ``graded`` in the notebook. Its output must hold an element of class
+  ``rocmlab-verdict`` (rocmlab.course.verdict writes it: correct / not yet / not answered / points).
+- An *overflowing output* is a ``.jp-OutputArea-output`` whose content is wider than the area
+  (``scrollWidth > clientWidth``), or that holds a scrolling element wider than itself: the learner would
+  have to scroll sideways (or would not see the right-hand part at all).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[2]
+VIEWPORT = (1280, 800)
+
+_OVERFLOW_JS = r"""() => {
+  const cells = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')];
+  const found = [];
+  cells.forEach((cell, index) => {
+    cell.querySelectorAll('.jp-OutputArea-output').forEach((out, k) => {
+      const wide = [];
+      if (out.scrollWidth > out.clientWidth + 1) wide.push(['output', out.scrollWidth, out.clientWidth]);
+      out.querySelectorAll('*').forEach(el => {
+        const ox = getComputedStyle(el).overflowX;
+        if ((ox === 'auto' || ox === 'scroll') && el.scrollWidth > el.clientWidth + 1)
+          wide.push([el.tagName.toLowerCase() + (el.className && typeof el.className === 'string'
+                     ? '.' + el.className.split(' ')[0] : ''), el.scrollWidth, el.clientWidth]);
+      });
+      if (wide.length) found.push({cell: index, output: k, wide: wide.slice(0, 3),
+                                   text: out.textContent.trim().slice(0, 80)});
+    });
+  });
+  return found;
+}"""
+
+_VERDICTS_JS = r"""() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')]
+  .map(c => [...c.querySelectorAll('.jp-OutputArea-output .rocmlab-verdict')].map(v => v.textContent.trim()))"""
+
+
+def discover(root: Path = ROOT) -> list[Path]:
+    """Every lab and exercise notebook, found on disk (labs added later are picked up)."""
+    return sorted((root / "labs").glob("*.ipynb")) + sorted((root / "labs" / "exercises").glob("*.ipynb"))
+
+
+def graded_cells(path: Path) -> list[int]:
+    """Indices (in the executed notebook) of the code cells tagged ``graded``."""
+    nb = nbformat.read(str(path), as_version=4)
+    return [i for i, c in enumerate(nb.cells)
+            if c.cell_type == "code" and "graded" in c.get("metadata", {}).get("tags", [])]
+
+
+def execute(src: Path, dest: Path, timeout_s: int = 600) -> Path:
+    """Run ``src`` headless with papermill (quick sizes) into ``dest``, in dest's folder, as a learner would."""
+    import papermill
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    papermill.execute_notebook(str(src), str(dest), parameters={"quick": True}, cwd=str(dest.parent),
+                               kernel_name="python3", execution_timeout=timeout_s, progress_bar=False,
+                               log_output=False)
+    return dest
+
+
+def overflowing_outputs(page) -> list[dict]:
+    return page.evaluate(_OVERFLOW_JS)
+
+
+def verdicts_by_cell(page) -> list[list[str]]:
+    return page.evaluate(_VERDICTS_JS)
+
+
+def missing_verdicts(page, graded: list[int]) -> list[int]:
+    shown = verdicts_by_cell(page)
+    return [i for i in graded if i >= len(shown) or not shown[i]]
+
+
+_UNRENDERED_JS = r"""() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')]
+  .flatMap((c, i) => [...c.querySelectorAll('.jp-OutputArea-output')]
+    .filter(o => /Loading widget|Error displaying widget|Failed to load model/.test(o.textContent))
+    .map(o => ({cell: i, text: o.textContent.trim().slice(0, 120)})))"""
+
+
+def wait_rendered(page, timeout_s: float = 45.0) -> list[dict]:
+    """Wait until every stored output is on the page (widgets restored from the saved state included).
+    Returns the outputs that never rendered (a widget still loading, or one that failed): a view problem."""
+    try:
+        page.wait_for_function(f"() => ({_UNRENDERED_JS})().length === 0", timeout=timeout_s * 1000)
+    except Exception:
+        pass
+    page.wait_for_timeout(1500)          # plotly and MathJax lay out after insertion
+    return page.evaluate(_UNRENDERED_JS)
+
+
+_SCROLLER = "document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-WindowedPanel-outer')"
+
+
+def screenshot_full(page, prefix: Path, tile: int = 2000, max_tiles: int = 40) -> list[Path]:
+    """The whole notebook at the page's width, as tiles ``<prefix>-NN.png``: the viewport is made ``tile`` px tall
+    (widths, and so every wrap, stay those of 1280 px) and the notebook is scrolled a screen at a time."""
+    w, h = VIEWPORT
+    page.set_viewport_size({"width": w, "height": tile})
+    paths = []
+    try:
+        page.wait_for_timeout(500)
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        total = page.evaluate(f"() => {_SCROLLER}.scrollHeight")
+        step = page.evaluate(f"() => {_SCROLLER}.clientHeight") - 40
+        for k in range(max_tiles):
+            page.evaluate(f"(y) => {{ {_SCROLLER}.scrollTop = y; }}", k * step)
+            page.wait_for_timeout(300)
+            path = Path(f"{prefix}-{k:02d}.png")
+            page.screenshot(path=str(path))
+            paths.append(path)
+            if (k + 1) * step >= total:
+                break
+    finally:
+        page.set_viewport_size({"width": w, "height": h})
+    return paths
+
+
+def artifacts_dir() -> Path:
+    return Path(os.environ.get("ROCMLAB_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "browser"
