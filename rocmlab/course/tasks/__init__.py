@@ -1,0 +1,65 @@
+"""The graded task of Labs 03, 04, 05, 07 and 08, graded like Lab 06's puzzles.
+
+One module per task, named for what the learner does:
+
+=======================  ======================  =====================================================
+lab                      module                  the learner ...
+=======================  ======================  =====================================================
+03-pytorch-on-rocm       :mod:`.slow_step`       finds in the profiler's trace why a step is slow, fixes it
+04-vllm-on-rocm          :mod:`.serving_target`  picks a concurrency that meets a throughput/latency target
+05-quickreduce-tuning    :mod:`.codec_choice`    picks a codec and block size per message size
+07-matrix-cores          :mod:`.occupancy_task`  computes waves per SIMD from a kernel's resources
+08-mi300x-package        :mod:`.xcd_remap`       writes the XCD-aware remap of the program id
+=======================  ======================  =====================================================
+
+Every grade draws fresh random inputs (a seed the learner does not choose), runs the learner's answer,
+and returns a :class:`rocmlab.grader.report.Report`: one check per line with its verdict (passed,
+failed, not run, skipped: :mod:`rocmlab.status`) and points. A check this machine cannot run is
+"skipped": it neither earns nor loses points, and its message says what it needs. :func:`finish` records
+the points in the learner's progress (:mod:`rocmlab.course.progress`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from rocmlab.course import progress
+from rocmlab.grader.report import CheckResult, Report
+
+
+def draw_seed(seed: int | None = None) -> int:
+    """``seed``, or a fresh one from the OS (every grade sees new inputs)."""
+    return int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
+
+
+def passed(cid: str, ctype: str, points: float, message: str) -> CheckResult:
+    return CheckResult(cid, ctype, "passed", points, points, message)
+
+
+def failed(cid: str, ctype: str, points: float, message: str, hint: str = "") -> CheckResult:
+    return CheckResult(cid, ctype, "failed", 0.0, points, message, hint)
+
+
+def not_run(cid: str, ctype: str, points: float, message: str, hint: str = "") -> CheckResult:
+    """The submission's doing (it raised, it returned nothing): earns nothing."""
+    return CheckResult(cid, ctype, "not run", 0.0, points, message, hint)
+
+
+def skipped(cid: str, ctype: str, points: float, why: str) -> CheckResult:
+    """The machine's doing (no GPU, no server): neither earns nor loses points."""
+    return CheckResult(cid, ctype, "skipped", 0.0, points, why)
+
+
+def verdict(ok: bool, cid: str, ctype: str, points: float, good: str, bad: str, hint: str = "") -> CheckResult:
+    return passed(cid, ctype, points, good) if ok else failed(cid, ctype, points, bad, hint)
+
+
+def finish(lab: str, task: str, title: str, checks: list[CheckResult], backend: str, device: str, seed: int,
+           started: float, record: bool = True) -> Report:
+    """The report of one grade; its points go to the learner's progress when ``record``."""
+    rep = Report(f"{lab} / {task}", title, backend, device, seed, checks, round(time.monotonic() - started, 2))
+    if record:
+        progress.record(lab, task, earned=rep.earned, earnable=rep.available, possible=rep.possible,
+                        backend=backend)
+    return rep
