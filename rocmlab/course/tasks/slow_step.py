@@ -150,14 +150,14 @@ def grade(fast_scores, seed: int | None = None, record: bool = True, big_rows: i
                             f"{n1} {unit} for {R} rows, {n2} for {2 * R}: "
                             + ("about one set per row" if n2 > n1 + 2 else f"more than {MAX_LAUNCHES}"),
                             "work on the whole batch at once: x @ w is one GEMM for every row"))
-    if not (ok and syncs == 0 and flat):
-        checks.append(T.failed("speed-up", "perf", 2, "not timed: the checks above must pass first"))
-        return T.finish(LAB, TASK, TITLE, checks, dev, dev, seed, started, record)
     if dev != "cuda":
         checks.append(T.skipped("speed-up", "perf", 2, "graded on a GPU (5x or more, timed with device events); "
                                 "not timed on this CPU, where an operator costs no kernel launch and .item() "
                                 "waits for nothing, so a CPU ratio says nothing about a GPU"))
         return T.finish(LAB, TASK, TITLE, checks, dev, dev, seed, started, record)
+    if not (ok and syncs == 0 and flat):
+        checks.append(T.failed("speed-up", "perf", 2, "not timed: the checks above must pass first"))
+        return T.finish(LAB, TASK, TITLE, checks, dev, torch.cuda.get_device_name(0), seed, started, record)
     big = draw(seed + 1, rows=(big_rows or 2048,) * 2)
     bargs = _on(big, dev)
     slow_t = bench(slow_scores, inputs=[bargs], reps=5, warmup=1).median_s
