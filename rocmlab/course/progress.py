@@ -24,6 +24,11 @@ from rocmlab import paths
 
 #: lab (notebook stem) -> {task id: points possible on an MI300X}. Each lab's graded tasks add lines here.
 LAB_TASKS: dict[str, dict[str, float]] = {}
+LAB_TASKS["03-pytorch-on-rocm"] = {"fix-the-slow-step": 10}           # rocmlab.course.tasks.slow_step
+LAB_TASKS["04-vllm-on-rocm"] = {"meet-a-serving-target": 10}          # rocmlab.course.tasks.serving_target
+LAB_TASKS["05-quickreduce-tuning"] = {"codec-per-message": 10}        # rocmlab.course.tasks.codec_choice
+LAB_TASKS["07-matrix-cores"] = {"waves-per-simd": 10}                 # rocmlab.course.tasks.occupancy_task
+LAB_TASKS["08-mi300x-package"] = {"xcd-remap": 10}                    # rocmlab.course.tasks.xcd_remap
 
 
 def progress_file() -> Path:

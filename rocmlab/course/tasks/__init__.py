@@ -55,10 +55,20 @@ def verdict(ok: bool, cid: str, ctype: str, points: float, good: str, bad: str, 
     return passed(cid, ctype, points, good) if ok else failed(cid, ctype, points, bad, hint)
 
 
+class TaskReport(Report):
+    """A grader :class:`Report` that shows itself: a table in a notebook, text in a terminal."""
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __repr__(self) -> str:
+        return self.to_text()
+
+
 def finish(lab: str, task: str, title: str, checks: list[CheckResult], backend: str, device: str, seed: int,
-           started: float, record: bool = True) -> Report:
+           started: float, record: bool = True) -> TaskReport:
     """The report of one grade; its points go to the learner's progress when ``record``."""
-    rep = Report(f"{lab} / {task}", title, backend, device, seed, checks, round(time.monotonic() - started, 2))
+    rep = TaskReport(f"{lab} / {task}", title, backend, device, seed, checks, round(time.monotonic() - started, 2))
     if record:
         progress.record(lab, task, earned=rep.earned, earnable=rep.available, possible=rep.possible,
                         backend=backend)

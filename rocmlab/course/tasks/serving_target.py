@@ -94,7 +94,7 @@ def grade(target: Target, settings, url: str | None, record: bool = True, seed: 
         return T.finish(LAB, TASK, TITLE, checks, "live server", url or "none", seed, started, record)
     url, why = _server(url)
     if url is None:
-        checks = [T.passed("settings", "static", 2, f"valid: {chosen}")]
+        checks = [T.skipped("settings", "static", 2, f"valid ({chosen}), but {why}")]
         checks += [T.skipped(c, t, p, why) for c, t, p in ids[1:]]
         return T.finish(LAB, TASK, TITLE, checks, "no server", "none", seed, started, record)
     reqs = bench.random_requests(url, target.n, target.input_len, target.output_len, seed=seed % (2**31))
