@@ -73,3 +73,17 @@ def finish(lab: str, task: str, title: str, checks: list[CheckResult], backend: 
         progress.record(lab, task, earned=rep.earned, earnable=rep.available, possible=rep.possible,
                         backend=backend)
     return rep
+
+
+def self_test(grade, right, wrongs: dict, **kw) -> list[dict]:
+    """The task's own check, as Lab 06's puzzles do it: the reference answer must earn every point this
+    machine can award and each typical wrong answer must lose some. One row per answer, with the first
+    message a learner would see."""
+    rows = []
+    for name, answer in [("reference answer", right)] + list(wrongs.items()):
+        rep = grade(answer, record=False, **kw)
+        bad = [c for c in rep.checks if c.status in ("failed", "not run")]
+        rows.append({"answer": name, "points": f"{rep.earned:g}/{rep.available:g}",
+                     "verdict": "full marks" if rep.full_marks else "caught",
+                     "first message": (f"{bad[0].id}: {bad[0].message}" if bad else "")[:160]})
+    return rows
