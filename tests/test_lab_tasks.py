@@ -170,3 +170,26 @@ def test_a_task_report_shows_a_verdict_for_every_check():
     html = rep._repr_html_()
     assert all(w in html for w in ("passed", "failed", "skipped")) and "1/3 points" in repr(rep)
     assert math.isclose(rep.possible, 6)
+
+
+# --- the profiler's noise, and what a trace counts ----------------------------------------------------
+
+def test_the_profilers_usdt_lines_are_kept_from_the_learner_and_other_stderr_is_not():
+    import subprocess
+    import sys
+    script = ("import os, torch\nfrom rocmlab.profile import profile_kernels\n"
+              "def step(x):\n    os.write(2, b'a real warning\\n')\n    return x * 2\n"
+              "profile_kernels(step, torch.ones(4), steps=1, warmup=0)\n")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "USDT" not in r.stderr and "profiler_start" not in r.stderr
+    assert "a real warning" in r.stderr
+
+
+def test_trace_counts_sees_host_syncs_and_launches_that_grow():
+    from rocmlab.profile.traces import profile_kernels, trace_counts
+    x, w, b = torch.randn(20, 8), torch.randn(8, 8), torch.randn(8)
+    slow = trace_counts(profile_kernels(slow_step.slow_scores, x, w, b, steps=1).trace_path)
+    fast = trace_counts(profile_kernels(slow_step.reference_scores, x, w, b, steps=1).trace_path)
+    assert slow.host_syncs == 20 and fast.host_syncs == 0
+    assert slow.launches > 5 * fast.launches > 0
