@@ -150,8 +150,9 @@ def grade(waves_per_simd, seed: int | None = None, record: bool = True):
             checks.append(T.verdict(wrong == 0, "compiler", "compile", 5,
                                     f"matches the compiler on 3 fresh kernels ({desc} waves/SIMD)  [{tc.label}]",
                                     f"{wrong} of 3 fresh kernels differ from the compiler: {first}",
-                                    "VGPRs and AGPRs share one 512-entry file per SIMD lane: the arch VGPRs are "
-                                    "rounded up to 4, the AGPRs added, the sum rounded up to 8"))
+                                    "take the smallest of three limits: registers (VGPRs and AGPRs share 512 per "
+                                    "SIMD lane, in granules of 8), LDS (64 KiB per CU) and the waves of whole "
+                                    "workgroups over the CU's 4 SIMDs"))
     for cid, pts, lds, hint in (("register-file", 3, False, "waves = min(8, 512 // allocated), allocated = "
                                  "align(align(vgprs, 4) + agprs, 8) when there are AGPRs"),
                                 ("lds-and-workgroup", 2, True, "a CU has 64 KiB of LDS and 4 SIMDs: count the "
