@@ -164,6 +164,14 @@ def test_a_grade_records_its_points(tmp_path, monkeypatch):
     assert json.loads(path.read_text())[codec_choice.LAB][codec_choice.TASK]["earned"] == rep2.earned == 10
 
 
+def test_the_self_test_shows_its_rows_and_says_ok_only_when_every_wrong_answer_is_caught():
+    st = T.self_test(codec_choice.grade, codec_choice.reference_choose, codec_choice.wrong_answers(), seed=4)
+    assert st.ok and "full marks" in st._repr_html_() and "text-align:left" in st._repr_html_()
+    st2 = T.self_test(codec_choice.grade, codec_choice.reference_choose, {"the reference again": codec_choice.reference_choose},
+                      seed=4)
+    assert not st2.ok                    # a "wrong" answer that is not caught fails the self-test
+
+
 def test_a_task_report_shows_a_verdict_for_every_check():
     rep = T.finish("x", "y", "title", [T.passed("a", "compare", 1, "ok"), T.failed("b", "run", 2, "no", "hint"),
                                          T.skipped("c", "perf", 3, "needs a GPU")], "cpu", "cpu", 1, 0.0, record=False)

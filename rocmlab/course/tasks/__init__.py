@@ -55,11 +55,21 @@ def verdict(ok: bool, cid: str, ctype: str, points: float, good: str, bad: str, 
     return passed(cid, ctype, points, good) if ok else failed(cid, ctype, points, bad, hint)
 
 
+#: Prose reads from the left: JupyterLab right-aligns table cells unless told otherwise.
+_LEFT = ("<style>.rocmlab-task td, .rocmlab-task th {text-align: left !important; vertical-align: top} "
+         ".rocmlab-task td:nth-child(-n+3) {white-space: nowrap}</style>")
+
+
+def _left(table_html: str) -> str:
+    return (f"<div class='rocmlab-task'>{_LEFT}"
+            + table_html.replace("<td>", "<td style='text-align:left;vertical-align:top'>") + "</div>")
+
+
 class TaskReport(Report):
     """A grader :class:`Report` that shows itself: a table in a notebook, text in a terminal."""
 
     def _repr_html_(self) -> str:
-        return self.to_html()
+        return _left(self.to_html())
 
     def __repr__(self) -> str:
         return self.to_text()
@@ -75,15 +85,32 @@ def finish(lab: str, task: str, title: str, checks: list[CheckResult], backend: 
     return rep
 
 
-def self_test(grade, right, wrongs: dict, **kw) -> list[dict]:
+class SelfTest(list):
+    """The rows of :func:`self_test`; ``ok`` when the reference earned full marks and every wrong answer
+    was caught. Shows itself as a table."""
+
+    @property
+    def ok(self) -> bool:
+        return bool(self) and self[0]["verdict"] == "full marks" and all(r["verdict"] == "caught" for r in self[1:])
+
+    def _repr_html_(self) -> str:
+        from rocmlab.html_table import html_table
+        return _left(html_table(["answer", "points", "verdict", "first message"],
+                                [[r["answer"], r["points"], r["verdict"], r["first message"]] for r in self]))
+
+    def __repr__(self) -> str:
+        return "\n".join(f"{r['answer']}: {r['points']} ({r['verdict']}) {r['first message']}" for r in self)
+
+
+def self_test(grade, right, wrongs: dict, **kw) -> SelfTest:
     """The task's own check, as Lab 06's puzzles do it: the reference answer must earn every point this
     machine can award and each typical wrong answer must lose some. One row per answer, with the first
     message a learner would see."""
-    rows = []
+    rows = SelfTest()
     for name, answer in [("reference answer", right)] + list(wrongs.items()):
         rep = grade(answer, record=False, **kw)
         bad = [c for c in rep.checks if c.status in ("failed", "not run")]
         rows.append({"answer": name, "points": f"{rep.earned:g}/{rep.available:g}",
                      "verdict": "full marks" if rep.full_marks else "caught",
-                     "first message": (f"{bad[0].id}: {bad[0].message}" if bad else "")[:160]})
+                     "first message": f"{bad[0].id}: {bad[0].message}" if bad else ""})
     return rows
