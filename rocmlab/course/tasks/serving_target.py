@@ -50,7 +50,7 @@ def draw(seed: int | None = None, quick: bool = True) -> Target:
     g = torch.Generator().manual_seed(seed)
     k = 1.5 + 0.7 * float(torch.rand(1, generator=g))
     m = 4.0 + 4.0 * float(torch.rand(1, generator=g))
-    n, i, o = (16, 64, 32) if quick else (64, 256, 128)
+    n, i, o = (8, 32, 16) if quick else (64, 256, 128)
     return Target(n, i, o, round(k, 2), round(m, 1), seed)
 
 
