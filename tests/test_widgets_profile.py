@@ -86,7 +86,7 @@ def test_a_cpu_roofline_says_it_has_no_gpu_roofs_and_draws_no_point_above_its_ro
     assert [list(t.text) for t in box.figure.data if t.name.startswith("measured")] == [["gemm bf16 fine"]]
     assert "no GPU" in box.figure.layout.title.text
     table = points_table(pts)
-    assert "nan" not in table.lower() and "white-space:nowrap" in table and "no roof" in table
+    assert "nan" not in table.lower() and "white-space:nowrap" in table and "no roof" in table and "—" in table
     gpu = _roof()
     assert not roofline_widget(gpu, _points(gpu)).note.value.startswith("<b>No GPU")
 

@@ -3,6 +3,8 @@ alpha-beta cost model's latency curves (:mod:`rocmlab.comm.costmodel`)."""
 
 from __future__ import annotations
 
+import textwrap
+
 from rocmlab.comm import costmodel
 
 STEPS = (
@@ -19,7 +21,9 @@ def two_shot_figure(world: int = 4, codec: str = "Q4"):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    fig = make_subplots(rows=1, cols=len(STEPS), subplot_titles=list(STEPS), horizontal_spacing=0.03)
+    # each step's title on two lines: five side by side in about 1000 px
+    titles = [textwrap.fill(t, 22).replace("\n", "<br>") for t in STEPS]
+    fig = make_subplots(rows=1, cols=len(STEPS), subplot_titles=titles, horizontal_spacing=0.03)
     for col in range(1, len(STEPS) + 1):
         z, text = [], []
         for r in range(world):
@@ -44,7 +48,7 @@ def two_shot_figure(world: int = 4, codec: str = "Q4"):
                                  y=[f"rank {r}" for r in range(world)], hoverinfo="text"), row=1, col=col)
         fig.update_yaxes(autorange="reversed", showticklabels=col == 1, row=1, col=col)
     # no fixed width: the figure takes the output area's width (a 1280-px JupyterLab gives it about 1000 px)
-    fig.update_layout(height=330, title=f"QuickReduce two-shot all-reduce on {world} ranks ({codec})<br>"
+    fig.update_layout(height=360, title=f"QuickReduce two-shot all-reduce on {world} ranks ({codec})<br>"
                       "<sup>rows are ranks, columns are segments</sup>", margin=dict(t=90, l=60, r=10))
     fig.update_annotations(font_size=10)
     return fig

@@ -41,20 +41,28 @@ def no_gpu_note(roof, points=None) -> str:
 
 
 def points_table(points) -> str:
-    """The placed points as an HTML table: numbers formatted, nothing wraps, '—' where there is no value."""
-    from rocmlab.html_table import html_table
+    """The placed points as an HTML table: numbers formatted and kept on one line, '—' where there is no
+    value; only the note wraps, and prose reads from the left."""
+    import html
 
-    def f(v, fmt):
-        return "—" if v is None or v != v else format(v, fmt)
+    def f(v, fmt, suffix=""):
+        return "—" if v is None or v != v else format(v, fmt) + suffix
 
-    rows = [[r["name"], r["dtype"], f(r["FLOP/byte"], ".3g"), f(r["TFLOP/s"], ".3g"), f(r["TB/s"], ".3g"),
-             f(r["time_ms"], ".3g"), f(r["roof TFLOP/s"], ".3g"), r["roof"] or "—",
-             f(None if r["of roof"] is None else 100 * r["of roof"], ".0f") + ("%" if r["of roof"] == r["of roof"]
-                                                                              and r["of roof"] is not None else ""),
-             r["bound"], r["note"]] for _, r in points.iterrows()]
-    table = html_table(["kernel", "dtype", "FLOP/byte", "TFLOP/s", "TB/s", "ms", "roof TFLOP/s", "roof", "of roof",
-                        "bound", "note"], rows, css_class="rocmlab-table rocmlab-roofline-points")
-    return f"<div style='white-space:nowrap;font-size:12px'>{table}</div>"
+    cols = ["kernel", "dtype", "FLOP/byte", "TFLOP/s", "TB/s", "ms", "roof TFLOP/s", "roof", "of roof", "bound", "note"]
+    one_line = "white-space:nowrap;padding:2px 8px"
+    head = "".join(f"<th style='{one_line};text-align:left'>{c}</th>" for c in cols)
+    body = []
+    for _, r in points.iterrows():
+        share = None if r["of roof"] is None else 100 * r["of roof"]
+        cells = [r["name"], r["dtype"], f(r["FLOP/byte"], ".3g"), f(r["TFLOP/s"], ".3g"), f(r["TB/s"], ".3g"),
+                 f(r["time_ms"], ".3g"), f(r["roof TFLOP/s"], ".3g"), r["roof"] or "—", f(share, ".0f", "%"),
+                 r["bound"]]
+        tds = "".join(f"<td style='{one_line};text-align:{'left' if i < 2 or i > 6 else 'right'}'>"
+                      f"{html.escape(str(v))}</td>" for i, v in enumerate(cells))
+        tds += f"<td style='text-align:left;padding:2px 8px'>{html.escape(r['note'] or '')}</td>"
+        body.append(f"<tr>{tds}</tr>")
+    return (f"<table class='rocmlab-table rocmlab-roofline-points' style='border-collapse:collapse;font-size:12px'>"
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
 
 
 def roofline_figure(roof, points=None, dtypes=None, x_range=(0.01, 10000.0)):
