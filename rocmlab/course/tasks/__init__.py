@@ -55,13 +55,14 @@ def verdict(ok: bool, cid: str, ctype: str, points: float, good: str, bad: str, 
     return passed(cid, ctype, points, good) if ok else failed(cid, ctype, points, bad, hint)
 
 
-#: Prose reads from the left: JupyterLab right-aligns table cells unless told otherwise.
-_LEFT = ("<style>.rocmlab-task td, .rocmlab-task th {text-align: left !important; vertical-align: top} "
-         ".rocmlab-task td:nth-child(-n+3) {white-space: nowrap}</style>")
-
-
-def _left(table_html: str) -> str:
-    return (f"<div class='rocmlab-task'>{_LEFT}"
+def _left(table_html: str, one_line: tuple[int, ...], kind: str) -> str:
+    """A table whose prose reads from the left (JupyterLab right-aligns table cells unless told otherwise),
+    with the short columns ``one_line`` (1-based) kept on one line."""
+    cls = f"rocmlab-task-{kind}"          # a class per kind of table: a page's styles apply to every output
+    keep = ", ".join(f".{cls} td:nth-child({i})" for i in one_line)
+    style = (f".{cls} td, .{cls} th {{text-align: left !important; vertical-align: top}}"
+             + (f" {keep} {{white-space: nowrap}}" if keep else ""))
+    return (f"<div class='{cls}'><style>{style}</style>"
             + table_html.replace("<td>", "<td style='text-align:left;vertical-align:top'>") + "</div>")
 
 
@@ -69,7 +70,7 @@ class TaskReport(Report):
     """A grader :class:`Report` that shows itself: a table in a notebook, text in a terminal."""
 
     def _repr_html_(self) -> str:
-        return _left(self.to_html())
+        return _left(self.to_html(), (1, 2, 3), "report")        # status, check, points
 
     def __repr__(self) -> str:
         return self.to_text()
@@ -96,7 +97,8 @@ class SelfTest(list):
     def _repr_html_(self) -> str:
         from rocmlab.html_table import html_table
         return _left(html_table(["answer", "points", "verdict", "first message"],
-                                [[r["answer"], r["points"], r["verdict"], r["first message"]] for r in self]))
+                                [[r["answer"], r["points"], r["verdict"], r["first message"]] for r in self]),
+                     (2, 3), "selftest")                      # points, verdict
 
     def __repr__(self) -> str:
         return "\n".join(f"{r['answer']}: {r['points']} ({r['verdict']}) {r['first message']}" for r in self)
