@@ -126,6 +126,9 @@ def test_lab04_task_is_graded_on_what_the_live_server_measured(server):
     rep = serving_target.grade(target, {"request_rate": 0.5}, server.url, record=False)
     assert rep.check("settings").passed, rep.to_text()
     thr = rep.check("throughput")
+    if thr.status == "skipped":          # a busy machine: identical runs too far apart to grade, and it says so
+        assert "too unsteady" in thr.message and rep.earned == 2, rep.to_text()
+        return
     assert thr.status == "failed" and "output tok/s <" in thr.message and server.url in thr.message, rep.to_text()
     assert rep.check("ttft").status in ("passed", "failed") and "one at a time" in rep.check("ttft").message
 

@@ -6,18 +6,21 @@ while the **median TTFT** stays within ``m`` times the one-at-a-time median TTFT
 ``{"max_concurrency": c}`` and/or ``{"request_rate": r}`` (requests per second, Poisson arrivals).
 
 :func:`grade` measures, against the real server, the baseline (max concurrency 1) and the learner's
-settings twice each, alternating, on fresh random prompts (``rocmlab.serve.bench``, vLLM's metric
-definitions), and compares the better run of each: a figure is what the server measured in this
-grade, never an invented one. Where no server answers, every check is skipped and says so: nothing is
-awarded, nothing is held against the learner.
+settings three times each, alternating, on fresh random prompts (``rocmlab.serve.bench``, vLLM's metric
+definitions), and compares the medians: a figure is what the server measured in this grade, never an
+invented one. Where no server answers, every check is skipped and says so: nothing is awarded, nothing
+is held against the learner.
 
-Both sides are timed in the same grade, so a slow or busy machine moves them together; still, a shared
-CPU is noisy, and the target's margins are wide on purpose.
+Both sides are timed in the same grade, so a slow machine moves them together. A busy one does not: on
+a shared CPU, identical runs of the tiny model were measured 13 to 73 output tokens/s apart. When the
+runs of one side differ by more than 2x, the timing checks are skipped with the figures, as a fault
+of the machine (neither scored for nor against the learner).
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 import time
 from dataclasses import dataclass
 
@@ -28,6 +31,8 @@ from rocmlab.course import tasks as T
 LAB, TASK = "04-vllm-on-rocm", "meet-a-serving-target"
 TITLE = "Lab 04 task: client settings that meet a throughput and latency target, on the live server"
 KEYS = ("max_concurrency", "request_rate")
+RUNS = 3            # runs of each side per grade, alternating
+MAX_SPREAD = 2.0    # identical runs further apart than this in throughput: too unsteady to grade
 
 
 @dataclass(frozen=True)
@@ -100,7 +105,7 @@ def grade(target: Target, settings, url: str | None, record: bool = True, seed: 
     reqs = bench.random_requests(url, target.n, target.input_len, target.output_len, seed=seed % (2**31))
     base, mine = [], []
     try:
-        for i in range(2):          # alternate: a busy moment of the machine hits both sides
+        for i in range(RUNS):       # alternate: a busy moment of the machine hits both sides
             base.append(bench.run(url, reqs, max_concurrency=1, progress=False, test_request=(i == 0), seed=seed))
             mine.append(bench.run(url, reqs, progress=False, test_request=False, seed=seed, **chosen))
     except Exception as exc:   # noqa: BLE001 - the server died or stopped answering: the machine's fault
@@ -109,12 +114,22 @@ def grade(target: Target, settings, url: str | None, record: bool = True, seed: 
                              f"{exc}): not scored") for c, t, p in ids[1:]]
         return T.finish(LAB, TASK, TITLE, checks, "live server", url, seed, started, record)
     failed_reqs = max(r["failed"] for r in mine)
-    b_thr = max(r["output_throughput"] for r in base)
-    m_thr = max(r["output_throughput"] for r in mine)
-    b_ttft = min(r["median_ttft_ms"] for r in base)
-    m_ttft = min(r["median_ttft_ms"] for r in mine)
+    thr_b = [r["output_throughput"] for r in base]
+    thr_m = [r["output_throughput"] for r in mine]
+    spread = max(max(v) / max(min(v), 1e-9) for v in (thr_b, thr_m))
+    b_thr, m_thr = statistics.median(thr_b), statistics.median(thr_m)
+    b_ttft = statistics.median(r["median_ttft_ms"] for r in base)
+    m_ttft = statistics.median(r["median_ttft_ms"] for r in mine)
+    if spread > MAX_SPREAD and failed_reqs == 0:
+        why = (f"the server's timings were too unsteady to grade: identical runs differed {spread:.1f}x in throughput "
+               f"(one at a time: {', '.join(f'{v:.1f}' for v in thr_b)} tok/s; yours: "
+               f"{', '.join(f'{v:.1f}' for v in thr_m)} tok/s), a busy machine; not scored, grade again when it is "
+               "quieter")
+        checks = [T.passed("settings", "static", 2, f"valid, and all {target.n} requests completed: {chosen}")]
+        checks += [T.skipped(c, t, p, why) for c, t, p in ids[1:]]
+        return T.finish(LAB, TASK, TITLE, checks, "live server", url, seed, started, record)
     want_thr, want_ttft = target.throughput_x * b_thr, target.ttft_x * b_ttft
-    where = f"[measured on {url}, {target.n} requests, better of 2 runs each]"
+    where = f"[measured on {url}, {target.n} requests, median of {RUNS} runs each]"
     checks = [T.verdict(failed_reqs == 0, "settings", "static", 2, f"valid, and all {target.n} requests completed: "
                         f"{ {k: v for k, v in chosen.items() if v is not None and v != math.inf} }",
                         f"{failed_reqs} of {target.n} requests failed with {chosen}",
