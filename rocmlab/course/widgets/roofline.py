@@ -24,19 +24,22 @@ def drawable(points):
 
 
 def no_gpu_note(roof, points=None) -> str:
-    """What a CPU's roofline is and is not, and which points were left off the plot (empty on a GPU)."""
-    left = []
+    """What a CPU's roofline is and is not, and which points were left off the plot, grouped by why
+    (empty on a GPU with every point drawn)."""
+    why: dict[str, list[str]] = {}
     if points is not None and len(points):
         kept = set(drawable(points)["name"])
-        left = [f"{r['name']} ({r['note'] or 'no FLOP/byte'})" for _, r in points.iterrows()
-                if r["name"] not in kept and (r["FLOP/byte"] or 0) > 0]
+        for _, r in points.iterrows():
+            if r["name"] not in kept and (r["FLOP/byte"] or 0) > 0:
+                why.setdefault(r["note"] or "no FLOP/byte", []).append(r["name"])
     text = ""
     if not roof.gpu:
         text = ("<b>No GPU roofs here</b>: this machine has no GPU. The solid lines are this CPU's own ceilings "
                 "(a copy and a GEMM measured here), which move with the load on a shared CPU; a GPU's roofs "
                 "appear when this lab runs on one.")
-    if left:
-        text += (" " if text else "") + "Not drawn: " + "; ".join(left) + "."
+    if why:
+        text += (" " if text else "") + "Not drawn: " + "; ".join(
+            f"{', '.join(names)} ({reason})" for reason, names in why.items()) + "."
     return text
 
 
@@ -49,8 +52,8 @@ def points_table(points) -> str:
         return "—" if v is None or v != v else format(v, fmt) + suffix
 
     cols = ["kernel", "dtype", "FLOP/byte", "TFLOP/s", "TB/s", "ms", "roof TFLOP/s", "roof", "of roof", "bound", "note"]
-    one_line = "white-space:nowrap;padding:2px 8px"
-    head = "".join(f"<th style='{one_line};text-align:left'>{c}</th>" for c in cols)
+    one_line = "white-space:nowrap;padding:2px 5px"
+    head = "".join(f"<th style='padding:2px 5px;text-align:left;vertical-align:bottom'>{c}</th>" for c in cols)
     body = []
     for _, r in points.iterrows():
         share = None if r["of roof"] is None else 100 * r["of roof"]
@@ -59,7 +62,7 @@ def points_table(points) -> str:
                  r["bound"]]
         tds = "".join(f"<td style='{one_line};text-align:{'left' if i < 2 or i > 6 else 'right'}'>"
                       f"{html.escape(str(v))}</td>" for i, v in enumerate(cells))
-        tds += f"<td style='text-align:left;padding:2px 8px'>{html.escape(r['note'] or '')}</td>"
+        tds += f"<td style='text-align:left;padding:2px 5px;min-width:12em'>{html.escape(r['note'] or '')}</td>"
         body.append(f"<tr>{tds}</tr>")
     return (f"<table class='rocmlab-table rocmlab-roofline-points' style='border-collapse:collapse;font-size:12px'>"
             f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>")
