@@ -135,7 +135,8 @@ def grade(fast_scores, seed: int | None = None, record: bool = True, big_rows: i
                             bad, "normalise each row by its own sum; total is the sum of every h"))
     c1 = _counts(fast_scores, args)
     syncs = c1.host_syncs
-    what = "device-to-host copies" if c1.dtoh_copies else "aten::item calls"
+    what = ("device-to-host cop" + ("y" if syncs == 1 else "ies")) if c1.dtoh_copies else \
+        ("aten::item call" + ("" if syncs == 1 else "s"))
     checks.append(T.verdict(syncs == 0, "no-host-sync", "run", 2,
                             "the trace shows no .item() and no device-to-host copy: the host never waits",
                             f"the trace shows {syncs} {what} in one call: the host waits for the device each time",
