@@ -118,6 +118,21 @@ def test_a_broken_model_folder_fails_with_the_servers_log(tmp_path):
     assert time.monotonic() - t0 < 240 and not s.alive()
 
 
+def test_lab04_task_is_graded_on_what_the_live_server_measured(server):
+    """Lab 04's graded task against the real server: the figures in its verdicts come from this grade's own
+    runs; a request rate far below what the server sustains misses the throughput target."""
+    from rocmlab.course.tasks import serving_target
+    target = serving_target.Target(n=8, input_len=32, output_len=16, throughput_x=1.5, ttft_x=6.0, seed=1)
+    rep = serving_target.grade(target, {"request_rate": 0.5}, server.url, record=False)
+    assert rep.check("settings").passed, rep.to_text()
+    thr = rep.check("throughput")
+    if thr.status == "skipped":          # a busy machine: identical runs too far apart to grade, and it says so
+        assert "too unsteady" in thr.message and rep.earned == 2, rep.to_text()
+        return
+    assert thr.status == "failed" and "output tok/s <" in thr.message and server.url in thr.message, rep.to_text()
+    assert rep.check("ttft").status in ("passed", "failed") and "one at a time" in rep.check("ttft").message
+
+
 def test_server_killed_mid_sweep_keeps_what_was_measured(server, tmp_path):
     """Last test of the module: it kills the module's server."""
     calls = []

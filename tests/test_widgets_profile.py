@@ -12,7 +12,8 @@ import pytest
 from rocmlab.profile import roofline, traces
 from rocmlab.profile.timing import BenchResult
 from rocmlab.course.widgets.monitor import monitor_widget
-from rocmlab.course.widgets.roofline import describe_intensity, roofline_figure, roofline_widget
+from rocmlab.course.widgets.roofline import (describe_intensity, no_gpu_note, points_table, roofline_figure,
+                                             roofline_widget)
 from rocmlab.course.widgets.timeline import kernel_table_widget, timeline_figure
 
 
@@ -31,9 +32,9 @@ def _roof():
 def _points(roof):
     res = []
     for i in range(4):
-        t = random.uniform(1e-4, 1e-2)
-        flops = random.uniform(0.1, 0.9) * roof.compute("bf16") * 1e12 * t
-        res.append(BenchResult(f"gemm bf16 {i}", (t,), "wall", 0, 1, bytes=flops / random.uniform(1, 2000), flops=flops))
+        t, inten = random.uniform(1e-4, 1e-2), random.uniform(1, 2000)     # below the roof at its intensity
+        flops = random.uniform(0.1, 0.9) * roof.attainable(inten, "bf16") * 1e12 * t
+        res.append(BenchResult(f"gemm bf16 {i}", (t,), "wall", 0, 1, bytes=flops / inten, flops=flops))
     res.append(BenchResult("gemm fp32 x", (1e-3,), "wall", 0, 1, bytes=1e6, flops=1e9))     # no fp32 roof at all
     res.append(BenchResult("copy", (1e-3,), "wall", 0, 1, bytes=1e9, flops=0.0))            # not on a log axis
     return roof.place(res)
@@ -50,7 +51,9 @@ def test_roofline_figure_has_roofs_and_hoverable_points():
     assert list(bf16.text) == [f"gemm bf16 {i}" for i in range(4)] and "%{text}" in bf16.hovertemplate
     measured_roof = next(t for t in fig.data if t.name == "bf16 roof (measured)")
     assert max(measured_roof.y) == pytest.approx(roof.compute("bf16"))
-    assert sum(len(t.x) for t in fig.data if t.name.startswith("measured")) == 5     # the copy is left off
+    # the copy (no FLOP/byte) and the fp32 point (no fp32 roof) are left off, and the widget says why
+    assert sum(len(t.x) for t in fig.data if t.name.startswith("measured")) == 4
+    assert "gemm fp32 x (no fp32 ceiling measured here)" in no_gpu_note(roof, pts)
     _strict_json(fig)
     assert fig.layout.xaxis.type == "log" and "test: device" in fig.layout.title.text
 
@@ -69,6 +72,23 @@ def test_roofline_slider_moves_the_marker_and_the_readout():
     assert "compute bound" in box.readout.value
     box.dropdown.value = "fp16"                         # spec roof only: the marker follows it
     assert marker.y[0] == pytest.approx(roof.attainable(box.slider.value, "fp16", measured=False))
+
+
+def test_a_cpu_roofline_says_it_has_no_gpu_roofs_and_draws_no_point_above_its_roof():
+    roof = _roof()
+    roof.gpu, roof.spec_name, roof.peak_bandwidth_tbs, roof.peak_tflops = False, None, None, {}
+    res = [BenchResult("gemm bf16 fine", (1e-3,), "wall", 0, 1, bytes=1e6, flops=0.5 * roof.compute("bf16") * 1e9),
+           BenchResult("gemm bf16 above", (1e-3,), "wall", 0, 1, bytes=1e3, flops=34 * roof.compute("bf16") * 1e9),
+           BenchResult("gemm fp16 none", (1e-3,), "wall", 0, 1, bytes=1e6, flops=1e6)]
+    pts = roof.place(res)
+    box = roofline_widget(roof, pts)
+    assert "No GPU roofs here" in box.note.value and "gemm bf16 above (above the measured roof" in box.note.value
+    assert [list(t.text) for t in box.figure.data if t.name.startswith("measured")] == [["gemm bf16 fine"]]
+    assert "no GPU" in box.figure.layout.title.text
+    table = points_table(pts)
+    assert "nan" not in table.lower() and "white-space:nowrap" in table and "no roof" in table and "—" in table
+    gpu = _roof()
+    assert not roofline_widget(gpu, _points(gpu)).note.value.startswith("<b>No GPU")
 
 
 def test_roofline_widget_without_any_roof():

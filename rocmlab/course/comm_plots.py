@@ -21,8 +21,8 @@ def two_shot_figure(world: int = 4, codec: str = "Q4"):
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    # titles wrapped on two lines: the whole row fits a notebook at 1280 px
-    titles = ["<br>".join(textwrap.wrap(t, 22)) for t in STEPS]
+    # each step's title on two lines: five side by side in about 1000 px
+    titles = [textwrap.fill(t, 22).replace("\n", "<br>") for t in STEPS]
     fig = make_subplots(rows=1, cols=len(STEPS), subplot_titles=titles, horizontal_spacing=0.03)
     for col in range(1, len(STEPS) + 1):
         z, text = [], []
@@ -43,12 +43,13 @@ def two_shot_figure(world: int = 4, codec: str = "Q4"):
                 tr.append(t)
             z.append(zr)
             text.append(tr)
-        fig.add_trace(go.Heatmap(z=z, text=text, texttemplate="%{text}", showscale=False, zmin=0, zmax=4,
+        fig.add_trace(go.Heatmap(z=z, text=text, texttemplate="%{text}", textfont={"size": 9}, showscale=False, zmin=0, zmax=4,
                                  colorscale="Viridis", x=[f"seg {s}" for s in range(world)],
                                  y=[f"rank {r}" for r in range(world)], hoverinfo="text"), row=1, col=col)
         fig.update_yaxes(autorange="reversed", showticklabels=col == 1, row=1, col=col)
-    fig.update_layout(height=370, width=820, title=f"QuickReduce two-shot all-reduce on {world} ranks ({codec})<br>"
-                      "rows are ranks, columns are segments", margin=dict(t=120))
+    # no fixed width: the figure takes the output area's width (a 1280-px JupyterLab gives it about 1000 px)
+    fig.update_layout(height=360, title=f"QuickReduce two-shot all-reduce on {world} ranks ({codec})<br>"
+                      "<sup>rows are ranks, columns are segments</sup>", margin=dict(t=90, l=60, r=10))
     fig.update_annotations(font_size=10)
     return fig
 

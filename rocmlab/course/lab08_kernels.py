@@ -22,6 +22,31 @@ def remap_kernel(out_ptr, n, XCDS: tl.constexpr):
 
 def remapped_tiles(n: int, xcds: int = 8) -> list[int]:
     """The tile each of ``n`` programs computes after the remap, from the kernel itself."""
+    return run_remap(remap_kernel, n, xcds)
+
+
+# --- two wrong remaps: the graded task (rocmlab.course.tasks.xcd_remap) must catch both ---------------
+
+@triton.jit
+def remap_identity_kernel(out_ptr, n, XCDS: tl.constexpr):
+    """No remap: program p computes tile p, so neighbouring tiles land on eight different XCDs."""
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, pid)
+
+
+@triton.jit
+def remap_floor_kernel(out_ptr, n, XCDS: tl.constexpr):
+    """The remap with ``n // XCDS`` tiles per XCD: right only when n is a multiple of XCDS."""
+    pid = tl.program_id(0)
+    per = n // XCDS
+    tl.store(out_ptr + pid, (pid % XCDS) * per + pid // XCDS)
+
+
+def run_remap(kernel, n: int, xcds: int = 8) -> list[int]:
+    """Run a remap kernel ``kernel[(n,)](out, n, XCDS=xcds)`` and return what each program stored
+    (-1 where a program stored nothing)."""
     out = torch.full((n,), -1, dtype=torch.int32, device=device())
-    remap_kernel[(n,)](out, n, XCDS=xcds)
+    kernel[(n,)](out, n, XCDS=xcds)
+    if device() == "cuda":
+        torch.cuda.synchronize()
     return out.cpu().tolist()

@@ -30,18 +30,22 @@ def figure(M: int = 4096, N: int = 8192, K: int = 4096, BM: int = 256, BN: int =
     grid = tile_xcd_grid(gm, gn, mapping, pkg.xcds, group_m, programs=pkg.cus)
     rows = T.compare_mappings(M, N, K, BM, BN, group_m=group_m, pkg=pkg)
     fig = make_subplots(rows=1, cols=2, column_widths=[0.6, 0.4],
-                        subplot_titles=(f"first wave ({pkg.cus} programs) on {device}: tile -> XCD, {mapping}",
-                                        "L2 fill, all XCDs (model)"))
+                        subplot_titles=(f"first wave ({pkg.cus} programs): {mapping}", "L2 fill, all XCDs (GB)"),
+                        horizontal_spacing=0.12)
     fig.add_trace(go.Heatmap(z=[[(-1 if v is None else v) for v in r] for r in grid], zmin=-1, zmax=pkg.xcds - 1,
                              colorscale=[[0, "#eeeeee"], [1 / pkg.xcds, "#eeeeee"]] +
                              [[(i + 1) / pkg.xcds, XCD_COLORS[i]] for i in range(pkg.xcds)],
-                             colorbar=dict(title="XCD", x=0.55), hovertemplate="row %{y} col %{x}: XCD %{z}"),
+                             # the colour key sits at the far right, clear of the bar chart's axis
+                             colorbar=dict(title="XCD", x=1.02, len=0.9, tickvals=list(range(pkg.xcds))),
+                             hovertemplate="row %{y} col %{x}: XCD %{z}<extra></extra>"),
                   row=1, col=1)
     fig.add_trace(go.Bar(x=[r["mapping"] for r in rows], y=[r["L2 fill, all XCDs (GB)"] for r in rows],
                          marker_color=["#d62728" if r["mapping"] == mapping else "#888" for r in rows],
                          name="L2 fill (GB)"), row=1, col=2)
     fig.update_yaxes(autorange="reversed", row=1, col=1)
-    fig.update_layout(height=420, showlegend=False, margin=dict(t=60, l=40, r=20, b=40))
+    fig.update_layout(height=440, showlegend=False, margin=dict(t=90, l=40, r=70, b=40),
+                      title=dict(text=f"{device} package model: C = A @ B, {M} x {N} x {K}, {BM} x {BN} tiles, "
+                                      "tile -> XCD [model]", font=dict(size=14)))
     return fig
 
 
@@ -63,6 +67,7 @@ def package_widget(device: str = "MI300X"):
             for old, tr in zip(fw.data, new.data, strict=False):
                 old.update(tr.to_plotly_json())
             fw.layout.annotations[0].text = new.layout.annotations[0].text
+            fw.layout.title.text = new.layout.title.text
 
     for w in (m, n, bm, mapping, group):
         w.observe(update, names="value")

@@ -29,6 +29,11 @@ LAB_TASKS: dict[str, dict[str, float]] = {
     "01-hip-programming-model": {"launch-shape": 3, "wave-sum": 4, "occupancy": 2},
     # Lab 02: the learner's port of the block reduction, through the grader (the exercise's points)
     "02-porting-cuda-to-hip": {"port-block-reduction": 11},
+    "03-pytorch-on-rocm": {"fix-the-slow-step": 10},              # rocmlab.course.tasks.slow_step
+    "04-vllm-on-rocm": {"meet-a-serving-target": 10},             # rocmlab.course.tasks.serving_target
+    "05-quickreduce-tuning": {"codec-per-message": 10},           # rocmlab.course.tasks.codec_choice
+    "07-matrix-cores": {"waves-per-simd": 10},                    # rocmlab.course.tasks.occupancy_task
+    "08-mi300x-package": {"xcd-remap": 10},                       # rocmlab.course.tasks.xcd_remap
     "09-attention-on-mi300x": {"row-softmax": 1, "online-softmax": 2, "attention-tile": 2, "flash-forward": 3,
                                "causal": 2, "gqa": 2, "paged-decode": 3},
     "10-fp8-gemm": {"fp8-quantize": 2, "fp8-gemm": 4},

@@ -82,7 +82,7 @@ class Report:
         if self.status == "error":
             return f"{self.exercise}: NOT GRADED (a problem of this machine, not of your code): {self.error}"
         skipped = self.possible - self.available
-        more = f"; {skipped:g} more need a GPU backend" if skipped else ""
+        more = f"; {skipped:g} more need another machine: see the skipped checks" if skipped else ""
         return (f"{self.exercise}: {self.earned:g}/{self.available:g} points on the checks this machine runs"
                 f" ({self.possible:g} in all{more})  [{self.backend}: {self.device}]")
 

@@ -73,7 +73,7 @@ PATTERNS: tuple[Pattern, ...] = (
 #: The knobs for finding the kernel that faulted, and what each does.
 DEBUG_ENV: dict[str, str] = {
     "AMD_LOG_LEVEL": "HIP runtime log to stderr: 1 errors, 2 warnings, 3 info, 4 debug (every API call and "
-                     "kernel launch, with its arguments)",
+                     "kernel launch, with its arguments), 5 extra debug (HIP docs, 'Logging HIP activity')",
     "AMD_SERIALIZE_KERNEL": "1: wait for the GPU before each launch, 2: after each launch, 3: both; a fault is "
                             "then reported at the launch that caused it",
     "AMD_SERIALIZE_COPY": "the same for copies (1, 2 or 3)",

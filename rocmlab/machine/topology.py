@@ -127,14 +127,18 @@ class Traffic:
 
 def gemm_l2_traffic(M: int, N: int, K: int, BM: int = 256, BN: int = 256, BK: int = 64, elem_bytes: int = 2,
                     mapping: str = "row-major", group_m: int = 8, wgs_per_cu: int = 1,
-                    pkg: Package | None = None) -> Traffic:
+                    pkg: Package | None = None, remap=None) -> Traffic:
     """Bytes the XCDs' L2s fetch for ``C = A @ B`` (A ``M x K``, B ``K x N``) tiled ``BM x BN``.
 
     The model: programs run in waves of ``resident = CUs x wgs_per_cu``, dispatched round-robin over the
     XCDs; a tile needs A's row panel (``BM x K``) and B's column panel (``K x BN``); within a wave an XCD
     fetches each panel its programs need once (later uses hit its L2), and nothing survives from one
     wave to the next. ``shared_l2_bytes`` is the same count for one L2 shared by all XCDs (what a
-    monolithic GPU would fetch). Infinity Cache and HBM are not told apart: both are "beyond L2"."""
+    monolithic GPU would fetch). Infinity Cache and HBM are not told apart: both are "beyond L2".
+
+    ``remap``: a list giving, for each program, the tile index it computes (a remap of one's own, e.g.
+    a learner's kernel's output); the tile index then goes through ``mapping``'s ordering ("row-major"
+    or "grouped") in place of the built-in XCD remap."""
     pkg = pkg or package()
     grid_m, grid_n = -(-M // BM), -(-N // BN)
     n = grid_m * grid_n
@@ -146,7 +150,12 @@ def gemm_l2_traffic(M: int, N: int, K: int, BM: int = 256, BN: int = 256, BK: in
         a_sets = [set() for _ in range(pkg.xcds)]
         b_sets = [set() for _ in range(pkg.xcds)]
         for p in range(w0, min(n, w0 + resident)):
-            r, c = tile_of(p, grid_m, grid_n, mapping, pkg.xcds, group_m)
+            if remap is None:
+                r, c = tile_of(p, grid_m, grid_n, mapping, pkg.xcds, group_m)
+            elif mapping.endswith("grouped"):
+                r, c = grouped_tile(int(remap[p]), grid_m, grid_n, group_m)
+            else:
+                r, c = divmod(int(remap[p]), grid_n)
             x = xcd_of(p, pkg.xcds)
             a_sets[x].add(r)
             b_sets[x].add(c)

@@ -137,13 +137,15 @@ class Roofline:
     peak_tflops: dict                      # dtype -> spec TFLOP/s (None: not published / supported)
     bandwidth_tbs: float | None = None     # measured
     tflops: dict = field(default_factory=dict)
+    gpu: bool = True                       # False on a CPU: its roof is the CPU's own, no GPU roof at all
 
     @classmethod
     def for_device(cls, ceilings: Ceilings | None = None, plat=None) -> Roofline:
         plat = plat or current()
         spec = plat.device.spec if plat.device else None
         peaks = {d: (spec[f] if spec else None) for d, f in ops.SPEC_FIGURE.items()}
-        r = cls(plat.label, spec.device if spec else None, spec["bandwidth_tbs"] if spec else None, peaks)
+        r = cls(plat.label, spec.device if spec else None, spec["bandwidth_tbs"] if spec else None, peaks,
+                gpu=bool(getattr(plat, "is_gpu", spec is not None)))
         if ceilings is not None:
             r.bandwidth_tbs = ceilings.bandwidth_tbs
             r.tflops = dict(ceilings.tflops)
@@ -178,7 +180,8 @@ class Roofline:
         (measured; the spec roof where this precision was not measured) and the share of it reached.
         ``dtype_of(result)`` names each result's precision (default: the precision word in its name,
         else fp32). A point above its roof is flagged: the ceiling was measured under other load or at
-        a size this device runs worse (``measure_ceilings(force=True)`` measures again)."""
+        a size this device runs worse (``measure_ceilings(force=True)`` measures again). A precision
+        with no roof (not measured here, no spec row) says so in ``bound`` ("no roof") and ``note``."""
         import pandas as pd
 
         rows = []
@@ -200,11 +203,14 @@ class Roofline:
                 share = achieved / roof if roof else None
                 bound = self.bound(inten, dt, measured)
             note = ""
-            if share is not None and share > 1.1:
+            if roof is None and share is None:
+                bound = "no roof"
+                note = f"no {dt} ceiling measured here" + ("" if self.spec_name else " and no spec row")
+            elif share is not None and share > 1.1:
                 note = f"above the {which} roof: re-measure the ceilings (force=True)"
             rows.append({"name": r.name, "dtype": dt, "FLOP/byte": inten, "TFLOP/s": achieved,
                          "TB/s": r.bandwidth_tbs, "time_ms": r.median_s * 1e3, "roof TFLOP/s": roof,
-                         "roof": which if roof or share else None, "of roof": share, "bound": bound,
+                         "roof": which if roof or share else "none", "of roof": share, "bound": bound,
                          "note": note})
         return pd.DataFrame(rows)
 

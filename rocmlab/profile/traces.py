@@ -13,6 +13,7 @@ not counted twice and the shares add up to 100%.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import glob
 import json
@@ -20,6 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -143,6 +145,73 @@ class KernelProfile:
                 f"{self.steps} step(s)  [{self.label}]")
 
 
+#: Lines the profiler's C++ side prints on stderr at every start and stop ("USDT:... profiler_start"):
+#: bookkeeping, not a warning, so they are kept from the learner.
+PROFILER_NOISE = ("USDT:",)
+
+
+@contextlib.contextmanager
+def quiet_profiler_stderr():
+    """Hold back the profiler's start/stop lines (:data:`PROFILER_NOISE`) that its C++ side writes straight to
+    file descriptor 2; every other line written meanwhile is passed on to ``sys.stderr`` at the end."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):      # no real stderr (an embedded interpreter): nothing to filter
+        yield
+        return
+    with tempfile.TemporaryFile(mode="w+b") as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            kept = [ln for ln in tmp.read().decode(errors="replace").splitlines()
+                    if ln.strip() and not ln.lstrip().startswith(PROFILER_NOISE)]
+            if kept:
+                print("\n".join(kept), file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class TraceCounts:
+    """What one trace holds, counted: CPU operators by name (nested ones too), device kernels by name,
+    and device-to-host copies (each one a point where the host waited for the device)."""
+    ops: Counter
+    kernels: Counter
+    dtoh_copies: int
+
+    @property
+    def host_syncs(self) -> int:
+        """Calls that make the host wait for a result: ``.item()`` / ``aten::_local_scalar_dense``
+        (a CPU trace) and device-to-host copies (a GPU trace)."""
+        return max(self.ops.get("aten::item", 0), self.ops.get("aten::_local_scalar_dense", 0), self.dtoh_copies)
+
+    @property
+    def launches(self) -> int:
+        """Device kernels when there are any, else the operators the step called at its top level."""
+        return sum(self.kernels.values()) if self.kernels else self.ops.get("__top__", 0)
+
+
+def trace_counts(trace) -> TraceCounts:
+    """:class:`TraceCounts` of a torch.profiler chrome trace (a path, JSON text or a dict)."""
+    if isinstance(trace, (str, Path)) and not str(trace).lstrip().startswith("{"):
+        trace = json.loads(Path(trace).read_text())
+    elif isinstance(trace, str):
+        trace = json.loads(trace)
+    events = trace.get("traceEvents", trace) if isinstance(trace, dict) else trace
+    cpu = [{"name": e.get("name", "?"), "lane": e.get("tid"), "start_us": float(e["ts"]), "dur_us": float(e["dur"]),
+            "self_us": 0.0, "depth": 0}
+           for e in events if e.get("ph") == "X" and "dur" in e and e.get("cat") in CPU_CATS]
+    ops = Counter(r["name"] for r in cpu)
+    ops["__top__"] = sum(1 for r in _nest(cpu) if r["depth"] == 0)
+    gpu = [e for e in events if e.get("ph") == "X" and e.get("cat") in GPU_CATS]
+    kernels = Counter(e.get("name", "?") for e in gpu if e.get("cat") == "kernel")
+    dtoh = sum(1 for e in gpu if e.get("cat") == "gpu_memcpy" and "dtoh" in e.get("name", "").lower().replace(" ", ""))
+    return TraceCounts(ops, kernels, dtoh)
+
+
 def _not_callable(fn, who: str):
     t = type(fn)
     return ProfileError(f"{who} needs a function to call, but got a {t.__qualname__}. Did you call it? "
@@ -176,7 +245,7 @@ def profile_kernels(fn: Callable, *args, steps: int = 3, warmup: int = 1, trace_
         torch.cuda.synchronize()
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if gpu else [])
     failure = None
-    with profile(activities=activities, record_shapes=record_shapes) as prof:
+    with quiet_profiler_stderr(), profile(activities=activities, record_shapes=record_shapes) as prof:
         for i in range(steps):
             try:
                 fn(*args, **kwargs)
