@@ -2,7 +2,7 @@
 (from the repository root, `pip install -r binder/requirements.txt` into a fresh venv; there is no Docker
 engine here), then the environment is checked: CPU torch, rocmlab from the checkout, the JupyterLab widget
 extensions, and the doctor (backend cpu, the offline gfx942 toolchain found). Lab 00 itself runs in the
-suite's own env (nbval and tests/browser).
+suite's own env (the notebook runs and tests/browser).
 
 Also checks the files themselves: runtime.txt, apt.txt against the Debian set-up step, postBuild.
 """

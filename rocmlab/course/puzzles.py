@@ -310,7 +310,7 @@ class Result:
         return f"puzzle {p.order} ({p.title}): {mark}: {self.message}"
 
     def __repr__(self) -> str:
-        """Plain text (a terminal, nbval): the verdict and the first values, yours / expected."""
+        """Plain text (a terminal, a test log): the verdict and the first values, yours / expected."""
         out = str(self)
         if self.yours is not None and self.expected is not None:
             y, e = self.yours.reshape(-1)[:6].tolist(), self.expected.reshape(-1)[:6].tolist()

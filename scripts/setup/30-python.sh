@@ -5,7 +5,7 @@
 #    NVIDIA image, a conda env), .venv sees it: --system-site-packages, and when that Python is itself a venv or
 #    a conda env (whose packages --system-site-packages would not reach), a .pth file naming its site-packages;
 #  - elsewhere the pinned CPU wheel (torch==2.13.0) is installed. An unpinned "torch" would pull a CUDA build.
-# ./go lab and ./go preflight install rocmlab alone; ./go test adds the [dev] extra (pytest, nbval, the hub...).
+# ./go lab and ./go preflight install rocmlab alone; ./go test adds the [dev] extra (pytest, playwright, the hub...).
 # Without a package index, point pip at a folder of wheels: PIP_NO_INDEX=1 PIP_FIND_LINKS=/path/to/wheels ./go lab
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

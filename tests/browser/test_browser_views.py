@@ -25,7 +25,7 @@ import nbformat
 import pytest
 from browser_notebooks import write_view_control_notebook
 from labharness import Notebook, chromium
-from views import (ROOT, VIEWPORT, artifacts_dir, discover, execute, graded_cells, missing_verdicts,
+from views import (ROOT, VIEWPORT, artifacts_dir, discover, execute, executed, graded_cells, missing_verdicts,
                    overflowing_outputs, screenshot_full, wait_rendered)
 
 ONLY = [s for s in os.environ.get("ROCMLAB_BROWSER_ONLY", "").split(",") if s]
@@ -115,8 +115,7 @@ def test_notebook_fits_the_page_and_every_graded_cell_shows_a_verdict(path, serv
     rel = _rel(path)
     dest = server.root / rel
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy(path, dest)
-    execute(dest, dest)
+    shutil.copy(executed(path), dest)      # the session's one run of this notebook (shared with test_labs_run)
     stem = rel.replace("/", "-").removesuffix(".ipynb")
     wide, missing, stuck = _look(browser, server, rel, stem)
     SUMMARY[rel] = wide

@@ -1,0 +1,29 @@
+"""Every lab and exercise notebook runs headless without an error, as a learner's Run All would: papermill
+with quick sizes (``quick=True``; ``ROCMLAB_QUICK=1``). Notebooks are found on disk, so labs added later are
+covered. The run is the session's one run of each notebook: the browser's view test (tests/browser) opens the
+same executed copy (test-artifacts/browser/executed/) instead of running it again.
+
+Teaching facts are checked by ``assert`` in the notebooks' own cells, so a wrong fact fails here."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "browser"))
+from views import ROOT, discover, executed  # noqa: E402
+
+NOTEBOOKS = discover()
+
+
+def test_there_are_notebooks_to_run():
+    assert len(NOTEBOOKS) >= 12, NOTEBOOKS
+
+
+@pytest.mark.timeout(1800)
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "labs")))
+def test_notebook_runs_without_an_error(path):
+    out = executed(path)
+    assert out.is_file()
