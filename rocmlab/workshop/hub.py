@@ -422,6 +422,19 @@ def learner_python(pythonpath: str = "") -> tuple[str, str]:
                    f"user can read (e.g. /opt/rocmlab/venv, mode 755), or provide /usr/bin/{ver}")
 
 
+def _learner_bin(folder: Path, python: str) -> Path:
+    """``python`` and ``rocmlab`` for learners' terminals when their servers run the system's Python."""
+    folder.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(folder, 0o755)
+    link = folder / "python"
+    if not link.is_symlink():
+        link.symlink_to(python)
+    cli = folder / "rocmlab"
+    cli.write_text(f"#!{python}\nimport sys\nfrom rocmlab.cli import main\nsys.exit(main())\n")
+    os.chmod(cli, 0o755)
+    return folder
+
+
 def _check_passable(path: Path) -> None:
     """Every folder above ``path`` must let other users pass (x for others), or no learner reaches their home."""
     for d in [path, *path.parents]:
@@ -483,6 +496,7 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
     elif server_python != sys.executable:     # the system's Python: point it at this environment's Jupyter
         env_pass.setdefault("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))
         env_pass.setdefault("JUPYTER_CONFIG_PATH", str(Path(sys.prefix) / "etc" / "jupyter"))
+        env_pass["PATH"] = f"{_learner_bin(workdir / 'bin', server_python)}{os.pathsep}{env_pass['PATH']}"
     cfg = write_config(state, learners=list(learners), instructor=instructor, n_gpus=n_gpus, exchange=exchange,
                        homes=homes, port=port, token=token, password=password, environment=env_pass, mode=mode,
                        user_prefix=user_prefix, mem_limit=mem_limit, cpu_limit=cpu_limit, cull_idle_s=cull_idle_s,

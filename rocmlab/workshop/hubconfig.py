@@ -312,6 +312,7 @@ def configure(c, s: dict) -> None:
             spawner._cgroup_procs = []
         if s.get("quiet_lab"):
             _quiet_lab(home, uid, gid)
+        _course_on_path(home, s["environment"].get("PATH", ""), uid, gid)
         seat_hook(spawner)
 
     def post_stop(spawner):
@@ -338,3 +339,17 @@ def _quiet_lab(home: Path, uid: int | None, gid: int | None) -> None:
     f.write_text(json.dumps({"fetchNews": "false", "checkForUpdates": False}))
     if uid is not None:
         os.chown(f, uid, gid)
+
+
+def _course_on_path(home: Path, path: str, uid: int | None, gid: int | None) -> None:
+    """The course's ``python`` and ``rocmlab`` in the learner's terminals: JupyterLab's terminal is a login
+    shell, which takes PATH from /etc/profile and ~/.profile, not from the server's environment."""
+    if not path:
+        return
+    f = home / ".profile"
+    line = f'export PATH="{path}"  # rocmlab workshop: the course\'s python and rocmlab first\n'
+    text = f.read_text() if f.exists() else ""
+    if line not in text:
+        f.write_text(text + ("" if text.endswith("\n") or not text else "\n") + line)
+        if uid is not None:
+            os.chown(f, uid, gid)
