@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
-from traitlets import Dict, Float, Unicode
+from traitlets import Float, Unicode
 
 from rocmlab.workshop import seats
 
@@ -190,7 +190,6 @@ class WorkshopSpawner(LocalProcessSpawner):
     user_prefix = Unicode("jupyter-", config=True, help="Unix user of learner NAME: PREFIX + NAME (TLJH's)")
     homes = Unicode("/home", config=True, help="the learners' homes: HOMES/NAME (0700)")
     cgroup_tag = Unicode("rocmlab-hub", config=True, help="the cgroup folder of this hub's servers")
-    admin_env = Dict(config=True, help="extra environment of the instructor's (root) server")
     cpu_share = Float(0.0, config=True, help="CPU cores each learner server may use (0: no cap)")
 
     @property
@@ -219,12 +218,6 @@ class WorkshopSpawner(LocalProcessSpawner):
         env["USER"] = self.system_user
         env["HOME"] = self.home_dir
         env["SHELL"] = "/bin/bash"
-        return env
-
-    def get_env(self):
-        env = super().get_env()
-        if self.user.admin:
-            env.update(self.admin_env)
         return env
 
     def get_args(self):
@@ -260,7 +253,8 @@ def configure(c, s: dict) -> None:
     c.Authenticator.admin_users = {s["instructor"]}
     services = [{"name": "rocmlab-admin", "api_token": s["token"]}]
     roles = [{"name": "rocmlab-admin", "services": ["rocmlab-admin"],
-              "scopes": ["admin:users", "admin:servers", "tokens", "access:servers", "read:users"]}]
+              "scopes": ["admin:users", "admin:servers", "tokens", "access:servers", "read:users",
+                         "read:services"]}]
     if s.get("cull_idle_s"):
         services.append({"name": "idle-culler", "command": [
             s["python"], "-m", "jupyterhub_idle_culler", f"--timeout={int(s['cull_idle_s'])}",
@@ -286,8 +280,6 @@ def configure(c, s: dict) -> None:
         c.JupyterHub.spawner_class = WorkshopSpawner
         c.WorkshopSpawner.user_prefix = s["user_prefix"]
         c.WorkshopSpawner.homes = str(homes)
-        c.WorkshopSpawner.admin_env = {"ROCMLAB_GPU_STATE": str(work / "gpu-seats.json"),
-                                       "ROCMLAB_HUB_STATE": str(work)}
     else:
         c.JupyterHub.spawner_class = "simple"
         c.SimpleLocalProcessSpawner.home_dir_template = str(homes / "{username}")
@@ -301,6 +293,8 @@ def configure(c, s: dict) -> None:
     def pre_spawn(spawner):
         name = spawner.user.name
         home = homes / name
+        if spawner.user.admin:                  # the instructor frees seats: `seats release USER`
+            spawner.environment = {**(spawner.environment or {}), "ROCMLAB_GPU_STATE": str(assigner.path)}
         if mode == "users" and not spawner.user.admin:
             pw = ensure_unix_user(spawner.system_user, home, record=work / "created-users")
             uid, gid = pw.pw_uid, pw.pw_gid

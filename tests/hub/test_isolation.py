@@ -44,11 +44,10 @@ def _setup(hub) -> dict:
     secret = {n: f"secret of {n} {secrets.token_hex(8)}" for n in LEARNERS}
     for n in LEARNERS:
         hub.put_file(n, "secret.txt", secret[n] + "\n")
+        hub.put_file(n, "vector_add.hip", f"// {secret[n]}\n" + load("vector-add").solution)
         hub.spawn(n, timeout_s=240)
-        src = f"// {secret[n]}\n" + load("vector-add").solution
-        hub.execute(n, f"import pathlib\nfrom rocmlab.workshop import exchange\n"
-                       f"pathlib.Path('vector_add.hip').write_text({src!r})\n"
-                       f"exchange.handin('vector-add', 'vector_add.hip')\n", timeout_s=180)
+        out = hub.terminal(n, "rocmlab handin vector-add ~/vector_add.hip", timeout_s=180)
+        assert "handed in" in out, out
     seed = (hub.instructor_dir / "grading-seed").read_text().strip()
     r = subprocess.run([sys.executable, "-m", "rocmlab.cli", "grade", "--exchange", str(hub.exchange), "--exercise",
                         "vector-add", "--seed", seed, "--no-progress"], capture_output=True, text=True, timeout=600)
@@ -126,7 +125,8 @@ def _contents_attempts(hub, me: str) -> dict:
 def hub(request, needs_proxy, no_leftovers):
     base = Path(tempfile.mkdtemp(prefix="rocmlab-hub-iso-"))
     os.chmod(base, 0o711)
-    with jupyterhub(base, LEARNERS, n_gpus=3, mode=request.param, user_prefix=PREFIX, cull_idle_s=None) as h:
+    with jupyterhub(base, LEARNERS, n_gpus=3, mode=request.param, user_prefix=PREFIX, cull_idle_s=None,
+                    mem_limit="2G", cpu_limit=1.0) as h:
         h.setup = _setup(h)
         yield h
         no_leftovers |= h.remember_pids()
@@ -268,6 +268,6 @@ def _cell(table: dict, key: tuple) -> str:
     got = [v for (a, r, _), v in table.items() if (a, r) == key]
     if not got:
         return "(not run)"
-    detail = got[0][1].replace(str(ROOT), "")
+    detail = " ".join(got[0][1].replace(str(ROOT), "").split())
     detail = detail if len(detail) < 60 else "..." + detail[-57:]
     return f"{'/'.join(sorted({o for o, _ in got}))} x{len(got)}: {detail}"
