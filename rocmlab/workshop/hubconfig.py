@@ -254,7 +254,7 @@ def configure(c, s: dict) -> None:
     services = [{"name": "rocmlab-admin", "api_token": s["token"]}]
     roles = [{"name": "rocmlab-admin", "services": ["rocmlab-admin"],
               "scopes": ["admin:users", "admin:servers", "tokens", "access:servers", "read:users",
-                         "read:services"]}]
+                         "list:services", "read:services"]}]
     if s.get("cull_idle_s"):
         services.append({"name": "idle-culler", "command": [
             s["python"], "-m", "jupyterhub_idle_culler", f"--timeout={int(s['cull_idle_s'])}",
