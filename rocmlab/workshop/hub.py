@@ -539,10 +539,9 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
         yield hub
     finally:
         left = hub.stop()
-        removed = _remove_created(hub)
+        _remove_created(hub)
         if left:
             raise HubError(f"processes left after the hub stopped: {left}")
-        del removed
 
 
 def _instructor_material(folder: Path) -> None:
@@ -563,7 +562,7 @@ def _instructor_material(folder: Path) -> None:
             os.chmod(dest, 0o600)
 
 
-def _remove_created(hub: Hub) -> list[str]:
+def _remove_created(hub: Hub) -> None:
     """Remove the Unix users this hub created, and its cgroups (after every process has stopped)."""
     from rocmlab.workshop.hubconfig import Cgroups, remove_unix_user
 
@@ -572,7 +571,6 @@ def _remove_created(hub: Hub) -> list[str]:
     for name in names:
         remove_unix_user(name)
     Cgroups(f"rocmlab-hub-{hub.port}").remove()
-    return names
 
 
 def _term_with_parent() -> None:
