@@ -91,7 +91,8 @@ def parse_bytes(value) -> int:
 class Cgroups:
     """One cgroup per learner server under the hub's own (cgroup v2, or v1's memory and cpu hierarchies):
     ``memory`` caps what the server and its kernels may use, ``cpu`` caps its CPU time at ``cpus`` cores
-    (a quota per 100 ms) and gives every server the same share (weight) when the machine is busy."""
+    (a quota per 100 ms) and gives every server the same share (weight) when the machine is busy: the
+    weight of one ordinary process, as without cgroups (:meth:`prepare`)."""
 
     def __init__(self, tag: str, proc_cgroup: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup"):
         self.tag, self.root = tag, Path(root)
@@ -120,8 +121,12 @@ class Cgroups:
     def describe(self) -> str:
         return f"cgroup v{self.version}" if self.available else "none (no writable cgroup: limits not enforced)"
 
-    def prepare(self, name: str, mem_bytes: int | None, cpus: float | None) -> list[Path]:
-        """Make the learner's cgroup(s) with the limits; returns the ``cgroup.procs`` files to join."""
+    def prepare(self, name: str, mem_bytes: int | None, cpus: float | None, servers: int = 1) -> list[Path]:
+        """Make the learner's cgroup(s) with the limits; returns the ``cgroup.procs`` files to join.
+
+        The hub's own group weighs as much as ``servers`` ordinary processes, so that together the servers
+        get the share of the machine they would get without cgroups (a group next to other processes counts
+        as ONE of them: 30 servers in one group of default weight would share one process's CPU)."""
         if not self.available:
             return []
         procs = []
@@ -129,6 +134,7 @@ class Cgroups:
             mem, cpu = self.bases["memory"] / name, self.bases["cpu"] / name
             for d in (mem, cpu):
                 d.mkdir(parents=True, exist_ok=True)
+            (self.bases["cpu"] / "cpu.shares").write_text(str(1024 * max(1, servers)))
             if mem_bytes:
                 (mem / "memory.limit_in_bytes").write_text(str(mem_bytes))
             if cpus:
@@ -140,6 +146,7 @@ class Cgroups:
             base = self.bases[""]
             base.mkdir(exist_ok=True)
             (base / "cgroup.subtree_control").write_text("+memory +cpu")
+            (base / "cpu.weight").write_text(str(min(10000, 100 * max(1, servers))))
             d = base / name
             d.mkdir(exist_ok=True)
             if mem_bytes:
@@ -298,7 +305,7 @@ def configure(c, s: dict) -> None:
         if mode == "users" and not spawner.user.admin:
             pw = ensure_unix_user(spawner.system_user, home, record=work / "created-users")
             uid, gid = pw.pw_uid, pw.pw_gid
-            spawner._cgroup_procs = cgroups.prepare(name, mem_bytes, s.get("cpu_limit"))
+            spawner._cgroup_procs = cgroups.prepare(name, mem_bytes, s.get("cpu_limit"), len(s["learners"]) + 1)
         else:
             home.mkdir(parents=True, exist_ok=True)
             os.chmod(home, 0o700)
