@@ -384,14 +384,15 @@ def write_config(state: Path, *, learners: list[str], instructor: str, n_gpus: i
                  port: int, token: str, password: str, mode: str = "users", user_prefix: str = "jupyter-",
                  environment: dict | None = None, quiet_lab: bool = True, mem_limit: str | None = "2G",
                  cpu_limit: float | None = 1.0, cull_idle_s: int | None = 3600,
-                 server_args: list[str] | None = None, server_python: str | None = None) -> Path:
+                 server_args: list[str] | None = None, server_python: str | None = None,
+                 admin_environment: dict | None = None) -> Path:
     """The hub's config file (in ``state``, root 0700: it holds the token and the password). Every value is
     written into it, so the hub can be started by hand from it too."""
     settings = {
         "workdir": str(state), "learners": learners, "instructor": instructor, "n_gpus": n_gpus,
         "exchange": str(exchange), "homes": str(homes), "port": port, "hub_port": free_port(),
         "proxy_api_port": free_port(), "token": token, "password": password, "python": sys.executable,
-        "server_python": server_python or sys.executable,
+        "server_python": server_python or sys.executable, "admin_environment": admin_environment or {},
         "environment": environment or {}, "quiet_lab": quiet_lab, "proxy": shutil.which("configurable-http-proxy"),
         "mode": mode, "user_prefix": user_prefix, "mem_limit": mem_limit, "cpu_limit": cpu_limit,
         "cull_idle_s": cull_idle_s, "cgroup_tag": f"rocmlab-hub-{port}",
@@ -525,7 +526,8 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
     cfg = write_config(state, learners=list(learners), instructor=instructor, n_gpus=n_gpus, exchange=exchange,
                        homes=homes, port=port, token=token, password=password, environment=env_pass, mode=mode,
                        user_prefix=user_prefix, mem_limit=mem_limit, cpu_limit=cpu_limit, cull_idle_s=cull_idle_s,
-                       server_args=server_args, server_python=server_python)
+                       server_args=server_args, server_python=server_python,
+                       admin_environment={"ROCMLAB_HOME": str(paths.home())})
     log_path = state / "jupyterhub.log"
     env = dict(os.environ)
     env.pop("JUPYTERHUB_API_TOKEN", None)

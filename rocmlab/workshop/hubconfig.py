@@ -300,8 +300,9 @@ def configure(c, s: dict) -> None:
     def pre_spawn(spawner):
         name = spawner.user.name
         home = homes / name
-        if spawner.user.admin:                  # the instructor frees seats: `seats release USER`
-            spawner.environment = {**(spawner.environment or {}), "ROCMLAB_GPU_STATE": str(assigner.path)}
+        if spawner.user.admin:      # the instructor grades with the node's toolchain, frees seats (`seats release`)
+            spawner.environment = {**(spawner.environment or {}), **s.get("admin_environment", {}),
+                                   "ROCMLAB_GPU_STATE": str(assigner.path)}
         if mode == "users" and not spawner.user.admin:
             pw = ensure_unix_user(spawner.system_user, home, record=work / "created-users")
             uid, gid = pw.pw_uid, pw.pw_gid
