@@ -265,6 +265,10 @@ class Hub:
                 if raw is None:
                     raise HubError("the kernel's websocket closed before the code finished")
                 msg = json.loads(raw)
+                if msg["header"]["msg_type"] == "status" and \
+                        msg["content"].get("execution_state") in ("restarting", "dead"):
+                    raise HubError("the kernel died while running the code (killed: out of memory?), "
+                                   f"state {msg['content']['execution_state']}")
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
                     continue
                 kind, content = msg["header"]["msg_type"], msg["content"]

@@ -137,6 +137,8 @@ class Cgroups:
             (self.bases["cpu"] / "cpu.shares").write_text(str(1024 * max(1, servers)))
             if mem_bytes:
                 (mem / "memory.limit_in_bytes").write_text(str(mem_bytes))
+                if (mem / "memory.memsw.limit_in_bytes").exists():      # no swapping past the limit either
+                    (mem / "memory.memsw.limit_in_bytes").write_text(str(mem_bytes))
             if cpus:
                 period = int((cpu / "cpu.cfs_period_us").read_text())
                 (cpu / "cpu.cfs_quota_us").write_text(str(int(cpus * period)))
@@ -151,6 +153,8 @@ class Cgroups:
             d.mkdir(exist_ok=True)
             if mem_bytes:
                 (d / "memory.max").write_text(str(mem_bytes))
+                if (d / "memory.swap.max").exists():
+                    (d / "memory.swap.max").write_text("0")
             if cpus:
                 (d / "cpu.max").write_text(f"{int(cpus * 100000)} 100000")
             (d / "cpu.weight").write_text("100")
