@@ -260,14 +260,18 @@ def _write_table() -> None:
             "|---|---|---|---|"]
     users, dry = RESULTS.get("users", {}), RESULTS.get("dry-run", {})
     for key in sorted({(a, r) for a, r, _ in (*users, *dry)}):
-        rows.append(f"| {key[0]} | {key[1]} | {_cell(users, key)} | {_cell(dry, key)} |")
+        rows.append(f"| {key[0]} | {key[1]} | {_cell(users, key)} | {_cell(dry, key, key[0] in SECRET)} |")
     (ARTIFACTS / "isolation.md").write_text("\n".join(rows) + "\n")
 
 
-def _cell(table: dict, key: tuple) -> str:
+#: Attempts whose successful control read a real secret of this machine or hub: the table does not show it.
+SECRET = {"read /etc/shadow", "read the hub's config (its token and password)"}
+
+
+def _cell(table: dict, key: tuple, redact: bool = False) -> str:
     got = [v for (a, r, _), v in table.items() if (a, r) == key]
     if not got:
         return "(not run)"
-    detail = " ".join(got[0][1].replace(str(ROOT), "").split())
+    detail = "(read; not shown)" if redact else " ".join(got[0][1].replace(str(ROOT), "").split())
     detail = detail if len(detail) < 60 else "..." + detail[-57:]
     return f"{'/'.join(sorted({o for o, _ in got}))} x{len(got)}: {detail}"
