@@ -1,8 +1,9 @@
-"""A workshop under load: N simulated learners log in to a real JupyterHub, each has the hub spawn their
-JupyterLab, hands in from a kernel of their own server (through the proxy, as a notebook cell does), and is
-graded by `rocmlab grade --exchange`. Loopback only; bounded in time.
+"""A workshop under load: N learners log in to a real JupyterHub, each has the hub spawn their JupyterLab, hands
+in from a kernel of their own server (through the proxy, as a notebook cell does), and is graded by
+`rocmlab grade --exchange`. Loopback only; bounded in time.
 
-    python benchmarks/hub_load.py --learners 30 --wave 10 --out DIR
+    sudo python benchmarks/hub_load.py --learners 30 --wave 10 --out DIR
+    sudo python benchmarks/hub_load.py --learners 30 --mode dry-run --slow-start --out DIR   # the old recipe
 
 Reports (text and JSON in DIR):
 - spawn latency (POST /hub/api/users/NAME/server until the hub says ready): p50, p95, max, against one
@@ -10,15 +11,19 @@ Reports (text and JSON in DIR):
 - grading throughput: hand-ins graded per minute by `rocmlab grade --exchange` (one pass after each wave),
   against grading the baseline learner's one hand-in alone;
 - lost hand-ins (a learner whose latest hand-in has no result or feedback) and duplicated ones (more than one
-  gradebook row, or a result of anything but the latest hand-in): both must be 0.
+  gradebook row, or a result of anything but the latest hand-in): both must be 0;
+- the machine's load average during the run (the figures are only comparable at a similar load).
 Every third learner hands in twice (the starter, then the port): only the second may be graded.
 Each source carries the learner's name and a random tag of this run, so every one really compiles (no hit
 in the HIP build cache, not even from an earlier run).
 
-What runs where: JupyterHub 6 with DummyAuthenticator and SimpleLocalProcessSpawner, so every learner's
-server is a real JupyterLab process on this machine, all as one Unix user (rocmlab/workshop/hub.py says what
-that does and does not test). GPU seats are indices handed out by rocmlab.workshop.seats (one per learner
-here, whatever GPUs the machine has); grading uses the machine's backend ([backend: ...] below).
+What runs where: JupyterHub 6 with DummyAuthenticator. `--mode users` (default, needs root): each learner is a
+Unix user of their own (created for the run with a random prefix and removed afterwards), their server runs as
+that user with a 2 GB memory and 1 CPU limit (rocmlab/workshop/hubconfig.py). `--mode dry-run`: every server
+as the hub's own user. `--slow-start` starts servers as JupyterLab comes (with jupyter_lsp and jsonschema's
+IRI checker); the default leaves both out (rocmlab/workshop/hub.py, FAST_SERVER_ARGS and SKIP_RFC3987).
+GPU seats are indices handed out by rocmlab.workshop.seats (one per learner here, whatever GPUs the machine
+has); grading uses the machine's backend ([backend: ...] below).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import secrets
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -124,9 +130,17 @@ def main(argv=None) -> int:
     p.add_argument("--workers", type=int, default=2, help="parallel graders")
     p.add_argument("--budget-s", type=float, default=1500, help="stop (and fail) after this many seconds")
     p.add_argument("--out", default="hub-load-out")
+    p.add_argument("--mode", choices=["users", "dry-run"], default="users",
+                   help="users: each learner their own Unix user (root only); dry-run: all as one user")
+    p.add_argument("--slow-start", action="store_true",
+                   help="start learners' servers as JupyterLab comes (jupyter_lsp, jsonschema's IRI checker)")
     a = p.parse_args(argv)
     if a.learners < 1 or a.wave < 1:
         p.error("--learners and --wave must be at least 1")
+    if a.mode == "users" and os.geteuid() != 0:
+        print("error: --mode users makes a Unix user per learner, so it needs root (sudo); "
+              "or run --mode dry-run (all learners as one user)", file=sys.stderr)
+        return 2
 
     from rocmlab.machine.detect import current
     from rocmlab.course.headline import headline
@@ -138,8 +152,17 @@ def main(argv=None) -> int:
     names = [f"learner{i:03d}" for i in range(1, a.learners + 1)]
     t_start = time.monotonic()
     work = Path(tempfile.mkdtemp(prefix="rocmlab-hub-load-"))
+    os.chmod(work, 0o711)
     results, grade_s, graded, passes = [], 0.0, 0, []
-    with jupyterhub(work, ["baseline", *names], n_gpus=a.learners + 1, timeout_s=120) as hub:
+    loads, done = [], threading.Event()
+
+    def sample_load():
+        while not done.wait(5):
+            loads.append(os.getloadavg()[0])
+
+    threading.Thread(target=sample_load, daemon=True).start()
+    with jupyterhub(work, ["baseline", *names], n_gpus=a.learners + 1, timeout_s=120, mode=a.mode,
+                    user_prefix=f"rlb{secrets.token_hex(2)}-", fast_start=not a.slow_start) as hub:
         hub_up = time.monotonic() - t_start
         base_spawn = hub.spawn("baseline", timeout_s=300)
         base_handin = hand_in(hub, "baseline", "port")
@@ -169,12 +192,15 @@ def main(argv=None) -> int:
         check = verify(hub.exchange, expected)
         made = sum(len(r["handins"]) for r in results) + 1
     wall = time.monotonic() - t_start
+    done.set()
+    load = {"mean": sum(loads) / len(loads) if loads else os.getloadavg()[0], "max": max(loads, default=0.0)}
     spawns = [r["spawn_s"] for r in results]
     handin_s = [h["seconds"] for r in results for h in r["handins"]]
     per_min = graded / (grade_s / 60) if grade_s else float("nan")
     base_per_min = 60 / base_grade_s
     report = {
         "learners": len(results), "asked": a.learners, "wave": a.wave, "workers": a.workers, "cpus": os.cpu_count(),
+        "mode": a.mode, "fast_start": not a.slow_start, "load_average_1min": load,
         "backend": plat.backend, "device": plat.device.name if plat.device else "unknown device",
         "hub_start_s": hub_up, "wall_s": wall,
         "spawn_s": {"baseline_alone": base_spawn, "p50": percentile(spawns, .5), "p95": percentile(spawns, .95),
@@ -186,7 +212,8 @@ def main(argv=None) -> int:
         "handins_made": made, **check,
     }
     (out / "hub_load.json").write_text(json.dumps(report, indent=1))
-    note = f"{len(results)} learners, waves of {a.wave}, {os.cpu_count()} CPUs"
+    note = (f"{len(results)} learners, waves of {a.wave}, {os.cpu_count()} CPUs, mode {a.mode}, "
+            f"{'fast' if not a.slow_start else 'slow'} start, load avg {load['mean']:.1f}")
     lines = [
         headline("hub spawn latency p50", round(report["spawn_s"]["p50"], 2), "s", note, plat=plat),
         headline("hub spawn latency p95", round(report["spawn_s"]["p95"], 2), "s",
@@ -199,7 +226,9 @@ def main(argv=None) -> int:
                  f"{check['rows']} gradebook rows; {check['handin_files']} hand-in files for {made} made", plat=plat),
     ]
     (out / "hub_load.txt").write_text(
-        f"benchmarks/hub_load.py --learners {a.learners} --wave {a.wave} --workers {a.workers}: wall {wall:.0f} s, "
+        f"benchmarks/hub_load.py --learners {a.learners} --wave {a.wave} --workers {a.workers} --mode {a.mode}"
+        f"{' --slow-start' if a.slow_start else ''}: wall {wall:.0f} s, load average {load['mean']:.1f} "
+        f"(max {load['max']:.1f}) on {os.cpu_count()} CPUs, "
         f"hub up in {hub_up:.1f} s, hand-in p50 {report['handin_s']['p50']:.1f} s, rerun graded {final_n}\n"
         + "\n".join(str(h) for h in lines) + "\n")
     ok = (check["lost"] == 0 and check["duplicated"] == 0 and final_n == 0 and len(results) == a.learners

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# rocmlab workshop on ONE 8x MI300X node with The Littlest JupyterHub (TLJH): up to 8 learners, each with
-# one GPU through HIP_VISIBLE_DEVICES (jupyterhub_config.d/rocmlab.py). Run as root on Ubuntu 22.04/24.04
+# rocmlab workshop on ONE 8x MI300X node with The Littlest JupyterHub (TLJH): a learner per GPU seat (8 in SPX,
+# 64 in CPX), each seat through HIP_VISIBLE_DEVICES (jupyterhub_config.d/rocmlab.py). Run as root on Ubuntu 22.04/24.04
 # with ROCm and the amdgpu driver installed (rocm-smi lists 8 GPUs), from a clone of rocmlab:
 #   sudo bash binder/tljh/install.sh
 # Idempotent: a second run updates the config and rocmlab, and reloads the hub.
@@ -14,7 +14,7 @@ admin=${TLJH_ADMIN:-instructor}
 [ "$(id -u)" -eq 0 ] || { echo "error: run as root (sudo bash $0)" >&2; exit 1; }
 n=$(grep -l '^simd_count [1-9]' /sys/class/kfd/kfd/topology/nodes/*/properties 2>/dev/null | wc -l)
 [ "$n" -ge 1 ] || { echo "error: no AMD GPU in /sys/class/kfd: install ROCm and the amdgpu driver first" >&2; exit 1; }
-echo "GPUs on this node: $n (one learner each)"
+echo "logical GPUs on this node: $n (one learner each; python -m rocmlab.workshop.seats plan shows the modes)"
 
 # 1. TLJH itself (its bootstrap script is the documented installer)
 if [ ! -x /opt/tljh/hub/bin/tljh-config ]; then

@@ -1,19 +1,28 @@
 """A real JupyterHub on one machine, started and stopped from Python (the hub tests and benchmarks/hub_load.py).
 
-:func:`jupyterhub` writes a ``jupyterhub_config.py`` into a work folder and runs ``python -m jupyterhub`` on
-127.0.0.1 (free ports for the proxy, its API and the hub), with ``configurable-http-proxy`` from npm. It waits
-for ``/hub/health`` and, on exit (also on failure), stops the hub, the proxy and every learner's server it
-started, then checks that none of them is left.
+:func:`jupyterhub` lays out a work folder, writes a ``jupyterhub_config.py`` (:mod:`.hubconfig`) and runs
+``python -m jupyterhub`` on 127.0.0.1 (free ports for the proxy, its API and the hub), with
+``configurable-http-proxy`` from npm. It waits for ``/hub/health`` and, on exit (also on failure), stops the
+hub, the proxy and every learner's server it started, checks that none of them is left, and removes the Unix
+users and cgroups it created.
 
-What it is and is not:
+Two modes (``mode=``):
 
-- Authentication: JupyterHub's ``DummyAuthenticator`` (one shared password, the listed users only).
-- Spawner: ``SimpleLocalProcessSpawner``: each learner's JupyterLab is a real process the hub spawns, with its
-  own home folder, but **all run as the hub's Unix user**. So the exchange's folder permissions do not keep
-  learners apart here; they do where each learner is a Unix user (TLJH) or a pod (Kubernetes), and
-  tests/hub/test_exchange.py checks them with two real uids.
-- GPU seats: the pre-spawn hook of :mod:`rocmlab.workshop.seats`, with ``n_gpus`` seats (no GPU needs to be
-  there: it only hands out ``HIP_VISIBLE_DEVICES`` indices). The instructor (an admin) takes no seat.
+- ``"users"`` (the workshop; needs root): each learner is a Unix user of their own (``user_prefix`` + name,
+  created on their first spawn, home 0700), their server runs as that user with a memory and CPU limit; the
+  exchange's folder permissions keep learners apart; the instructor (an admin) runs as root and grades.
+- ``"dry-run"``: every server runs as the hub's own user (JupyterHub's ``SimpleLocalProcessSpawner``). Nothing
+  keeps learners apart: for one person trying the course, and the control of the isolation tests.
+
+The work folder (``WORK``, passable by every user: 0711)::
+
+    WORK/hub/          root 0700: config (token, password), database, log, GPU seat state, users created
+    WORK/home/NAME/    each learner's home, theirs, 0700 (WORK/home is 0711)
+    WORK/exchange/     the hand-in exchange (rocmlab.workshop.exchange): inbound/, outbound/feedback/, grades/
+    WORK/instructor/   root 0700: the grading seed (grading-seed) and the reference solutions (references/)
+
+GPU seats: the pre-spawn hook of :mod:`rocmlab.workshop.seats`, with ``n_gpus`` seats (no GPU needs to be
+there: it only hands out ``HIP_VISIBLE_DEVICES`` indices). The instructor takes no seat.
 """
 
 from __future__ import annotations
@@ -63,14 +72,49 @@ class Hub:
     exchange: Path
     proc: subprocess.Popen
     log_path: Path
+    mode: str = "users"
+    user_prefix: str = ""
     seen_pids: set = field(default_factory=set)
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    @property
+    def state(self) -> Path:
+        """The hub's own folder (root 0700): config, database, log, GPU seat state."""
+        return self.workdir / "hub"
+
+    @property
+    def seat_state(self) -> Path:
+        return self.state / "gpu-seats.json"
+
+    @property
+    def instructor_dir(self) -> Path:
+        """The instructor's folder (root 0700): ``grading-seed`` and ``references/``."""
+        return self.workdir / "instructor"
+
     def home(self, user: str) -> Path:
         return self.workdir / "home" / user
+
+    def system_user(self, user: str) -> str | None:
+        """The Unix user ``user``'s server runs as (None in dry-run: the hub's own)."""
+        return f"{self.user_prefix}{user}" if self.mode == "users" else None
+
+    def put_file(self, user: str, relpath: str, data: str | bytes) -> Path:
+        """Write a file into ``user``'s home before or while they work, owned by them (as a handout is);
+        creates the learner's Unix user in ``users`` mode if the hub has not yet."""
+        from rocmlab.workshop.hubconfig import ensure_unix_user
+
+        home = self.home(user)
+        pw = ensure_unix_user(self.system_user(user), home, record=self.state / "created-users") \
+            if self.mode == "users" else None
+        path = home / relpath
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data.encode() if isinstance(data, str) else data)
+        if pw is not None:
+            os.chown(path, pw.pw_uid, pw.pw_gid)
+        return path
 
     def request(self, path: str, method: str = "GET", data=None, timeout: float = 30.0, token: str | None = None):
         """(status, parsed JSON or text) for ``path`` on the hub's port, with the admin token."""
@@ -149,6 +193,58 @@ class Hub:
         finally:
             self.request(f"{base}/{kernel['id']}", "DELETE", timeout=30)
 
+    def contents(self, user: str, path: str, method: str = "GET", text: str | None = None) -> tuple[int, object]:
+        """``user``'s server's contents API (``/user/NAME/api/contents/PATH``): GET reads a file or lists a
+        folder, PUT writes ``text`` as a file. Returns (status, body)."""
+        body = None if text is None else {"type": "file", "format": "text", "content": text}
+        return self.request(f"/user/{user}/api/contents/{path.lstrip('/')}", method, body, timeout=60)
+
+    def terminal(self, user: str, command: str, timeout_s: float = 60.0) -> str:
+        """Run ``command`` in a new terminal of ``user``'s server (the terminals REST API and its websocket,
+        as JupyterLab's terminal does) and return what it printed; the terminal is deleted afterwards."""
+        status, term = self.request(f"/user/{user}/api/terminals", "POST", {}, timeout=60)
+        if status >= 400:
+            raise HubError(f"opening a terminal in {user}'s server failed ({status}): {_message(term)}")
+        name = term["name"]
+
+        def run():
+            return asyncio.run(asyncio.wait_for(self._terminal_ws(user, name, command), timeout_s))
+
+        try:
+            with ThreadPoolExecutor(1) as pool:
+                return pool.submit(run).result()
+        except asyncio.TimeoutError:
+            raise HubError(f"the command in {user}'s terminal did not finish in {timeout_s:.0f} s") from None
+        finally:
+            self.request(f"/user/{user}/api/terminals/{name}", "DELETE", timeout=30)
+
+    async def _terminal_ws(self, user: str, name: str, command: str) -> str:
+        from tornado.httpclient import HTTPRequest
+        from tornado.websocket import websocket_connect
+
+        ws = await websocket_connect(HTTPRequest(f"ws://127.0.0.1:{self.port}/user/{user}/terminals/websocket/{name}",
+                                                 headers={"Authorization": f"token {self.token}"}))
+        mark = secrets.token_hex(6)
+        # the marker is printed split in two, so the echo of the typed line never matches it
+        ws.write_message(json.dumps(["stdin", f"stty -echo; {command}; echo; echo END-{mark[:3]}''{mark[3:]}-$?\r"]))
+        out = []
+        try:
+            while True:
+                raw = await ws.read_message()
+                if raw is None:
+                    raise HubError(f"{user}'s terminal closed before the command finished: {''.join(out)[-300:]}")
+                kind, *rest = json.loads(raw)
+                if kind == "stdout":
+                    out.append(rest[0])
+                    text = "".join(out)
+                    m = re.search(rf"END-{mark}-(\d+)", text)
+                    if m:
+                        text = re.sub(r"\x1b\][^\x07]*\x07|\x1b\[[0-9;?]*[A-Za-z]", "", text[:m.start()])
+                        text = text.replace("\r", "")
+                        return text.split("\n", 1)[1] if "stty -echo;" in text else text   # the typed line
+        finally:
+            ws.close()
+
     async def _execute_ws(self, path: str, code: str) -> str:
         from tornado.httpclient import HTTPRequest
         from tornado.websocket import websocket_connect
@@ -169,6 +265,10 @@ class Hub:
                 if raw is None:
                     raise HubError("the kernel's websocket closed before the code finished")
                 msg = json.loads(raw)
+                if msg["header"]["msg_type"] == "status" and \
+                        msg["content"].get("execution_state") in ("restarting", "dead"):
+                    raise HubError("the kernel died while running the code (killed: out of memory?), "
+                                   f"state {msg['content']['execution_state']}")
                 if msg.get("parent_header", {}).get("msg_id") != msg_id:
                     continue
                 kind, content = msg["header"]["msg_type"], msg["content"]
@@ -191,13 +291,17 @@ class Hub:
 
     def server_env(self, user: str) -> dict:
         """The environment of ``user``'s running single-user server process (read from /proc)."""
+        return self.server_process(user).environ()
+
+    def server_process(self, user: str):
+        """``user``'s running single-user server process (a psutil.Process)."""
         import psutil
 
         for p in psutil.Process(self.proc.pid).children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 env = p.environ()
                 if env.get("JUPYTERHUB_USER") == user and "jupyterhub" in " ".join(p.cmdline()):
-                    return env
+                    return p
         raise HubError(f"no running server process for {user}")
 
     def log_tail(self, n: int = 30) -> str:
@@ -255,55 +359,224 @@ def _message(body) -> str:
     return body.get("message", str(body)) if isinstance(body, dict) else str(body)
 
 
-def write_config(workdir: Path, *, learners: list[str], instructor: str, n_gpus: int, exchange: Path, port: int,
-                 token: str, password: str, environment: dict | None = None, quiet_lab: bool = True) -> Path:
-    """The hub's config file: every value is written into it, so the hub can be started by hand from it too."""
+#: What a learner's server starts with unless told otherwise: the JupyterLab a workshop needs, without the
+#: language-server extension (jupyter_lsp looks for a dozen language servers at every start; the course
+#: installs none) -- see docs/workshop.md, "Where a spawn's time goes".
+FAST_SERVER_ARGS = ["--ServerApp.jpserver_extensions=jupyter_lsp=False"]
+
+#: Put first on the learners' servers' PYTHONPATH (``fast_start=True``): ``rfc3987_syntax`` is then not
+#: importable, so jsonschema (imported by jupyter_events at every server start) skips its optional IRI format
+#: checker, whose import compiles an RFC 3987 grammar with lark: about 60% of a server's start-up CPU time
+#: here. Nothing a learner's server validates uses the "iri" format.
+SKIP_RFC3987 = ('"""Left out of learners\' servers by rocmlab.workshop.hub (fast_start): jsonschema treats it as '
+                'optional."""\nraise ImportError("rfc3987_syntax is left out of this server (rocmlab workshop '
+                'hub, fast_start)")\n')
+
+
+def _server_site(folder: Path) -> Path:
+    """A folder (0755) with the stand-ins above, for the front of the servers' PYTHONPATH."""
+    pkg = folder / "rfc3987_syntax"
+    pkg.mkdir(parents=True, exist_ok=True)
+    (pkg / "__init__.py").write_text(SKIP_RFC3987)
+    for d in (folder, pkg):
+        os.chmod(d, 0o755)
+    os.chmod(pkg / "__init__.py", 0o644)
+    return folder
+
+
+def write_config(state: Path, *, learners: list[str], instructor: str, n_gpus: int, exchange: Path, homes: Path,
+                 port: int, token: str, password: str, mode: str = "users", user_prefix: str = "jupyter-",
+                 environment: dict | None = None, quiet_lab: bool = True, mem_limit: str | None = "2G",
+                 cpu_limit: float | None = 1.0, cull_idle_s: int | None = 3600,
+                 server_args: list[str] | None = None, server_python: str | None = None,
+                 admin_environment: dict | None = None) -> Path:
+    """The hub's config file (in ``state``, root 0700: it holds the token and the password). Every value is
+    written into it, so the hub can be started by hand from it too."""
     settings = {
-        "workdir": str(workdir), "learners": learners, "instructor": instructor, "n_gpus": n_gpus,
-        "exchange": str(exchange), "port": port, "hub_port": free_port(), "proxy_api_port": free_port(),
-        "token": token, "password": password, "python": sys.executable, "environment": environment or {},
-        "quiet_lab": quiet_lab, "proxy": shutil.which("configurable-http-proxy"),
+        "workdir": str(state), "learners": learners, "instructor": instructor, "n_gpus": n_gpus,
+        "exchange": str(exchange), "homes": str(homes), "port": port, "hub_port": free_port(),
+        "proxy_api_port": free_port(), "token": token, "password": password, "python": sys.executable,
+        "server_python": server_python or sys.executable, "admin_environment": admin_environment or {},
+        "environment": environment or {}, "quiet_lab": quiet_lab, "proxy": shutil.which("configurable-http-proxy"),
+        "mode": mode, "user_prefix": user_prefix, "mem_limit": mem_limit, "cpu_limit": cpu_limit,
+        "cull_idle_s": cull_idle_s, "cgroup_tag": f"rocmlab-hub-{port}",
+        "server_args": FAST_SERVER_ARGS if server_args is None else server_args,
     }
-    path = workdir / "jupyterhub_config.py"
+    path = state / "jupyterhub_config.py"
     path.write_text("# written by rocmlab.workshop.hub.write_config; run: python -m jupyterhub -f THIS_FILE\n"
                     "import json\n\nfrom rocmlab.workshop.hubconfig import configure\n\n"
                     f"configure(c, json.loads({json.dumps(json.dumps(settings, indent=1))}))  # noqa: F821\n")
+    os.chmod(path, 0o600)
     return path
+
+
+def _as_nobody() -> None:
+    os.setgroups([])
+    os.setgid(65534)
+    os.setuid(65534)
+
+
+def learner_python(pythonpath: str = "") -> tuple[str, str]:
+    """(interpreter, PYTHONPATH) for learners' servers: this Python if an unprivileged user can run it with
+    the course importable; else the system's Python of the same version with this environment's
+    site-packages on PYTHONPATH (a Python installed under root's private home is not reachable by learners).
+    Raises HubError with the fix when neither works."""
+    import sysconfig
+
+    probe = "import jupyterhub.singleuser, rocmlab.workshop.exchange"
+    site = sysconfig.get_paths()["purelib"]
+    ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    tries = [(sys.executable, pythonpath)]
+    for cand in (f"/usr/bin/{ver}", f"/usr/local/bin/{ver}"):
+        if os.path.exists(cand) and os.path.realpath(cand) != os.path.realpath(sys.executable):
+            tries.append((cand, os.pathsep.join(p for p in (pythonpath, site) if p)))
+    why = ""
+    for exe, pp in tries:
+        try:
+            r = subprocess.run([exe, "-c", probe], cwd="/", capture_output=True, text=True, preexec_fn=_as_nobody,
+                               env={"PYTHONPATH": pp, "PATH": os.defpath}, timeout=120)
+        except OSError as exc:
+            why = str(exc)
+            continue
+        if r.returncode == 0:
+            return exe, pp
+        why = r.stderr.strip()[-200:]
+    raise HubError(f"no Python an unprivileged learner can run: {sys.executable} (or what it links to) is not "
+                   f"reachable by other users ({why}). Install the course in a Python every "
+                   f"user can read (e.g. /opt/rocmlab/venv, mode 755), or provide /usr/bin/{ver}")
+
+
+def _learner_bin(folder: Path, python: str) -> Path:
+    """``python`` and ``rocmlab`` for learners' terminals when their servers run the system's Python."""
+    folder.mkdir(mode=0o755, exist_ok=True)
+    os.chmod(folder, 0o755)
+    link = folder / "python"
+    if not link.is_symlink():
+        link.symlink_to(python)
+    cli = folder / "rocmlab"
+    cli.write_text(f"#!{python}\nimport sys\nfrom rocmlab.cli import main\nsys.exit(main())\n")
+    os.chmod(cli, 0o755)
+    return folder
+
+
+def _check_passable(path: Path) -> None:
+    """Every folder above ``path`` must let other users pass (x for others), or no learner reaches their home."""
+    for d in [path, *path.parents]:
+        if not os.stat(d).st_mode & 0o001:
+            raise HubError(f"{d} is closed to other users (mode {os.stat(d).st_mode & 0o777:o}): learners could "
+                           f"not reach their homes under {path}. Give a work folder every user can pass through "
+                           "(e.g. tempfile.mkdtemp() then chmod 0711)")
 
 
 @contextlib.contextmanager
 def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", n_gpus: int = 8, exchange=None,
-               port: int | None = None, timeout_s: float = 90.0, environment: dict | None = None):
-    """A running hub with ``learners`` and ``instructor`` allowed; stopped (with all it spawned) on exit."""
+               port: int | None = None, timeout_s: float = 90.0, environment: dict | None = None,
+               mode: str = "users", user_prefix: str = "jupyter-", mem_limit: str | None = "2G",
+               cpu_limit: float | None = 1.0, cull_idle_s: int | None = 3600, oversubscribe: bool = False,
+               server_args: list[str] | None = None, fast_start: bool = True):
+    """A running hub with ``learners`` and ``instructor`` allowed; stopped (with all it spawned) on exit.
+
+    ``mode="users"`` (root only): each learner their own Unix user ``user_prefix + NAME`` (created on their
+    first spawn, removed on exit if this hub created it). ``mode="dry-run"``: all as the hub's user.
+    More learners than ``n_gpus`` seats is an error unless ``oversubscribe`` (then the learner past the last
+    seat gets the error when their server starts). ``fast_start`` (default) starts learners' servers without
+    jupyter_lsp and without jsonschema's IRI checker (:data:`SKIP_RFC3987`); False: as JupyterLab comes."""
+    from rocmlab.workshop import seats
+    from rocmlab.workshop.hubconfig import MODES
+
+    if mode not in MODES:
+        raise HubError(f"hub mode {mode!r}: use one of {MODES} ('dry-run': every server as one user, no isolation)")
+    if mode == "users" and os.geteuid() != 0:
+        raise HubError("mode='users' runs each learner as their own Unix user, so the hub must run as root "
+                       "(sudo); for a one-person try-out use mode='dry-run'")
     if shutil.which("configurable-http-proxy") is None:
         raise HubError(NO_PROXY)
+    if not oversubscribe:
+        try:
+            seats.check_learners(len(learners), n_gpus)
+        except seats.NoFreeGpu as exc:
+            raise HubError(str(exc)) from None
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
+    os.chmod(workdir, 0o711)
+    state, homes, instructor_dir = workdir / "hub", workdir / "home", workdir / "instructor"
+    for d, m in ((state, 0o700), (homes, 0o711), (instructor_dir, 0o700)):
+        d.mkdir(exist_ok=True)
+        os.chmod(d, m)
+    if mode == "users":
+        _check_passable(homes)
     exchange = Path(exchange) if exchange else workdir / "exchange"
-
     prepare(exchange)
+    _instructor_material(instructor_dir)
+
     port = port or free_port()
     token, password = secrets.token_hex(24), secrets.token_urlsafe(12)
-    env_pass = {"PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-                "ROCMLAB_HOME": str(paths.home()),
+    server_python, pythonpath = (learner_python(os.environ.get("PYTHONPATH", "")) if mode == "users"
+                                 else (sys.executable, os.environ.get("PYTHONPATH", "")))
+    env_pass = {"PYTHONPATH": pythonpath,
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
                 "ROCMLAB_QUICK": os.environ.get("ROCMLAB_QUICK", "1"), **(environment or {})}
-    cfg = write_config(workdir, learners=list(learners), instructor=instructor, n_gpus=n_gpus, exchange=exchange,
-                       port=port, token=token, password=password, environment=env_pass)
-    log_path = workdir / "jupyterhub.log"
+    if fast_start:
+        env_pass["PYTHONPATH"] = os.pathsep.join(p for p in (str(_server_site(workdir / "server-site")),
+                                                             env_pass["PYTHONPATH"]) if p)
+    else:
+        server_args = server_args if server_args is not None else []
+    if mode == "dry-run":
+        env_pass.setdefault("ROCMLAB_HOME", str(paths.home()))
+    elif server_python != sys.executable:     # the system's Python: point it at this environment's Jupyter
+        env_pass.setdefault("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))
+        env_pass.setdefault("JUPYTER_CONFIG_PATH", str(Path(sys.prefix) / "etc" / "jupyter"))
+        env_pass["PATH"] = f"{_learner_bin(workdir / 'bin', server_python)}{os.pathsep}{env_pass['PATH']}"
+    cfg = write_config(state, learners=list(learners), instructor=instructor, n_gpus=n_gpus, exchange=exchange,
+                       homes=homes, port=port, token=token, password=password, environment=env_pass, mode=mode,
+                       user_prefix=user_prefix, mem_limit=mem_limit, cpu_limit=cpu_limit, cull_idle_s=cull_idle_s,
+                       server_args=server_args, server_python=server_python,
+                       admin_environment={"ROCMLAB_HOME": str(paths.home())})
+    log_path = state / "jupyterhub.log"
     env = dict(os.environ)
     env.pop("JUPYTERHUB_API_TOKEN", None)
     with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(cfg)], cwd=workdir, env=env,
+        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(cfg)], cwd=state, env=env,
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=_term_with_parent)
-    hub = Hub(workdir, port, token, password, exchange, proc, log_path)
+    hub = Hub(workdir, port, token, password, exchange, proc, log_path, mode, user_prefix)
     try:
         _wait_healthy(hub, timeout_s)
         yield hub
     finally:
         left = hub.stop()
+        _remove_created(hub)
         if left:
             raise HubError(f"processes left after the hub stopped: {left}")
+
+
+def _instructor_material(folder: Path) -> None:
+    """The instructor's grading seed (``rocmlab grade --seed "$(cat grading-seed)"``) and a copy of each
+    exercise's reference solution, in a folder only root reads."""
+    from rocmlab.grader.spec import EXERCISES_DIR
+
+    seed = folder / "grading-seed"
+    if not seed.exists():
+        seed.write_text(f"{secrets.randbelow(2**31)}\n")
+        os.chmod(seed, 0o600)
+    refs = folder / "references"
+    refs.mkdir(mode=0o700, exist_ok=True)
+    for sol in sorted(EXERCISES_DIR.glob("*/solution.hip")):
+        dest = refs / f"{sol.parent.name}.hip"
+        if not dest.exists():
+            shutil.copyfile(sol, dest)
+            os.chmod(dest, 0o600)
+
+
+def _remove_created(hub: Hub) -> None:
+    """Remove the Unix users this hub created, and its cgroups (after every process has stopped)."""
+    from rocmlab.workshop.hubconfig import Cgroups, remove_unix_user
+
+    f = hub.state / "created-users"
+    names = f.read_text().split() if f.exists() else []
+    for name in names:
+        remove_unix_user(name)
+    Cgroups(f"rocmlab-hub-{hub.port}").remove()
 
 
 def _term_with_parent() -> None:

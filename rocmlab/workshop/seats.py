@@ -1,17 +1,27 @@
-"""GPU seats: one GPU per learner on a shared node (The Littlest JupyterHub, or any JupyterHub on one machine).
+"""GPU seats: one logical GPU per learner on a shared node (The Littlest JupyterHub, or any JupyterHub on one
+machine), and the seat plan of a node's partition modes.
 
-Each learner is given one GPU index the first time their server starts and keeps it for the workshop; the
+A seat is a logical GPU: a whole MI300X in SPX mode, one XCD of 38 CUs in CPX mode (8 per MI300X, so 64 on an
+8-GPU node). :func:`count_gpus` counts the logical GPUs the node exposes (its KFD topology: one node per
+partition), :func:`read_node_partitions` reads the modes from ``amd-smi static --partition``, and
+:func:`plan` computes, from Lab 08's model of the package (:mod:`rocmlab.machine.topology`), what each seat
+gets in a mode, how to switch (the amd-smi commands, after AMD's partitioning guide) and what it costs.
+Without an AMD GPU the plan is computed from the facts and says so.
+
+Each learner is given one seat index the first time their server starts and keeps it for the workshop; the
 index goes into their server's environment as HIP_VISIBLE_DEVICES, so torch and HIP programs see that one
-GPU as device 0. Assignments live in a JSON file, written under a lock, so a hub restart keeps them. When
-every GPU is taken, the spawn fails with a message saying so and how to free one.
+logical GPU as device 0. Assignments live in a JSON file, written under a lock, so a hub restart keeps them.
+When every seat is taken, the spawn fails with a message saying so and how to free one.
 
 HIP_VISIBLE_DEVICES is a convention, not a security boundary: a learner who unsets it sees every GPU.
 docs/workshop.md says how to harden it (one container per learner with only its render node).
 
 Used from binder/tljh/jupyterhub_config.d/rocmlab.py and the test hub (:mod:`rocmlab.workshop.hub`); no
-dependency beyond the standard library, so the hub's own environment can import it. Admins (the instructor)
-take no seat: their server gets the whole exchange to grade instead.
+dependency beyond the standard library at import time, so the hub's own environment can import it. Admins
+(the instructor) take no seat: their server gets the whole exchange to grade instead.
 
+    python -m rocmlab.workshop.seats plan --gpus 8 --compute CPX --memory NPS4 [--json] [--learners 30]
+    python -m rocmlab.workshop.seats plan            # this node's modes, read with amd-smi
     python -m rocmlab.workshop.seats list|release USER --state FILE
 """
 
@@ -24,6 +34,7 @@ import os
 import pwd
 import re
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from rocmlab.workshop import exchange as xchg
@@ -84,7 +95,8 @@ class GpuAssigner:
             free = [i for i in range(self.n) if i not in taken]
             if not free:
                 owners = ", ".join(f"{i}: {u}" for u, i in sorted(state.items(), key=lambda kv: kv[1]))
-                raise NoFreeGpu(f"all {self.n} GPUs on this node are assigned ({owners}); "
+                raise NoFreeGpu(f"all {self.n} GPUs on this node are assigned ({owners}): one seat per logical "
+                                "GPU (a finer partition mode gives more: python -m rocmlab.workshop.seats plan); "
                                 f"an admin frees one with: python -m rocmlab.workshop.seats release USER --state {self.path}")
             state[user] = free[0]
             return free[0]
@@ -124,9 +136,11 @@ def make_pre_spawn_hook(assigner: GpuAssigner, exchange: str | os.PathLike | Non
 
 
 def _system_ids(spawner):
-    """(uid, gid) of the learner's Unix user: TLJH's jupyter-NAME (SystemdSpawner's template), or NAME."""
+    """(uid, gid) of the learner's Unix user: the spawner's own ``system_user`` (rocmlab's WorkshopSpawner),
+    TLJH's jupyter-NAME (SystemdSpawner's template), or NAME."""
 
-    for candidate in (f"jupyter-{spawner.user.name}", spawner.user.name):
+    own = getattr(spawner, "system_user", None)
+    for candidate in ([own] if own else []) + [f"jupyter-{spawner.user.name}", spawner.user.name]:
         try:
             pw = pwd.getpwnam(candidate)
             return pw.pw_uid, pw.pw_gid
@@ -135,23 +149,254 @@ def _system_ids(spawner):
     return None
 
 
+# ----------------------------------------------------------------------------- seat plans (partitions)
+
+#: Where the partition commands and the recorded outputs come from (cited in plans and in docs/workshop.md).
+SOURCES = {
+    "amd-smi-partition-guide": "AMD Instinct docs, 'Quick Start Guide to Partitioning MI300X GPUs' "
+                               "https://instinct.docs.amd.com/projects/amdgpu-docs/en/latest/gpu-partitioning/"
+                               "mi300x/quick-start-guide.html (set CPX first, then NPS4; NPS4 only with CPX; "
+                               "back: NPS1 first, then SPX)",
+    "amdsmi-partition": "AMD SMI docs, 'GPU partitioning' "
+                        "https://rocm.docs.amd.com/projects/amdsmi/en/latest/conceptual/partition.html",
+    "lab08-model": "rocmlab.machine.topology (Lab 08: labs/08-mi300x-package.ipynb), from datasets/hardware.csv "
+                   "and datasets/sources.csv row amd-mi300x-partitions",
+}
+
+
+class PlanError(ValueError):
+    """A seat plan that cannot be made: the message says why and what to give instead."""
+
+
+@dataclass(frozen=True)
+class NodePartitions:
+    """What ``amd-smi static --partition`` printed: one (gpu, compute, memory, partition_id) per listed GPU."""
+
+    entries: tuple
+
+    @property
+    def modes(self) -> set:
+        return {(c, m) for _, c, m, _ in self.entries if c not in (None, "N/A") and m not in (None, "N/A")}
+
+    @property
+    def listed(self) -> int:
+        return len(self.entries)
+
+
+def parse_amd_smi_partition(text: str) -> NodePartitions:
+    """Parse ``amd-smi static --partition`` (or the PARTITION blocks of ``amd-smi static``)."""
+    entries, gpu, fields = [], None, {}
+
+    def flush():
+        if gpu is not None and ("COMPUTE_PARTITION" in fields or "MEMORY_PARTITION" in fields):
+            pid = fields.get("PARTITION_ID")
+            entries.append((gpu, fields.get("COMPUTE_PARTITION"), fields.get("MEMORY_PARTITION"),
+                            int(pid) if pid and pid.isdigit() else None))
+
+    for line in text.splitlines():
+        m = re.match(r"^GPU:\s*(\d+)\s*$", line.strip())
+        if m:
+            flush()
+            gpu, fields = int(m.group(1)), {}
+            continue
+        m = re.match(r"^(COMPUTE_PARTITION|MEMORY_PARTITION|PARTITION_ID):\s*(\S+)", line.strip())
+        if m and gpu is not None:
+            fields[m.group(1)] = m.group(2).upper() if m.group(1) != "PARTITION_ID" else m.group(2)
+    flush()
+    return NodePartitions(tuple(entries))
+
+
+def read_node_partitions() -> tuple[NodePartitions | None, str]:
+    """(the node's partitions from ``amd-smi static --partition``, '') or (None, why not)."""
+    import shutil
+    import subprocess
+
+    exe = shutil.which("amd-smi")
+    if exe is None:
+        return None, "amd-smi is not on PATH (it ships with ROCm, in /opt/rocm/bin): no AMD GPU node here"
+    try:
+        done = subprocess.run([exe, "static", "--partition"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"amd-smi static --partition did not run: {exc}"
+    parts = parse_amd_smi_partition(done.stdout)
+    if done.returncode != 0 or not parts.entries:
+        return None, f"amd-smi static --partition gave no partition lines (exit {done.returncode}): " \
+                     f"{(done.stderr or done.stdout)[-200:].strip()}"
+    return parts, ""
+
+
+def switch_commands(compute: str, memory: str) -> list[str]:
+    """The amd-smi commands that put every GPU of a node in (compute, memory), in the order AMD's guide gives:
+    compute first when going to NPS4 (NPS4 needs CPX), memory first when leaving NPS4 (SPX refuses while NPS4)."""
+    set_c = f"sudo amd-smi set --gpu all --compute-partition {compute}"
+    set_m = f"sudo amd-smi set --memory-partition {memory}    # restarts the amdgpu driver: no GPU process may run"
+    steps = [set_c, set_m] if memory == "NPS4" else [set_m, set_c]
+    return steps + ["amd-smi static --partition    # every logical GPU lists COMPUTE_PARTITION and MEMORY_PARTITION",
+                    "amd-smi list                  # one entry per logical GPU: the seats"]
+
+
+@dataclass(frozen=True)
+class SeatPlan:
+    device: str
+    gpus: int
+    compute: str
+    memory: str
+    per_gpu: int
+    seats: int
+    cus: int
+    memory_gb: float
+    l2_mb: float
+    hbm_tbs: float
+    memory_pools: int
+    basis: str                  # "plan (computed from facts, not read from this node)" or what the node showed
+    commands: tuple
+    costs: tuple
+    sources: tuple
+
+    def as_dict(self) -> dict:
+        return {"device": self.device, "gpus": self.gpus, "compute": self.compute, "memory": self.memory,
+                "logical_gpus_per_gpu": self.per_gpu, "seats": self.seats,
+                "per_seat": {"cus": self.cus, "memory_gb": self.memory_gb, "l2_mb": self.l2_mb,
+                             "hbm_tbs_share": round(self.hbm_tbs, 3)},
+                "memory_pools_per_gpu": self.memory_pools, "basis": self.basis, "commands": list(self.commands),
+                "costs": list(self.costs), "sources": list(self.sources)}
+
+    def text(self) -> str:
+        lines = [f"[{self.basis}] {self.gpus} x {self.device} in {self.compute}/{self.memory}: {self.seats} seats "
+                 f"({self.per_gpu} per GPU) x {self.cus} CUs x {self.memory_gb:g} GB "
+                 f"(L2 {self.l2_mb:g} MB, HBM share {self.hbm_tbs:.2f} TB/s, {self.memory_pools} memory pool(s) "
+                 "per GPU)",
+                 "switch every GPU to this mode (as root, nothing running on the GPUs):"]
+        lines += [f"  {c}" for c in self.commands]
+        lines += ["what this mode costs (Lab 08's model):"] + [f"  - {c}" for c in self.costs]
+        lines += ["sources:"] + [f"  - {s}" for s in self.sources]
+        return "\n".join(lines)
+
+
+def _costs(compute: str, memory: str, p, pkg) -> tuple:
+    share = p.logical_gpus
+    out = [f"each seat has 1/{share} of a GPU: {p.cus_each} of {pkg.cus} CUs, {p.memory_each_gb:g} of "
+           f"{pkg.hbm_gb:g} GB; a model or working set over {p.memory_each_gb:g} GB does not fit in a seat"]
+    if share > 1:
+        out.append(f"a kernel sized for {pkg.cus} CUs (a persistent grid) oversubscribes a {p.cus_each}-CU seat: "
+                   "size grids from multiProcessorCount")
+        out.append(f"the {pkg.hbm_tbs:g} TB/s of HBM is shared: about {p.hbm_tbs_each:.2f} TB/s per seat when "
+                   "every seat streams at once")
+    if compute == "CPX":
+        out.append("one XCD per seat: the round-robin dispatch over XCDs and its L2 locality issue vanish, so a "
+                   "seat's timings say little about SPX behaviour")
+    if memory == "NPS4":
+        out.append("NPS4: each seat allocates from the 48 GB pool of its own I/O die (shared by that die's 2 XCDs), "
+                   "shorter latency to HBM than NPS1's interleaving over all stacks")
+    out.append("switching the memory mode restarts the amdgpu driver (every GPU process must stop first); the "
+               "modes may not survive a reboot: make them part of the node's boot set-up")
+    return tuple(out)
+
+
+def plan(gpus: int, compute: str, memory: str, device: str = "MI300X", basis: str | None = None) -> SeatPlan:
+    """The seats one node gives in a partition mode, from Lab 08's model of the package."""
+    from rocmlab.machine import topology as T
+
+    if gpus < 1:
+        raise PlanError(f"--gpus must be at least 1, not {gpus}")
+    compute, memory = compute.upper(), memory.upper()
+    try:
+        pkg = T.package(device)
+        p = T.partitioning(compute, memory, pkg)
+    except ValueError as exc:
+        raise PlanError(str(exc)) from None
+    return SeatPlan(device, gpus, compute, memory, p.logical_gpus, gpus * p.logical_gpus, p.cus_each,
+                    p.memory_each_gb, p.l2_each_mb, p.hbm_tbs_each, p.numa_pools,
+                    basis or "plan: computed from the facts, not read from this node",
+                    tuple(switch_commands(compute, memory)), _costs(compute, memory, p, pkg),
+                    tuple(SOURCES.values()))
+
+
+def plan_from_node(parts: NodePartitions, logical_gpus: int, device: str = "MI300X") -> SeatPlan:
+    """The seats this node has now: its modes from amd-smi, its logical GPU count from the KFD topology."""
+    modes = parts.modes
+    if len(modes) != 1:
+        raise PlanError(f"amd-smi shows mixed or unknown partition modes {sorted(modes) or 'N/A'}: set one mode "
+                        "on every GPU (AMD does not recommend mixing them on one node)")
+    (compute, memory), = modes
+    per = plan(1, compute, memory, device).per_gpu
+    if logical_gpus % per:
+        raise PlanError(f"{logical_gpus} logical GPUs is not a multiple of {per} ({compute}): a GPU is missing "
+                        "(AMD's guide: unload the ast driver and reload amdgpu), check `amd-smi list`")
+    note = (f"read from this node: amd-smi {compute}/{memory}, {logical_gpus} logical GPUs in /sys/class/kfd"
+            + (f"; amd-smi listed {parts.listed}" if parts.listed != logical_gpus else ""))
+    return plan(logical_gpus // per, compute, memory, device, basis=note)
+
+
+def check_learners(learners: int, seats: int, what: str = "") -> None:
+    """Raise :class:`NoFreeGpu` when a workshop has more learners than GPU seats."""
+    if learners > seats:
+        raise NoFreeGpu(f"{learners} learners but only {seats} GPU seats{what}: a learner past the last seat "
+                        "could not start. Use a finer partition mode (see `python -m rocmlab.workshop.seats plan "
+                        "--gpus N --compute CPX --memory NPS4`), another node, or fewer learners")
+
+
+def _plan_command(a) -> int:
+    import sys
+
+    try:
+        if a.all:
+            from rocmlab.machine import topology as T
+
+            plans = [plan(a.gpus or 8, c, m, a.device) for c, m in
+                     sorted(T.SUPPORTED, key=lambda cm: (T.COMPUTE_MODES[cm[0]], cm[1]))]
+        elif a.compute or a.memory:
+            if not (a.compute and a.memory and a.gpus):
+                raise PlanError("give --gpus, --compute and --memory together, e.g. --gpus 8 --compute CPX "
+                                "--memory NPS4")
+            plans = [plan(a.gpus, a.compute, a.memory, a.device)]
+        else:
+            parts, why = read_node_partitions()
+            if parts is None:
+                raise PlanError(f"{why}. Compute a plan instead: --gpus 8 --compute CPX --memory NPS4")
+            plans = [plan_from_node(parts, count_gpus(), a.device)]
+        if a.learners is not None:
+            check_learners(a.learners, plans[-1].seats, f" in {plans[-1].compute}/{plans[-1].memory}")
+    except (PlanError, NoFreeGpu) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if a.json:
+        print(json.dumps(plans[0].as_dict() if len(plans) == 1 else [p.as_dict() for p in plans], indent=1))
+    else:
+        print("\n\n".join(p.text() for p in plans))
+    return 0
+
+
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description="rocmlab workshop GPU assignments (one GPU per learner)")
-    p.add_argument("command", choices=["list", "release"])
-    p.add_argument("user", nargs="?")
-    p.add_argument("--state", default="/opt/tljh/state/rocmlab-gpus.json")
+    p = argparse.ArgumentParser(prog="python -m rocmlab.workshop.seats",
+                                description="rocmlab workshop GPU seats: plan them from the partition modes, "
+                                            "list or release assignments")
+    sub = p.add_subparsers(dest="command", required=True)
+    pl = sub.add_parser("plan", help="seats a node gives in a partition mode (read from amd-smi, or computed)")
+    pl.add_argument("--gpus", type=int, help="physical GPUs on the node (e.g. 8)")
+    pl.add_argument("--compute", help="SPX, DPX, QPX or CPX")
+    pl.add_argument("--memory", help="NPS1 or NPS4")
+    pl.add_argument("--device", default="MI300X", help="the package (datasets/hardware.csv): MI300X, MI325X")
+    pl.add_argument("--learners", type=int, help="fail (exit 2) if the plan has fewer seats than this")
+    pl.add_argument("--all", action="store_true", help="every documented mode")
+    pl.add_argument("--json", action="store_true")
+    for name in ("list", "release"):
+        sp = sub.add_parser(name, help=f"{name} GPU seat assignments")
+        if name == "release":
+            sp.add_argument("user")
+        sp.add_argument("--state", default="/opt/tljh/state/rocmlab-gpus.json")
     a = p.parse_args(argv)
+    if a.command == "plan":
+        return _plan_command(a)
     assigner = GpuAssigner(a.state, max(1, count_gpus()))
     if a.command == "list":
         for user, gpu in sorted(assigner.assignments().items(), key=lambda kv: kv[1]):
-            print(f"GPU {gpu}: {user}")
+            print(f"seat {gpu}: {user}")
         return 0
-    if not a.user:
-        p.error("release needs a USER")
     if not assigner.release(a.user):
-        print(f"{a.user} has no GPU assigned")
+        print(f"{a.user} has no GPU seat")
         return 1
-    print(f"released {a.user}'s GPU")
+    print(f"released {a.user}'s GPU seat")
     return 0
 
 

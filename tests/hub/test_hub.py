@@ -1,11 +1,17 @@
-"""A real JupyterHub: learners' servers get distinct GPU seats (HIP_VISIBLE_DEVICES), a learner past the last
+"""A real JupyterHub (each learner their own Unix user, as a workshop runs it): learners' servers get distinct
+GPU seats (HIP_VISIBLE_DEVICES), a hub with more learners than seats refuses to start, a learner past the last
 seat gets the hub's clear error, the instructor gets the exchange and no seat, a learner hands in from a kernel
-of their own server, and nothing is left running afterwards (also when the hub cannot start)."""
+of their own server, the idle culler runs, and nothing is left running afterwards (also when the hub cannot
+start). Isolation between learners: test_isolation.py."""
 
 from __future__ import annotations
 
 import os
+import pwd
+import secrets
+import tempfile
 import time
+from pathlib import Path
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -14,15 +20,32 @@ from rocmlab.workshop import seats
 from rocmlab.workshop.hub import HubError, jupyterhub
 
 LEARNERS = ["learner01", "learner02", "learner03"]
+PREFIX = f"rl{secrets.token_hex(2)}-"
+
+
+def workdir() -> Path:
+    base = Path(tempfile.mkdtemp(prefix="rocmlab-hub-"))
+    os.chmod(base, 0o711)                           # learners pass through to their homes
+    return base
 
 
 @pytest.fixture(scope="module")
-def hub(needs_proxy, no_leftovers, tmp_path_factory):
+def hub(needs_proxy, no_leftovers):
+    if os.geteuid() != 0:
+        pytest.skip("the workshop hub runs as root (it creates users)")
     t0 = time.monotonic()
-    with jupyterhub(tmp_path_factory.mktemp("hub"), LEARNERS, n_gpus=2) as h:
+    with jupyterhub(workdir(), LEARNERS, n_gpus=2, oversubscribe=True, user_prefix=PREFIX, cull_idle_s=600) as h:
         print(f"hub healthy in {time.monotonic() - t0:.1f} s")
         yield h
         no_leftovers |= h.remember_pids()
+    assert not [p.pw_name for p in pwd.getpwall() if p.pw_name.startswith(PREFIX)], "users left behind"
+
+
+def test_more_learners_than_seats_is_refused_before_the_hub_starts(needs_proxy, tmp_path):
+    with pytest.raises(HubError, match=r"3 learners but only 2 GPU seats: .* finer partition mode .*seats plan"):
+        with jupyterhub(tmp_path, LEARNERS, n_gpus=2, mode="dry-run"):
+            pass
+    assert not (tmp_path / "hub").exists()          # refused before anything was made
 
 
 def test_each_learner_gets_their_own_seat_and_the_last_one_a_clear_error(hub):
@@ -33,13 +56,14 @@ def test_each_learner_gets_their_own_seat_and_the_last_one_a_clear_error(hub):
         env = hub.server_env(name)
         got[name] = env["HIP_VISIBLE_DEVICES"]
         assert env["ROCMLAB_WORKSHOP_GPU"] == got[name] and env["ROCMLAB_EXCHANGE"] == str(hub.exchange)
-        assert (hub.exchange / "inbound" / name).is_dir()
+        inbound = hub.exchange / "inbound" / name
+        assert inbound.is_dir() and inbound.stat().st_uid == pwd.getpwnam(f"{PREFIX}{name}").pw_uid
     assert sorted(got.values()) == ["0", "1"], got
     with pytest.raises(HubError, match=r"all 2 GPUs on this node are assigned \(0: learner0\d, 1: learner0\d\)"):
         hub.spawn(LEARNERS[2])
     # an admin frees a seat (stopping a server keeps it: a learner keeps their GPU for the workshop)
     hub.stop_server(LEARNERS[0])
-    assert seats.GpuAssigner(hub.workdir / "gpu-seats.json", 2).release(LEARNERS[0])
+    assert seats.GpuAssigner(hub.seat_state, 2).release(LEARNERS[0])
     hub.spawn(LEARNERS[2])
     assert hub.server_env(LEARNERS[2])["HIP_VISIBLE_DEVICES"] == got[LEARNERS[0]]
 
@@ -48,6 +72,14 @@ def test_the_instructor_takes_no_seat_and_sees_the_exchange(hub):
     hub.spawn("instructor")                         # already running: returns at once
     env = hub.server_env("instructor")
     assert "HIP_VISIBLE_DEVICES" not in env and env["ROCMLAB_EXCHANGE"] == str(hub.exchange)
+    assert env["ROCMLAB_GPU_STATE"] == str(hub.seat_state) and hub.server_process("instructor").uids().real == 0
+
+
+def test_the_idle_culler_runs_as_a_hub_service(hub):
+    services = hub.api("services")
+    assert "idle-culler" in services, services
+    cmd = services["idle-culler"].get("command") or []
+    assert "--timeout=600" in cmd and services["idle-culler"].get("pid"), services["idle-culler"]
 
 
 def test_a_learner_hands_in_from_a_kernel_in_their_server(hub):
@@ -57,7 +89,8 @@ def test_a_learner_hands_in_from_a_kernel_in_their_server(hub):
             "print(exchange.handin('vector-add', 'vector_add.hip'))\n")
     out = hub.execute(name, code).strip()
     assert out.startswith(str(hub.exchange / "inbound" / name / "vector-add")), out
-    assert (hub.home(name) / "vector_add.hip").is_file()
+    made = hub.home(name) / "vector_add.hip"
+    assert made.is_file() and made.stat().st_uid == pwd.getpwnam(f"{PREFIX}{name}").pw_uid
     with pytest.raises(HubError, match="ExchangeError"):               # the control: an empty file is refused
         hub.execute(name, "open('e.hip', 'w').close()\nfrom rocmlab.workshop import exchange\n"
                           "exchange.handin('vector-add', 'e.hip')")
@@ -68,7 +101,7 @@ def test_a_hub_that_cannot_start_says_why_and_leaves_nothing(needs_proxy, tmp_pa
 
     before = {p.pid for p in descendants(os.getpid())}
     with pytest.raises(HubError, match=r"(?s)JupyterHub exited with status 1 before it was healthy.*Port out of range"):
-        with jupyterhub(tmp_path, ["x"], port=70000, timeout_s=60):
+        with jupyterhub(tmp_path, ["x"], port=70000, timeout_s=60, mode="dry-run"):
             pass
     time.sleep(0.5)
     left = [p for p in descendants(os.getpid()) if p.pid not in before and p.status() != "zombie"]
@@ -78,7 +111,7 @@ def test_a_hub_that_cannot_start_says_why_and_leaves_nothing(needs_proxy, tmp_pa
 KILLED_PARENT = """
 import os, signal, sys
 from rocmlab.workshop.hub import jupyterhub
-with jupyterhub(sys.argv[1], ["x"], n_gpus=1) as hub:
+with jupyterhub(sys.argv[1], ["x"], n_gpus=1, mode="dry-run") as hub:
     print(" ".join(map(str, hub.remember_pids())), flush=True)
     os.kill(os.getpid(), signal.SIGKILL)         # the test process dies without running any clean-up
 """

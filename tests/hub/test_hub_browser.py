@@ -1,13 +1,14 @@
 """A workshop through the hub in a real Chromium (the tests/browser harness): a learner logs in, runs Lab 00,
 opens the exercise, edits the starter, hands in; the instructor grades from a kernel of their own server; the
-learner opens their feedback in JupyterLab. Screenshots: test-artifacts/hub/."""
+learner opens their feedback in JupyterLab. The learner's server runs as their own Unix user (mode="users"). Screenshots: test-artifacts/hub/."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
+import secrets
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -36,11 +37,11 @@ class _LearnerLab:
         return f"{self.hub.base}/user/{self.user}/{path.lstrip('/')}"
 
 
-def _notebook(path: Path, *sources: str) -> None:
+def _notebook(*sources: str) -> str:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(s) for s in sources]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, str(path))
+    return nbformat.writes(nb)
 
 
 def _shot(page, name: str, locator=None) -> Path:
@@ -51,17 +52,19 @@ def _shot(page, name: str, locator=None) -> Path:
 
 
 @pytest.fixture(scope="module")
-def hub(needs_proxy, no_leftovers, tmp_path_factory):
-    with jupyterhub(tmp_path_factory.mktemp("hub-browser"), [LEARNER, "learner02"], n_gpus=2) as h:
-        home = h.home(LEARNER)
-        home.mkdir(parents=True)
-        shutil.copy(ROOT / "labs" / "00-setup.ipynb", home / "00-setup.ipynb")
-        (home / "vector_add.hip").write_text(load("vector-add").starter)        # the exercise, as handed out
-        _notebook(home / "handin.ipynb", "from rocmlab.workshop import exchange\n\n"
-                                         "path = exchange.handin('vector-add', 'vector_add.hip')\n"
-                                         "print('handed in', path.name)")
-        _notebook(home / "feedback.ipynb", "from rocmlab.workshop import exchange\n\n"
-                                           "exchange.feedback('vector-add')")
+def hub(needs_proxy, no_leftovers):
+    if os.geteuid() != 0:
+        pytest.skip("the workshop hub runs as root (each learner is a Unix user of their own)")
+    base = Path(tempfile.mkdtemp(prefix="rocmlab-hub-browser-"))
+    os.chmod(base, 0o711)
+    with jupyterhub(base, [LEARNER, "learner02"], n_gpus=2, user_prefix=f"rl{secrets.token_hex(2)}-") as h:
+        h.put_file(LEARNER, "00-setup.ipynb", (ROOT / "labs" / "00-setup.ipynb").read_bytes())
+        h.put_file(LEARNER, "vector_add.hip", load("vector-add").starter)        # the exercise, as handed out
+        h.put_file(LEARNER, "handin.ipynb", _notebook("from rocmlab.workshop import exchange\n\n"
+                                                      "path = exchange.handin('vector-add', 'vector_add.hip')\n"
+                                                      "print('handed in', path.name)"))
+        h.put_file(LEARNER, "feedback.ipynb", _notebook("from rocmlab.workshop import exchange\n\n"
+                                                        "exchange.feedback('vector-add')"))
         yield h
         no_leftovers |= h.remember_pids()
 
@@ -87,6 +90,7 @@ def test_learner_hands_in_instructor_grades_learner_reads_feedback(hub, browser)
     _shot(page, "01-learner-lab")
     env = hub.server_env(LEARNER)
     assert env["HIP_VISIBLE_DEVICES"] == "0" and env["JUPYTERHUB_USER"] == LEARNER
+    assert hub.server_process(LEARNER).username() == hub.system_user(LEARNER)      # their own Unix user
     lab = _LearnerLab(hub, LEARNER)
 
     nb = Notebook.open(browser, lab, "00-setup.ipynb")
@@ -128,9 +132,11 @@ def test_learner_hands_in_instructor_grades_learner_reads_feedback(hub, browser)
     # the instructor grades, in a kernel of their own server (no GPU seat, the whole exchange)
     instructor_ready.result(timeout=300)
     instructor.shutdown()
+    seed = hub.instructor_dir / "grading-seed"           # the instructor's own seed: no learner can read it
     out = hub.execute("instructor", "import os, subprocess, sys\n"
                       "r = subprocess.run([sys.executable, '-m', 'rocmlab.cli', 'grade', '--exchange', "
-                      "os.environ['ROCMLAB_EXCHANGE'], '--exercise', 'vector-add', '--no-progress'], "
+                      "os.environ['ROCMLAB_EXCHANGE'], '--exercise', 'vector-add', '--no-progress', '--seed', "
+                      f"open({str(seed)!r}).read().strip()], "
                       "capture_output=True, text=True)\nprint(r.returncode, r.stdout, r.stderr)", timeout_s=300)
     assert out.startswith("0 ") and "1 learners, 2 hand-ins" in out, out
     result = json.loads((hub.exchange / "grades" / "results" / f"{LEARNER}__vector-add.json").read_text())
