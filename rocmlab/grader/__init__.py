@@ -74,19 +74,23 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
             try:
                 results.append(CHECKS[spec.type](ctx, spec))
             except (MachineFault, sandbox.SandboxError) as exc:   # the machine's fault: not scored
-                # the checks that ran before it stay visible (the learner sees the static findings); the
-                # report's status "error" scores none of them and is never cached
-                msg = str(exc)
-                ran = [dataclasses.replace(r, points=0.0, message=f"{r.message} (not scored: a fault of the "
-                                           "machine stopped this grade)") for r in results]
-                return report(ran + [CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
-                                         for s in specs[len(results):]], "error", msg)
-            except Exception as exc:  # a grader bug must not look like the learner's fault silently
-                results.append(CheckResult(spec.id, spec.type, "not run", 0.0, spec.points,
-                                           f"not run: grader error ({type(exc).__name__}); tell the instructor"))
+                return _not_scored(report, results, specs, str(exc))
+            except Exception as exc:  # noqa: BLE001 - the grader's own failure (disk full, temp space gone, a bug)
+                # is never the learner's: not scored, not cached, the rerun grades it
+                return _not_scored(report, results, specs, f"grader error ({type(exc).__name__}: "
+                                   f"{str(exc)[:200]}); tell the instructor: the rerun grades it")
         return report(results)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _not_scored(report, results: list[CheckResult], specs, msg: str) -> Report:
+    """A report with status "error": the checks that ran stay visible (the learner sees the static findings),
+    none is scored, and it is never cached."""
+    ran = [dataclasses.replace(r, points=0.0, message=f"{r.message} (not scored: a fault of the machine "
+                               "stopped this grade)") for r in results]
+    return report(ran + [CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
+                         for s in specs[len(results):]], "error", msg)
 
 
 def refused(exercise_id: str, reason: str, *, plat=None) -> Report:
