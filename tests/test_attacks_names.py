@@ -38,6 +38,14 @@ def _grade(subs: Path, out: Path, *extra) -> tuple[int, str]:
     return p.returncode, p.stdout + p.stderr
 
 
+@pytest.fixture(autouse=True)
+def _remove_deep_folders(tmp_path):
+    """pytest removes old temporary folders with shutil.rmtree, which recurses: a folder 1100 levels deep would
+    crash a later session. rm -rf walks it without recursion."""
+    yield
+    subprocess.run(["rm", "-rf", str(tmp_path)], check=False)
+
+
 def _rows(out: Path) -> list[dict]:
     with open(out / "grades.csv", newline="") as f:
         return list(csv.DictReader(f))

@@ -213,9 +213,12 @@ def _fresh_inputs(ctx: Context, size_name: str, salt: int) -> dict:
     return inputs
 
 
-def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | None = None) -> sandbox.Completed:
+def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | None = None,
+                outputs=()) -> sandbox.Completed:
     """Run a built submission in the sandbox: it sees the system, its own scratch folder (its binary, its
-    input file) and nothing else: not the grader, the seed, the reference or anyone's results."""
+    input file) and nothing else: not the grader, the seed, the reference or anyone's results. The scratch is
+    private: a tmpfs of ``sandbox.RUN_SCRATCH_BYTES`` (only ``outputs`` reach the host, each capped at
+    ``file_bytes``), so one submission cannot fill the grader's temporary space for the others."""
     prog = os.path.join(scratch, "prog")
     shutil.copy2(res.binary, prog)
     os.chmod(prog, 0o755)
@@ -224,7 +227,8 @@ def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | Non
     return driver.run_program(res.toolchain_kind, res.root, [prog, *args], scratch=scratch, time_limit=timeout_s,
                               memory_bytes=None if gpu else settings.RUN_MEMORY_BYTES,
                               output_bytes=settings.RUN_OUTPUT_BYTES, gpu=gpu,
-                              file_bytes=max(settings.RUN_FILE_BYTES, file_bytes or 0))
+                              file_bytes=max(settings.RUN_FILE_BYTES, file_bytes or 0),
+                              scratch_bytes=sandbox.RUN_SCRATCH_BYTES, outputs=outputs)
 
 
 def run_time_limit(ctx: Context, spec: CheckSpec) -> float:
@@ -249,7 +253,8 @@ def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
         gio.write_arrays(inp, inputs.values())
         os.chmod(inp, 0o644)
         host_only = not res.can_run
-        done = run_program(res, d, (inp, outp), timeout_s, file_bytes=cap)   # large perf sizes write large outputs
+        done = run_program(res, d, (inp, outp), timeout_s, file_bytes=cap,   # large perf sizes write large outputs
+                           outputs=(outp,))
         arrays, fmt_error = None, ""
         try:
             arrays = gio.read_arrays(outp, max_bytes=cap)

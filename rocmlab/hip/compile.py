@@ -263,14 +263,16 @@ def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=()
 
 
 def run_program(tc_kind: str, root: str | None, cmd, *, scratch, time_limit: float, memory_bytes, output_bytes,
-                stdin_data=None, env=None, gpu: bool = False, ro_binds=(), file_bytes: int | None = None) -> sandbox.Completed:
+                stdin_data=None, env=None, gpu: bool = False, ro_binds=(), file_bytes: int | None = None,
+                scratch_bytes: int | None = None, outputs=()) -> sandbox.Completed:
     """Run a program this driver built: an offline build runs inside the ROCm root it was
-    linked against (its libamdhip64 and glibc live there); others on the host."""
+    linked against (its libamdhip64 and glibc live there); others on the host. ``scratch_bytes``
+    and ``outputs``: a private scratch (see :func:`rocmlab.sandbox.run`)."""
     limits = sandbox.Limits(wall_s=time_limit, memory_bytes=memory_bytes, output_bytes=output_bytes,
-                            **({"file_bytes": file_bytes} if file_bytes else {}))
+                            scratch_bytes=scratch_bytes, **({"file_bytes": file_bytes} if file_bytes else {}))
     return sandbox.run([str(c) for c in cmd], limits=limits, root=root or "/", scratch=str(Path(scratch).resolve()),
                        ro_binds=tuple(dict.fromkeys(str(b) for b in ro_binds)), env=_env(root, env), gpu=gpu,
-                       stdin_data=stdin_data, cwd=str(Path(scratch).resolve()))
+                       stdin_data=stdin_data, cwd=str(Path(scratch).resolve()), outputs=outputs)
 
 
 # --- diagnostics ----------------------------------------------------------------------------
