@@ -58,6 +58,11 @@ OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive")
 CACHE_FORMAT = 2
 #: Bytes of compiler output kept (remarks for many kernels are long).
 COMPILER_OUTPUT_BYTES = 4 << 20
+#: The largest file a compiler may write (an object, a program, a listing): a source with a 400 MB static array
+#: fails to build instead of filling the disk (RLIMIT_FSIZE; the compiler's own temporary files are in its tmpfs).
+COMPILER_FILE_BYTES = 128 << 20
+#: The build cache's size cap: after each new entry the least recently used ones go until it is under this.
+CACHE_MAX_BYTES = 2 << 30
 #: The PATH the offline compiler sees inside the root.
 _ROOT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
 
@@ -255,7 +260,7 @@ def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=()
     cwd = str(Path(cwd).resolve())
     cmd = [str(c) for c in cmd]
     limits = sandbox.Limits(wall_s=time_limit or settings.COMPILE_TIME_LIMIT_S, cpu_s=None,
-                            memory_bytes=memory_bytes, processes=None, file_bytes=None,
+                            memory_bytes=memory_bytes, processes=None, file_bytes=COMPILER_FILE_BYTES,
                             output_bytes=COMPILER_OUTPUT_BYTES)
     binds = tuple(dict.fromkeys([*map(str, ro_binds), *_host_paths(cmd, tc, exclude=(cwd,))]))
     return sandbox.run(cmd, limits=limits, root=tc.root or "/", scratch=cwd, ro_binds=binds,
@@ -514,6 +519,7 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
             d["diagnostics"] = [Diagnostic(**x) for x in d["diagnostics"]]
             res = Outcome(**d)
             if not res.ok or Path(res.output).exists():
+                os.utime(meta)           # recently used: the cache cap removes the least recently used first
                 res.cached, res.duration_s = True, time.monotonic() - start
                 return res
         except (OSError, ValueError, TypeError, KeyError):
@@ -549,10 +555,49 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
                 os.replace(work, final)
             except OSError:
                 shutil.rmtree(work, ignore_errors=True)
+        prune_cache(keep=final)
     else:
         res.directory = str(work)
     res.duration_s = time.monotonic() - start
     return res
+
+
+def _entry_bytes(entry: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(entry):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def prune_cache(max_bytes: int | None = None, keep: Path | None = None) -> int:
+    """Remove the least recently used cache entries until the cache holds at most ``max_bytes``
+    (default CACHE_MAX_BYTES); ``keep`` (the entry just made) stays. Returns how many were removed."""
+    limit = CACHE_MAX_BYTES if max_bytes is None else max_bytes
+    entries = []
+    for child in builds_dir().iterdir():
+        if child.name.startswith("tmp-"):        # a build in progress (here or in a parallel grader)
+            continue
+        meta = child / "outcome.json"
+        try:
+            used = meta.stat().st_mtime if meta.exists() else child.stat().st_mtime
+        except OSError:
+            continue
+        entries.append((used, child, _entry_bytes(child)))
+    total = sum(b for _, _, b in entries)
+    removed = 0
+    for _, child, size in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if keep is not None and child == keep:
+            continue
+        shutil.rmtree(child, ignore_errors=True)
+        total -= size
+        removed += 1
+    return removed
 
 
 def _outcome_json(o: Outcome) -> dict:
