@@ -767,12 +767,13 @@ def test_400kb_file_finishes_within_the_static_limit(kind):
         finished = False
         assert "did not finish" in str(exc)
     elapsed = time.monotonic() - t
-    assert elapsed < settings.STATIC_TIME_LIMIT_S + 3, elapsed          # bounded either way
+    # bounded either way: clang's preprocessor passes (side by side) and the scan each have the static limit
+    assert elapsed < 2 * settings.STATIC_TIME_LIMIT_S + 3, elapsed
     assert finished, f"{kind}: the analysis hit its time limit on a 400 KB file"
     for rule in static.RULES.values():                                   # every rule on it is bounded too
         rule(a, {"patterns": [r"hipMalloc\s*\(", "c[i]"], "regex": False})
     static.compile_inputs(a, src)
-    assert time.monotonic() - t < settings.STATIC_TIME_LIMIT_S + 3
+    assert time.monotonic() - t < 2 * settings.STATIC_TIME_LIMIT_S + 3
 
 
 def test_compiler_log_parse_is_linear():

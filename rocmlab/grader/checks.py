@@ -63,7 +63,8 @@ def analysis(ctx: Context):
     """The scanner's view of the submission, once per grading (None when it could not run)."""
     if ctx.analysis is None and not ctx.analysis_error:
         try:
-            ctx.analysis = static.analyze(ctx.source, ctx.target)
+            flags, _ = build_flags(ctx, nvidia=False)
+            ctx.analysis = static.analyze(ctx.source, ctx.target, flags=flags)
         except static.AnalysisError as exc:
             ctx.analysis_error = str(exc)
     return ctx.analysis
@@ -130,16 +131,28 @@ def build_flags(ctx: Context, nvidia: bool) -> tuple[tuple[str, ...], str]:
     return ("-I", include_dir(), *extra), missing
 
 
-def _machine_fault(res) -> str:
-    """The build's failure when it is the machine's (no compiler, no bitcode for the target), else ''."""
+#: A program every working toolchain builds: when it fails too, the machine lacks something.
+PROBE_SOURCE = "#include <hip/hip_runtime.h>\n__global__ void k(int* p) { p[0] = 1; }\nint main() { return 0; }\n"
+
+
+def _machine_fault(res, target: str = "", flags=(), plat=None) -> str:
+    """The build's failure when it is the machine's (no compiler, no bitcode for the target, a broken
+    toolchain), else ''. Told apart by what the machine lacks, never by the compiler's message (a learner
+    controls that text: ``#error ... not available offline here``): a known-good program is built with the
+    same target and flags; if it fails too, the machine is at fault."""
+    from rocmlab.hip import build
+
     if res.ok:
         return ""
     if not res.toolchain_kind:
         return res.cannot_run_reason or res.log
-    text = " ".join(d.message for d in res.diagnostics)
-    if "is not available offline here" in text or "cannot find clang-offload-bundler" in text:
-        return text
-    return ""
+    if not target:
+        return ""
+    probe = build.compile(PROBE_SOURCE, lang="hip", target=target, flags=flags, plat=plat, name="grader-probe")
+    if probe.ok:
+        return ""
+    return "the toolchain cannot build even a minimal program here: " + "; ".join(
+        d.message for d in (probe.errors or probe.diagnostics)[:2])
 
 
 def do_build(ctx: Context):
@@ -154,7 +167,7 @@ def do_build(ctx: Context):
         return None
     res = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
                         name=f"{ctx.exercise.id}-submission")
-    fault = _machine_fault(res)
+    fault = _machine_fault(res, target, flags, ctx.plat)
     if fault:
         raise MachineFault(f"cannot compile for {target} here: {fault}")
     if ctx.target and res.ok and not res.can_run and target.startswith("sm_"):
@@ -165,9 +178,12 @@ def do_build(ctx: Context):
 
 
 def _compile_refusal(ctx: Context) -> str:
+    """Why the grader will not compile the submission ('' if it will). A policy check that cannot finish
+    refuses: without the static analysis, what the file makes the compiler read is unknown."""
     a = analysis(ctx)
     if a is None:
-        return ""
+        return (f"the grader's checks of what this file makes the compiler read could not finish "
+                f"({ctx.analysis_error}). The grader did not compile it")
     bad = static.compile_inputs(a, ctx.source)
     if not bad:
         return ""

@@ -54,7 +54,7 @@ from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover, offline
 from rocmlab.machine.detect import current
 from rocmlab.paths import cache_dir
 
-OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive")
+OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive", "pre-device", "pre-host")
 CACHE_FORMAT = 2
 #: Bytes of compiler output kept (remarks for many kernels are long).
 COMPILER_OUTPUT_BYTES = 4 << 20
@@ -170,7 +170,10 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
                 *inputs, *libs, "-o", str(output)]
     if not targets:
         raise ValueError("no AMD target given: pass targets=('gfx942',) or another of " + ", ".join(settings.AMD_TARGETS))
-    what = {"exe": [], "obj": ["-c"], "asm": ["--cuda-device-only", "-S"]}.get(output_kind)
+    what = {"exe": [], "obj": ["-c"], "asm": ["--cuda-device-only", "-S"],
+            # clang's own preprocessor output of one pass, with #define/#undef and #include kept (-dD -dI)
+            "pre-device": ["--cuda-device-only", "-E", "-dD", "-dI"],
+            "pre-host": ["--cuda-host-only", "-E", "-dD", "-dI"]}.get(output_kind)
     if what is None:
         raise ValueError(f"output_kind={output_kind!r} is for nvcc; an AMD compiler makes exe, obj or asm")
     if output_kind == "asm" and len(targets) != 1:
@@ -495,12 +498,13 @@ def cache_key(**parts) -> str:
                                      default=str).encode()).hexdigest()
 
 
-_OUT_NAME = {"exe": "", "obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx"}
+_OUT_NAME = {"exe": "", "obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx", "pre-device": ".dev.i",
+             "pre-host": ".host.i"}
 
 
 def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind: str = "exe",
                    target: str, flags=(), stem: str = "cell", use_cache: bool = True,
-                   remarks: bool | None = None) -> Outcome:
+                   remarks: bool | None = None, time_limit: float | None = None) -> Outcome:
     """Compile a source text (a cell) once per (source, toolchain, target, flags, output kind):
     a second call returns the cached outcome at once. Failures are cached too."""
     start = time.monotonic()
@@ -532,7 +536,7 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
     base = target.split(":")[0] if tc.kind == "nvcc" else target
     cmd = command(tc, [src.name], out.name, output_kind=output_kind, targets=(base,), flags=flags, remarks=remarks)
     try:
-        done = run(tc, cmd, cwd=work)
+        done = run(tc, cmd, cwd=work, time_limit=time_limit)
     except BaseException:      # an interrupt (or a sandbox that cannot start) leaves no half-built folder
         shutil.rmtree(work, ignore_errors=True)
         raise
