@@ -357,7 +357,7 @@ def judged_source(source: str, active: set[int]) -> str:
         elif word == "endif" and stack:
             blank[i] = True
             close(stack.pop(), i)
-    return "\n".join("" if b else line for line, b in zip(lines, blank))
+    return "\n".join("" if b else line for line, b in zip(lines, blank, strict=True))
 
 
 # --- the rules ---------------------------------------------------------------------------------------

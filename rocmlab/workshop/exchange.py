@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import errno
+import html
 import json
 import os
 import re
@@ -224,9 +225,12 @@ class Feedback:
 
     def _repr_html_(self) -> str:
         i = self.info
-        head = (f"<p><b>{self.exercise}</b>: {i.get('earned', 0):g} / {i.get('possible', 0):g} points for your "
-                f"hand-in {i.get('handin', '?')} (hand-in {i.get('count', 1)} of {i.get('count', 1)}; "
-                f"graded {i.get('graded_at', '?')})</p>")
+        def esc(v) -> str:                          # every name in the view is escaped
+            return html.escape(str(v))
+
+        head = (f"<p><b>{esc(self.exercise)}</b>: {float(i.get('earned') or 0):g} / {float(i.get('possible') or 0):g} "
+                f"points for your hand-in {esc(i.get('handin', '?'))} (hand-in {esc(i.get('count', 1))} of "
+                f"{esc(i.get('count', 1))}; graded {esc(i.get('graded_at', '?'))})</p>")
         return f"<div class='rocmlab-feedback'>{head}{self.html}</div>"
 
     def __str__(self) -> str:
