@@ -485,6 +485,9 @@ def _spliced(source: str) -> str:
 
 _DIGRAPH_HASH = re.compile(r"^[ \t]*(?:%:|\?\?=)", re.MULTILINE)
 _ASM_READS = (".incbin", ".include")
+#: Assembler macros and loops: with them inline assembly can spell .incbin without writing it (.incb\\()in).
+_ASM_BUILDS = (".macro", ".irp", ".rept", ".altmacro")
+_ASM_BUILD_WORDS = {"include", "macro", "irp", "irpc", "rept", "altmacro"}
 _SYSTEM_PREFIXES = ("/usr/", "/opt/", "/lib/", "/lib64/")
 
 
@@ -528,9 +531,13 @@ def compile_inputs(a: Analysis, source: str | None = None) -> list[tuple[int, st
             if any(x in run_text for x in _ASM_READS) and run_line not in flagged:
                 flagged.add(run_line)
                 problems.append((run_line, "`.incbin`/`.include` in inline assembly reads a file: remove it"))
+            elif any(x in run_text for x in _ASM_BUILDS) and run_line not in flagged:
+                flagged.add(run_line)
+                problems.append((run_line, "assembler macros and loops (.macro, .irp, .rept, .altmacro) in inline "
+                                           "assembly can spell a directive that reads a file: remove them"))
             continue
         run_text, run_line = "", 0
-        if t.kind == "id" and (low == "incbin" or (low == "include" and i and toks[i - 1].text == "."
+        if t.kind == "id" and (low == "incbin" or (low in _ASM_BUILD_WORDS and i and toks[i - 1].text == "."
                                                    and not (i > 1 and toks[i - 2].text == "#"))):
             if t.line not in flagged:
                 flagged.add(t.line)
