@@ -168,7 +168,7 @@ def test_scratch_watchdog_is_the_fallback_without_bubblewrap(tmp_path):
 
 # --- the compiler's output and the build cache -------------------------------------------------------
 
-BIG = "#include <hip/hip_runtime.h>\nchar big[{mb} << 20] = {{1}};\n__global__ void k(char* p) {{ p[0] = big[1]; }}\n" \
+BIG = "#include <hip/hip_runtime.h>\nchar big[{mb} << 20] = {{1}};\n__global__ void k(char* p) {{ p[0] = 1; }}\n" \
       "int main() {{ return big[7]; }}\n"
 
 
@@ -177,6 +177,7 @@ def test_compiler_output_is_capped(monkeypatch):
     monkeypatch.setattr(driver, "COMPILER_FILE_BYTES", 16 * MB)
     r = build.compile(BIG.format(mb=24), target=settings.DEFAULT_TARGET, use_cache=False)
     assert not r.ok and not (r.binary and Path(r.binary).exists())
+    assert not r.errors or "big" not in r.errors[0].message, r.summary()        # stopped by the cap, not a typo
     # control: with room for it, the same source leaves a 24+ MB program
     monkeypatch.setattr(driver, "COMPILER_FILE_BYTES", 64 * MB)
     c = build.compile(BIG.format(mb=24), target=settings.DEFAULT_TARGET, use_cache=False)
@@ -301,7 +302,7 @@ def test_a_policy_check_that_cannot_finish_refuses(monkeypatch):
     a = static.analyze(leak)
     assert any("assembler macros" in t for _, t in static.compile_inputs(a, leak)), static.compile_inputs(a, leak)
     # control: the compiler itself takes the file (the policy is what stops it)
-    assert build.compile(leak, target=settings.DEFAULT_TARGET, mode="obj").ok
+    assert build.compile(leak, target=settings.DEFAULT_TARGET, mode="obj", flags=("-I", checks.include_dir())).ok
 
 
 # --- feedback shows what was printed, never what it does to a terminal -------------------------------
