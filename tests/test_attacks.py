@@ -668,8 +668,9 @@ LOOP = attack_source("volatile unsigned long x = 0; for (;;) x++;")
 
 
 @needs_compiler
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, sig):
+@pytest.mark.parametrize("sig, group", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)])
+def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, sig, group):
+    """``group``: Ctrl-C in a terminal, the signal to the whole process group (the workers get it too)."""
     subs, out, tmp, home = tmp_path / "subs", tmp_path / "out", tmp_path / "tmp", tmp_path / "home"
     for d in (subs, tmp, home):
         d.mkdir()
@@ -683,7 +684,8 @@ def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, s
            "ROCMLAB_ROCM_ROOT": str(offline_root())}
     cmd = [sys.executable, "-m", "rocmlab.cli", "grade", str(subs), "--exercise", "vector-add", "--out", str(out),
            "--workers", "2", "--time-limit", "120", "--no-progress"]
-    cli = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cli = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=group)
     results = out / "results"
     try:
         deadline = time.monotonic() + 240
@@ -697,7 +699,10 @@ def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, s
         else:
             pytest.fail("the infinite loop never started")
         t = time.monotonic()
-        cli.send_signal(sig)
+        if group:
+            os.killpg(cli.pid, sig)
+        else:
+            cli.send_signal(sig)
         rc = cli.wait(timeout=10)
         while _alive(str(tmp_path)) and time.monotonic() - t < 5:
             time.sleep(0.02)

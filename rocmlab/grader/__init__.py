@@ -35,6 +35,9 @@ isa_check.register(CHECKS)   # the isa check type and the needs: amd-gpu option
 
 __all__ = ["check", "refused", "exercises", "load", "Report", "CheckResult", "Exercise", "ExerciseError"]
 
+#: Each grading's temporary folder in TMPDIR is WORK_PREFIX + pid + "-...": :func:`sweep_stale` removes those of
+#: processes that are gone (a worker killed by Ctrl-C before its cleanup ran).
+WORK_PREFIX = "rocmlab-grade-"
 EMPTY = "your submission is empty: paste your whole HIP program (kernel, launch and main) and grade again"
 
 
@@ -60,7 +63,7 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
     def report(results, status="graded", error=""):
         return _report(ex, plat, seed, results, time.monotonic() - start, status, error)
 
-    work = tempfile.mkdtemp(prefix="rocmlab-grade-")
+    work = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")   # the pid: a killed worker's is swept later
     os.chmod(work, 0o711)   # the sandboxed program (another uid) may pass through to its scratch, not list it
     ctx = Context(ex, source or "", plat, seed, target=target, time_limit_s=time_limit_s, workdir=work)
     try:
@@ -91,6 +94,15 @@ def _not_scored(report, results: list[CheckResult], specs, msg: str) -> Report:
                                "stopped this grade)") for r in results]
     return report(ran + [CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
                          for s in specs[len(results):]], "error", msg)
+
+
+def sweep_stale() -> int:
+    """Remove the temporary folders (TMPDIR/rocmlab-grade-PID-*, the build cache's tmp-PID-*) of grading
+    processes that are gone. Returns how many were removed."""
+    from rocmlab.hip import compile as driver
+
+    return (driver.sweep_stale(tempfile.gettempdir(), WORK_PREFIX)
+            + driver.sweep_stale(driver.builds_dir(), "tmp-"))
 
 
 def refused(exercise_id: str, reason: str, *, plat=None) -> Report:

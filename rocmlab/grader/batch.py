@@ -336,8 +336,11 @@ def _done(job: Job, out: Path) -> bool:
 def grade_folder(submissions, exercises: list[str], out, *, assignment: str = "", workers: int = 1,
                  seed: int | None = None, time_limit_s: float | None = None, progress: bool = True) -> dict:
     """Grade every submission; returns counts. Already-graded (same source) results are skipped."""
+    from rocmlab import grader
+
     out = Path(out)
     jobs = find_jobs(submissions, exercises)
+    grader.sweep_stale()       # left by an earlier run that was killed
     todo = [j for j in jobs if not _done(j, out)]
     bar = None
     if progress:
@@ -381,6 +384,9 @@ def _grade_parallel(todo, out: Path, seed, time_limit_s, workers, bar) -> None:
             bar and bar.update(1)
     except BaseException:      # Ctrl-C, SIGTERM: end the workers (each ends its sandbox), keep what is written
         _stop_workers(pool)
+        from rocmlab import grader
+
+        grader.sweep_stale()   # the temporary folders of workers killed before their cleanup ran
         raise
     pool.shutdown(wait=True)
 
