@@ -13,7 +13,11 @@
 - without network, in its own pid, ipc and uts namespaces: ending the sandbox ends every process in
   it, ``setsid()`` daemons included;
 - with limits on wall time, CPU time, address space, processes, file size and output (stdout and
-  stderr are drained concurrently and capped);
+  stderr are drained concurrently and capped), and one memory limit for the whole run (all its processes,
+  its /tmp and /dev/shm): a cgroup of its own where one can be made (:func:`cgroup_parent`), else a watchdog
+  over its processes' resident memory, named in :func:`isolation` (:func:`memory_isolation`);
+- with bounded tmpfs for /tmp and /dev/shm, and, with ``Limits.scratch_bytes``, a private tmpfs scratch of
+  that size into which only the named ``outputs`` are bound writable (the host folder is never handed over);
 - with a clean environment (only ``env``, a default PATH and HOME=/tmp);
 - with the GPU device nodes only when ``gpu=True``.
 
