@@ -300,12 +300,17 @@ def clang_view(source: str, target: str, flags=(), time_limit_s: float | None = 
     limit = time_limit_s or settings.STATIC_TIME_LIMIT_S
 
     def one(kind: str):
-        return driver.compile_source(source, tc, lang="hip", output_kind=kind, target=target, flags=flags,
-                                     stem=SUBMISSION.rsplit(".", 1)[0], time_limit=limit)
+        # not cached (a preprocessed file is megabytes): read what is needed, then remove the build folder
+        o = driver.compile_source(source, tc, lang="hip", output_kind=kind, target=target, flags=flags,
+                                  stem=SUBMISSION.rsplit(".", 1)[0], time_limit=limit, use_cache=False)
+        try:
+            return o, (marker_lines(o.read(), SUBMISSION) if o.ok else None)
+        finally:
+            shutil.rmtree(o.directory, ignore_errors=True)
 
     with ThreadPoolExecutor(max_workers=2) as pool:       # the device and the host pass side by side
         outcomes = list(pool.map(one, ("pre-device", "pre-host")))
-    for o in outcomes:
+    for o, marks in outcomes:
         if not o.ok and o.duration_s >= limit - 0.5:
             raise AnalysisError(f"clang's preprocessor did not finish in {limit:g} s (a very large or macro-heavy "
                                 "file?): make the file smaller")
@@ -313,7 +318,7 @@ def clang_view(source: str, target: str, flags=(), time_limit_s: float | None = 
             errs = [d for d in o.diagnostics if d.severity == "error"] or o.diagnostics
             shown = "; ".join((f"line {d.line}: " if d.line else "") + d.message for d in errs[:2])
             raise AnalysisError(f"clang's preprocessor stopped ({shown or 'no message'}): fix it, then grade again")
-        got, read = marker_lines(o.read(), SUBMISSION)
+        got, read = marks
         lines |= got
         files |= read
     return ClangView(lines, sorted(files))
