@@ -72,10 +72,10 @@ def test_memory_limit_is_for_the_whole_run_not_per_process(capsys):
     parent, why = sandbox.cgroup_parent()
     r = _forks()
     held = r.stdout.count("held")
+    how = f"cgroup v{parent.version}" if parent else f"watchdog: {why}"
     with capsys.disabled():
         print(f"\n[memory] whole-run limit {LIMIT / MB:.0f} MiB, 4 x 96 MB asked: {held} held at once, peak "
-              f"{r.memory_peak_bytes / MB:.0f} MiB, ended at the limit: {r.memory_exceeded} "
-              f"({'cgroup v%d' % parent.version if parent else 'watchdog: ' + why})")
+              f"{r.memory_peak_bytes / MB:.0f} MiB, ended at the limit: {r.memory_exceeded} ({how})")
     assert held <= 1 and r.memory_exceeded, (held, r)
     if parent is not None:
         assert r.memory_peak_bytes <= LIMIT + 8 * MB
