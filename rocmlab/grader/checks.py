@@ -12,18 +12,17 @@ import re
 import secrets
 import shutil
 import tempfile
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rocmlab import sandbox, settings
 from rocmlab.grader import libs, static
+from rocmlab.grader.static import include_dir
 from rocmlab.grader import rlx as gio
 from rocmlab.grader.report import CheckResult
-from rocmlab.grader.spec import COMMON_DIR, CheckSpec, Exercise, common_header_hash
+from rocmlab.grader.spec import CheckSpec, Exercise
 from rocmlab.hip import compile as driver
-from rocmlab.paths import cache_dir
 
 # What a build prints when its host code reaches the first GPU call on a machine without one.
 NO_DEVICE = re.compile(r"hipErrorNoDevice|hipErrorInvalidDevice|no ROCm-capable device|invalid device ordinal|"
@@ -108,22 +107,6 @@ def check_static(ctx: Context, spec: CheckSpec) -> CheckResult:
 
 
 # --- compile -------------------------------------------------------------------------------------
-
-def include_dir() -> str:
-    """A folder holding only exercise_io.h (the compiler sees it, not the rest of the grader's files)."""
-
-    h = common_header_hash()
-    d = cache_dir() / "grader-include" / h
-    if not (d / "exercise_io.h").is_file():
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".exercise_io.h.{os.getpid()}.{threading.get_ident()}"
-        shutil.copyfile(COMMON_DIR / "exercise_io.h", tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, d / "exercise_io.h")
-    for p in (d, d.parent):
-        os.chmod(p, 0o755)
-    return str(d)
-
 
 def build_flags(ctx: Context, nvidia: bool) -> tuple[tuple[str, ...], str]:
     extra, missing = libs.flags(ctx.exercise.libraries, nvidia)

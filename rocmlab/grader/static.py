@@ -22,11 +22,14 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from rocmlab import settings
+from rocmlab.grader.spec import COMMON_DIR, common_header_hash
+from rocmlab.paths import cache_dir
 from rocmlab.port.scan import ScanReport, Tok, scan, tokenize
 
 SUBMISSION = "submission.hip"
@@ -70,8 +73,6 @@ class Analysis:
 def _analyze(source: str, target: str, root: str) -> Analysis:
     """``root``: an empty folder (the project folder, so ``#include "..."`` reaches nothing), made and removed by
     the parent, so a child killed at the time limit leaves no temporary folder behind."""
-    from rocmlab.grader.spec import COMMON_DIR
-
     start = time.monotonic()
     report = scan(source, target=target, include_dirs=[str(COMMON_DIR)], filename=SUBMISSION, root=root)
     lines = tokenize(source)
@@ -216,8 +217,6 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
     target = target if target in settings.AMD_TARGETS else settings.DEFAULT_TARGET
     limit = time_limit_s or settings.STATIC_TIME_LIMIT_S
     if not flags:                         # the grader's include folder (exercise_io.h only), as the build has it
-        from rocmlab.grader.checks import include_dir
-
         flags = ("-I", include_dir())
     view = clang_view(source, target, flags, limit)     # its own time limit, then the scan's
     judged = judged_source(source, view.lines) if view is not None else source
@@ -254,6 +253,23 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
 
 
 # --- what clang compiles ----------------------------------------------------------------------------
+
+def include_dir() -> str:
+    """A folder holding only exercise_io.h (the compiler sees it, not the rest of the grader's files)."""
+
+    h = common_header_hash()
+    d = cache_dir() / "grader-include" / h
+    if not (d / "exercise_io.h").is_file():
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".exercise_io.h.{os.getpid()}.{threading.get_ident()}"
+        shutil.copyfile(COMMON_DIR / "exercise_io.h", tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, d / "exercise_io.h")
+    for p in (d, d.parent):
+        os.chmod(p, 0o755)
+    return str(d)
+
+
 
 @dataclass
 class ClangView:
