@@ -247,7 +247,7 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
     if kind != "ok":
         raise AnalysisError(f"the static analysis failed ({value}); tell the instructor")
     value.preprocessor = "clang (its own preprocessor output, in the sandbox)" if view is not None else \
-        "rocmlab's scanner (no AMD compiler here)"
+        "rocmlab's scanner (no AMD compiler here, or clang's preprocessor stopped on the file)"
     value.files_read = view.files if view is not None else []
     return value
 
@@ -301,8 +301,9 @@ def marker_lines(text: str, name: str) -> tuple[set[int], set[str]]:
 
 def clang_view(source: str, target: str, flags=(), time_limit_s: float | None = None) -> ClangView | None:
     """Which lines of the submission clang compiles (its own preprocessor, device and host pass, in the
-    sandbox, with the build's flags), or None when no AMD compiler is here (the scanner's own preprocessor
-    decides then). A ``#line`` directive is refused: it would hide lines from the markers."""
+    sandbox, with the build's flags), or None when no AMD compiler is here or clang's preprocessor stops on
+    the file (the scanner's own preprocessor decides then; the compile check fails on the same error).
+    A ``#line`` directive is refused: it would hide lines from the markers."""
     from rocmlab.hip import compile as driver
 
     if _LINE_DIRECTIVE.search(_spliced(source)):
@@ -330,10 +331,8 @@ def clang_view(source: str, target: str, flags=(), time_limit_s: float | None = 
         if not o.ok and o.duration_s >= limit - 0.5:
             raise AnalysisError(f"clang's preprocessor did not finish in {limit:g} s (a very large or macro-heavy "
                                 "file?): make the file smaller")
-        if not o.ok:
-            errs = [d for d in o.diagnostics if d.severity == "error"] or o.diagnostics
-            shown = "; ".join((f"line {d.line}: " if d.line else "") + d.message for d in errs[:2])
-            raise AnalysisError(f"clang's preprocessor stopped ({shown or 'no message'}): fix it, then grade again")
+        if not o.ok:       # the learner's own failure (#error, <cuda_runtime.h>): the compile check fails on it;
+            return None    # the static rules still judge the file with the scanner's own preprocessor
         got, read = marks
         lines |= got
         files |= read
