@@ -69,7 +69,10 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
     try:
         if not (source or "").strip():
             return report([not_run(s, ctx, EMPTY) for s in specs])
-        a = analysis(ctx)
+        try:
+            a = analysis(ctx)
+        except (MachineFault, sandbox.SandboxError, OSError) as exc:   # clang's preprocessor could not run here
+            return _not_scored(report, [], specs, str(exc))
         if a is not None and not a.gpu_work:
             return report([not_run(s, ctx, NO_GPU_WORK) for s in specs])
         results = []
