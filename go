@@ -1,28 +1,45 @@
 #!/usr/bin/env bash
-# rocmlab's one entry point on a fresh Debian 12 machine (or a ROCm container).
-#   ./go lab         set up what is missing, then start JupyterLab on labs/
-#   ./go test        set up what is missing, then run the whole test suite
-#   ./go preflight   set up, then run every lab headless (the instructor's check)
-#   ./go setup       only set up
-# Set-up steps live in scripts/setup/NN-*.sh and are idempotent: a second run is quick.
+# rocmlab's one entry point: Debian 12/13, Ubuntu 22.04/24.04 (AMD's ROCm images and containers), a conda or
+# venv Python, as root or as a user (README, "Set up and run" has a row per platform).
+#   ./go lab         set up what the labs need, then start JupyterLab on labs/
+#   ./go test        set up what the labs and the test suite need, then run the whole test suite
+#   ./go preflight   set up what the labs need, then run every lab headless (the instructor's check)
+#   ./go setup       only set up (for the test suite too)
+# Set-up steps live in scripts/setup/NN-*.sh and are idempotent: a second run is quick. Each decides by what is
+# present and what the command needs; a part that is optional and cannot be installed is reported at the end
+# (what is lost, and the fix for this platform) and never stops ./go lab or ./go preflight.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 cmd=${1:-lab}; shift || true
 
-setup() {
+setup() {   # $1: lab | test
+  export ROCMLAB_SETUP_FOR=$1
+  local t0 log step
+  t0=$(date +%s)
+  log=$(mktemp)
   for step in scripts/setup/[0-9]*.sh; do
     echo "==> $step"
-    bash "$step"
+    bash "$step" 2>&1 | tee -a "$log"
+    if [ "${PIPESTATUS[0]}" -ne 0 ]; then
+      echo "set-up stopped at $step (a required part; its message above names the fix)" >&2
+      rm -f "$log"; exit 1
+    fi
   done
+  echo "==> set-up for '$1' done in $(( $(date +%s) - t0 )) s"
+  if grep -q '^rocmlab-setup: optional part missing: ' "$log"; then
+    echo "Optional parts missing (everything else works; nothing was skipped silently):"
+    sed -n 's/^rocmlab-setup: optional part missing: /  - /p' "$log" | sed 's/ -- loses: /\n      loses: /; s/ -- fix: /\n      fix:   /'
+  fi
+  rm -f "$log"
 }
 
 case "$cmd" in
-  setup) setup ;;
-  lab) setup; exec .venv/bin/rocmlab lab "$@" ;;
-  preflight) setup; exec .venv/bin/rocmlab preflight "$@" ;;
+  setup) setup test ;;
+  lab) setup lab; exec .venv/bin/rocmlab lab "$@" ;;
+  preflight) setup lab; exec .venv/bin/rocmlab preflight "$@" ;;
   test)
-    setup
+    setup test
     export ROCMLAB_QUICK=1
     set +e
     .venv/bin/python -m pytest "$@"

@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 
-COMMANDS = ("doctor", "lab", "preflight", "hip", "grade", "port", "serve", "handin")
+COMMANDS = ("doctor", "lab", "labs", "preflight", "hip", "grade", "port", "serve", "handin")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,11 +1,21 @@
-"""The course's labs: what each covers and what it needs, per backend.
+"""The course's labs: what each covers and what it needs, per backend, and copying them to a learner's folder.
 
 One list, used by Lab 00's table and checked against ``labs/`` and the README by tests.
+
+From a checkout, ``labs/`` is opened where it is. From an installed wheel the notebooks live inside the
+package (``rocmlab/_labs``), which a learner should not edit: ``rocmlab labs DEST`` copies them out, and
+``rocmlab lab`` does so into :func:`default_dest` when it is run from a wheel. A learner's files are never
+overwritten.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
+
+from rocmlab import paths
 
 
 @dataclass(frozen=True)
@@ -52,9 +62,72 @@ _LABS += (
         "everything; the MFMA exercise runs and is compared", "ISA for gfx942/gfx950 offline; BLAS via torch is cuBLAS; "
         "MFMA not run (no NVIDIA path)", "ISA, resources and occupancy offline for gfx942/gfx950/gfx90a; CPU BLAS; MFMA not run"),
 )
+_LABS += (
+    Lab("09-attention-on-mi300x.ipynb", "Attention on MI300X: FlashAttention forward in Triton; 7 graded puzzles",
+        "§3.2, §4.2 (FlashAttention on HIP)",
+        "puzzles run on the GPU; timed against torch SDPA; AMDGCN for gfx942/gfx950",
+        "puzzles run on the GPU; timed against torch SDPA (flash/efficient/cuDNN); AMDGCN for gfx942/gfx950 offline",
+        "puzzles in Triton's CPU interpreter, not timed; LDS/VGPRs/spills/MFMA/occupancy for gfx942/gfx950 offline"),
+    Lab("10-fp8-gemm.ipynb", "FP8 end to end: e4m3fnuz vs OCP e4m3fn, the block-scaled FP8 GEMM; 2 graded puzzles",
+        "§2.3, §3.3 (FP8, Quark)",
+        "puzzles in e4m3fnuz (gfx942) or e4m3fn (gfx950) on the GPU; timed against torch._scaled_mm and bf16",
+        "puzzles in e4m3fn on the GPU; timed against torch._scaled_mm and bf16; FP8 MFMA counts offline",
+        "puzzles in Triton's CPU interpreter (the target's format); FP8 MFMA counts for gfx942/gfx950 offline"),
+    Lab("11-counters-and-faults.ipynb", "Find it and fix it: hardware counters and GPU faults; 4 graded fixes",
+        "Lab 11 (beyond the article)",
+        "rocprofv3 --pmc counters into DataFrames, slow vs fixed timed, the fault and ASan runs",
+        "Nsight Compute metrics where counters are allowed, slow vs fixed timed, the fault seen as CUDA reports it",
+        "diagnosis from the gfx942 ISA/resources offline, the ASan build, graded ISA checks; no counters or runs"),
+)
 # Course order is file order, whatever order the entries were added in.
 LABS = tuple(sorted(_LABS, key=lambda lab: lab.file))
 
 
 def table_rows() -> list[list[str]]:
     return [[lab.file, lab.title, lab.article, lab.rocm, lab.cuda, lab.cpu] for lab in LABS]
+
+
+#: Files of the labs folder that are not course material.
+_SKIP = (".ipynb_checkpoints", "__pycache__", "my-work")
+
+
+class LabsCopyError(ValueError):
+    """DEST cannot receive the labs: the message names why and the fix."""
+
+
+def from_checkout() -> bool:
+    """True when the labs are a checkout's ``labs/`` (editable install), False from an installed wheel."""
+    return paths.labs_dir().parent == paths.repo_root() and (paths.repo_root() / "pyproject.toml").is_file()
+
+
+def default_dest() -> Path:
+    return Path(os.path.expanduser("~")) / "rocmlab-labs"
+
+
+def copy_labs(dest: Path, src: Path | None = None) -> tuple[list[Path], list[Path]]:
+    """Copy every notebook and file of the labs into ``dest``; returns (copied, kept). A file that already
+    exists in ``dest`` is kept as it is (the learner's edits are never lost)."""
+    src = src or paths.labs_dir()
+    if not src.is_dir():
+        raise LabsCopyError(f"the course's labs are not installed ({src} is missing): reinstall rocmlab")
+    dest = Path(dest)
+    if dest.exists() and not dest.is_dir():
+        raise LabsCopyError(f"{dest} is a file, not a folder: give a folder to copy the labs into")
+    if dest.resolve() == src.resolve() or src.resolve() in dest.resolve().parents:
+        raise LabsCopyError(f"{dest} is inside the course's own labs folder {src}: give a folder of your own")
+    copied, kept = [], []
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        if any(part in _SKIP for part in rel.parts) or not path.is_file() or path.is_symlink():
+            continue
+        target = dest / rel
+        if target.exists():
+            kept.append(target)
+            continue
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target)
+        except OSError as exc:
+            raise LabsCopyError(f"cannot write {target}: {exc.strerror}: choose a folder you can write to") from exc
+        copied.append(target)
+    return copied, kept

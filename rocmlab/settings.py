@@ -161,6 +161,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_HIPBLAS", "a ROCm folder holding include/hipblas (the SGEMM exercise), before /opt/rocm", ""),
     Variable("ROCMLAB_DEBIAN_MIRROR", "the Debian mirror the offline ROCm root is built from (scripts/setup)",
              "http://deb.debian.org/debian"),
+    Variable("ROCMLAB_SETUP_FOR", "what ./go sets up for: lab (the labs; ./go lab, ./go preflight) or test (also "
+             "the test suite's browser and hub proxy); ./go sets it", "lab"),
 )
 
 

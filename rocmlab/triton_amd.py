@@ -58,6 +58,8 @@ class AmdReport:
     scratch_bytes: int | None
     instructions: Counter = field(default_factory=Counter)
     asm: str = ""
+    vgpr_spills: int | None = None      # registers spilled to scratch memory (slow): 0 is what you want
+    sgpr_spills: int | None = None
 
     @property
     def threads_per_workgroup(self) -> int | None:
@@ -83,6 +85,19 @@ class AmdReport:
     def lds_ops(self) -> dict[str, int]:
         return {k: v for k, v in sorted(self.instructions.items()) if k.startswith(("ds_read", "ds_write", "ds_load", "ds_store"))}
 
+    @property
+    def lds_limit(self) -> int | None:
+        """The LDS one workgroup may use on this target: 64 KiB on gfx942 (MI300X), 160 KiB on gfx950 (MI355X)."""
+        facts = occ.TARGET_FACTS.get(self.target)
+        return facts["lds_per_cu"] if facts else None
+
+    @property
+    def fits_lds(self) -> bool | None:
+        """False when the kernel asks for more LDS than a CU has: it compiles, but cannot launch."""
+        if self.lds_limit is None or self.lds_bytes is None:
+            return None
+        return self.lds_bytes <= self.lds_limit
+
     def occupancy(self):
         """Waves per SIMD from the registers and LDS, by rocmlab's calculator (None where it lacks the target)."""
 
@@ -96,7 +111,7 @@ class AmdReport:
         o = self.occupancy()
         return {"target": self.target, **{k: v for k, v in self.options.items()},
                 "wave": self.wavefront_size, "threads/WG": self.threads_per_workgroup, "VGPRs": self.vgprs,
-                "AGPRs": self.agprs, "LDS B": self.lds_bytes,
+                "AGPRs": self.agprs, "spills": self.vgpr_spills, "LDS B": self.lds_bytes,
                 "waves/SIMD": getattr(o, "waves_per_simd", None),
                 "loads": ", ".join(f"{n}x {w}" for w, n in self.loads().items()) or "-",
                 "MFMA": ", ".join(f"{n}x {k}" for k, n in self.mfma().items()) or "-"}
@@ -134,7 +149,8 @@ def parse_amdgcn(asm: str) -> dict:
             ins[name] += 1
     return dict(wavefront_size=meta("wavefront_size"), vgprs=meta("vgpr_count"), agprs=meta("agpr_count"),
                 sgprs=meta("sgpr_count"), lds_bytes=meta("group_segment_fixed_size"),
-                scratch_bytes=meta("private_segment_fixed_size"), instructions=ins)
+                scratch_bytes=meta("private_segment_fixed_size"), vgpr_spills=meta("vgpr_spill_count"),
+                sgpr_spills=meta("sgpr_spill_count"), instructions=ins)
 
 
 def interpreting() -> bool:

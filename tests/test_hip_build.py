@@ -55,7 +55,11 @@ def cpu_plat():
 def test_offline_build_links_and_cannot_run_on_cpu(rng):
     tag = f"args{rng.randrange(10**6)}"
     src = VADD.replace("args", tag)
-    r = build.compile(src, plat=cpu_plat())
+    # the default where nothing can run: device code compiled, host code compiled and link-checked, no program
+    fast = build.compile(src, plat=cpu_plat())
+    assert fast.ok and fast.binary is None and "no program was linked" in fast.cannot_run_reason
+    assert [k.name for k in fast.kernels()] == ["vadd(float const*, float const*, float*, int)"]
+    r = build.compile(src, plat=cpu_plat(), link=True)
     assert r.ok, r.log
     assert r.binary and Path(r.binary).is_file() and os.access(r.binary, os.X_OK)
     assert r.target == "gfx942" and r.toolchain_kind == "offline" and "hipcc" in r.toolchain
@@ -63,17 +67,25 @@ def test_offline_build_links_and_cannot_run_on_cpu(rng):
     assert not r.cached and r.duration_s > 0
     assert not r.can_run and r.cannot_run_reason == "compiled for gfx942 offline: no AMD GPU here"
     ks = r.kernels()
-    assert [k.name for k in ks] == ["vadd(float const*, float const*, float*, int)"]
+    assert [(k.name, k.vgprs, k.occupancy) for k in ks] == [(k.name, k.vgprs, k.occupancy) for k in fast.kernels()]
     assert ks[0].wavefront_size == 64 and ks[0].vgprs > 0 and 1 <= ks[0].occupancy <= 8
     with pytest.raises(build.CannotRun, match="no AMD GPU here"):
-        build.run(r)
+        build.run(r, simulate=False)
+    if current().backend == "cpu":   # no GPU: the same source runs on the CPU simulator, and says so
+        sim = build.run(r, [3])
+        assert sim.returncode == 3 and sim.stdout == f"{tag} 1\n", sim.stderr
+        assert sim.stderr.startswith("[cpu: wave64 simulator] ran on the CPU simulator")
+        sim = build.run(fast, [4])     # a fast build (no program linked) runs there too
+        assert sim.returncode == 4 and sim.stdout == f"{tag} 1\n", sim.stderr
+    # a fast build links on demand to run its host code
+    assert build.run(fast, [3], host_only=True).returncode == 3
     # its host code does run, in the sandbox: arguments in, exit status out
     code = rng.randrange(1, 100)
     done = build.run(r, [code], host_only=True)
     assert done.returncode == code and done.stdout == f"{tag} 1\n"
 
     # the cache: same inputs -> hit with the same binary; any key part changed -> a new build
-    again = build.compile(src, plat=cpu_plat())
+    again = build.compile(src, plat=cpu_plat(), link=True)
     assert again.cached and again.binary == r.binary and again.duration_s < r.duration_s / 10
     assert not build.compile(src, flags=["-O1"], plat=cpu_plat()).cached
     assert not build.compile(src + "\n", plat=cpu_plat()).cached

@@ -75,8 +75,10 @@ def test_config_is_named_and_cuda_arch_is_undefined():
 
 
 def test_device_or_host_pass_counts_as_compiled():
+    # a warp-level unit (it ballots), so its host code that computes lanes of 32 is judged too
     src = ("#ifdef __HIP_DEVICE_COMPILE__\n__device__ int a(int t) { return t & 31; }\n#else\n"
-           "int b(int tid) { return tid % 32; }\n#endif\n")
+           "int b(int tid) { return tid % 32; }\n#endif\n"
+           "__device__ unsigned long long vote(int p) { return __ballot(p); }\n")
     r = scan(src, filename="p.hip")
     lines = {f.line: f.compiled for f in r.findings if f.rule == "lane-arithmetic-32"}
     assert lines == {2: True, 4: True}

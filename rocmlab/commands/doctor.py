@@ -24,7 +24,7 @@ def run(args) -> int:
     plat = detect(probe)
     checks = doctor.run_checks(probe, plat)
     if args.json:
-        print(doctor.to_json(checks, plat))
+        print(doctor.to_json(checks, plat, probe))
     else:
         print(f"rocmlab doctor — {plat.summary()}\n")
         print(doctor.format_table(checks))

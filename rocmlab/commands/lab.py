@@ -9,7 +9,8 @@ import sys
 
 def add_parser(sub):
     p = sub.add_parser("lab", help="start JupyterLab on labs/ (extra arguments go to jupyter lab)")
-    p.add_argument("--labs", default=None, help="folder of notebooks (default: the course's labs/)")
+    p.add_argument("--labs", default=None, help="folder of notebooks (default: the checkout's labs/; from an "
+                   "installed wheel, ~/rocmlab-labs, where the labs are copied first)")
     p.add_argument("jupyter_args", nargs="*", help="passed to jupyter lab, after --")
     p.set_defaults(func=run)
 
@@ -22,9 +23,22 @@ def command(labs: str, extra: list[str]) -> list[str]:
 
 
 def run(args) -> int:
+    from rocmlab import labs as course_labs
     from rocmlab.paths import labs_dir
 
-    labs = args.labs or str(labs_dir())
+    labs = args.labs
+    if labs is None and course_labs.from_checkout():
+        labs = str(labs_dir())
+    elif labs is None:
+        # installed from a wheel: the notebooks inside the package are the course's copy, not the learner's
+        dest = course_labs.default_dest()
+        try:
+            copied, kept = course_labs.copy_labs(dest)
+        except course_labs.LabsCopyError as exc:
+            print(f"error: {exc}; or pass --labs DIR", file=sys.stderr)
+            return 2
+        print(f"rocmlab: the labs are in {dest} ({len(copied)} files copied now, {len(kept)} of yours kept)")
+        labs = str(dest)
     if not os.path.isdir(labs):
         print(f"error: labs folder '{labs}' does not exist; pass --labs DIR", file=sys.stderr)
         return 2

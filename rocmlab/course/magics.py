@@ -10,7 +10,8 @@ Options (``%%hip --help``): ``-t/--target`` (gfx942, gfx90a, sm_90; default: the
 else gfx942), ``--inspect`` (resource table and occupancy), ``--isa`` (the highlighted ISA
 listing too), ``--no-run``, ``-n/--name`` (later cells reuse the build: ``%hip_run NAME args``
 or ``rocmlab.hip.build.named(NAME)``), ``-f/--flags "..."``, ``--timeout S``, ``--host-only``
-(run an offline build's host code anyway), and program arguments after ``--``.
+(run an offline build's host code anyway), ``--simulate`` (run on the CPU simulator even where a GPU is;
+without a GPU that happens by itself, and the cell says so), and program arguments after ``--``.
 
 Nothing here can take the notebook kernel down: compiles and runs are child processes with
 limits, and every problem is printed as a message that names the fix.
@@ -24,6 +25,8 @@ import shlex
 from rocmlab import settings
 from rocmlab.course.widgets import inspector
 from rocmlab.hip import build as _build
+from rocmlab.hip import simulate
+from rocmlab.hip.compile import find_toolchain
 from rocmlab.hip.inspector import inspect
 from rocmlab.machine.detect import current
 
@@ -43,6 +46,8 @@ def _parser(lang: str) -> argparse.ArgumentParser:
                    help=f"seconds before the program is stopped (default {settings.RUN_TIME_LIMIT_S:g})")
     p.add_argument("--host-only", action="store_true",
                    help="run an offline build's host code anyway (GPU calls fail without a GPU)")
+    p.add_argument("--simulate", action="store_true",
+                   help="run on the CPU simulator (wavefronts of 64) even where a GPU is; automatic without one")
     p.add_argument("-h", "--help", action="store_true")
     p.add_argument("args", nargs="*", help="program arguments (after --)")
     return p
@@ -103,8 +108,12 @@ def run_cell(lang: str, line: str, cell: str, user_ns: dict | None = None, displ
     if res.ok and opts.inspect:
         _show_inspection(res, opts.isa)
     if res.ok and not opts.no_run:
-        if res.can_run or opts.host_only:
+        if (res.can_run and not opts.simulate) or opts.host_only:
             report_run(res, opts.args, opts.timeout, opts.host_only, display)
+        elif opts.simulate or find_toolchain(simulate.KIND) is not None:
+            why = "asked for with --simulate" if opts.simulate else f"not run on a GPU: {res.cannot_run_reason}"
+            display(simulate.label(f"running on the CPU simulator, wavefronts of 64 ({why}); times are not measured"))
+            report_run(res, opts.args, opts.timeout, display=display, simulate=True)
         else:
             display(f"not run: {res.cannot_run_reason}")
     return res
@@ -151,9 +160,10 @@ def hip_run(line: str, display=print):
     return report_run(res, args, timeout, host_only, display)
 
 
-def report_run(res: _build.BuildResult, args, timeout: float, host_only: bool = False, display=print):
+def report_run(res: _build.BuildResult, args, timeout: float, host_only: bool = False, display=print,
+               simulate: bool | None = None):
     try:
-        done = _build.run(res, args, timeout_s=timeout, host_only=host_only)
+        done = _build.run(res, args, timeout_s=timeout, host_only=host_only, simulate=simulate)
     except _build.CannotRun as exc:
         display(f"not run: {exc}")
         return None

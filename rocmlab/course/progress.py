@@ -23,7 +23,13 @@ from pathlib import Path
 from rocmlab import paths
 
 #: lab (notebook stem) -> {task id: points possible on an MI300X}. Each lab's graded tasks add lines here.
-LAB_TASKS: dict[str, dict[str, float]] = {}
+LAB_TASKS: dict[str, dict[str, float]] = {
+    "09-attention-on-mi300x": {"row-softmax": 1, "online-softmax": 2, "attention-tile": 2, "flash-forward": 3,
+                               "causal": 2, "gqa": 2, "paged-decode": 3},
+    "10-fp8-gemm": {"fp8-quantize": 2, "fp8-gemm": 4},
+    "11-counters-and-faults": {"lab11-coalesce": 11.0, "lab11-lds-banks": 11.0, "lab11-occupancy": 11.0,
+                               "lab11-race": 9.0, "oob_write-line": 1.0, "use_after_free-line": 1.0},
+}
 
 
 def progress_file() -> Path:

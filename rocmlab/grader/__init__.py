@@ -25,12 +25,13 @@ import tempfile
 import time
 
 from rocmlab import sandbox, settings
-from rocmlab.grader import isa_check
+from rocmlab.grader import isa_check, speedup
 from rocmlab.grader.checks import CHECKS, NO_GPU_WORK, Context, MachineFault, analysis, new_seed, not_run
 from rocmlab.grader.report import CheckResult, Report
 from rocmlab.grader.spec import Exercise, ExerciseError, exercises, load
 from rocmlab.machine.detect import current
 
+speedup.register(CHECKS)    # the speedup check type: the fixed program against the exercise's slow starter
 isa_check.register(CHECKS)   # the isa check type and the needs: amd-gpu option
 
 __all__ = ["check", "refused", "exercises", "load", "Report", "CheckResult", "Exercise", "ExerciseError"]

@@ -23,6 +23,7 @@ from rocmlab.grader import rlx as gio
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import CheckSpec, Exercise
 from rocmlab.hip import compile as driver
+from rocmlab.hip import simulate as sim
 
 # What a build prints when its host code reaches the first GPU call on a machine without one.
 NO_DEVICE = re.compile(r"hipErrorNoDevice|hipErrorInvalidDevice|no ROCm-capable device|invalid device ordinal|"
@@ -53,6 +54,7 @@ class Context:
     workdir: str = ""
     analysis: object = None        # static.Analysis of the submission (what the compiler sees)
     analysis_error: str = ""       # why the static analysis could not run, if so
+    sim_build: object = None       # the CPU simulator's build, where no GPU can run the submission
 
     def child_seed(self, salt: int) -> int:
         return (self.seed * 1_000_003 + salt) % (1 << 63)
@@ -148,6 +150,8 @@ def do_build(ctx: Context):
     if missing:
         ctx.build_skip = missing
         return None
+    # where no GPU runs the program this is the fast build (device code, host code and a link check, no
+    # program): run checks use the CPU simulator's build, or link on demand (execute)
     res = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
                         name=f"{ctx.exercise.id}-submission")
     fault = _machine_fault(res, target, flags, ctx.plat)
@@ -221,13 +225,15 @@ def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | Non
     prog = os.path.join(scratch, "prog")
     shutil.copy2(res.binary, prog)
     os.chmod(prog, 0o755)
-    gpu = bool(res.can_run)
+    simulated = res.toolchain_kind == sim.KIND
+    gpu = bool(res.can_run) and not simulated
     # an offline build runs inside the ROCm root it was linked against (its libamdhip64 lives there)
     return driver.run_program(res.toolchain_kind, res.root, [prog, *args], scratch=scratch, time_limit=timeout_s,
                               memory_bytes=None if gpu else settings.RUN_MEMORY_BYTES,
                               output_bytes=settings.RUN_OUTPUT_BYTES, gpu=gpu,
                               file_bytes=max(settings.RUN_FILE_BYTES, file_bytes or 0),
-                              scratch_bytes=sandbox.RUN_SCRATCH_BYTES, outputs=outputs)
+                              scratch_bytes=sandbox.RUN_SCRATCH_BYTES, outputs=outputs,
+                              env=sim.run_env(timeout_s) if simulated else None)
 
 
 def run_time_limit(ctx: Context, spec: CheckSpec) -> float:
@@ -242,7 +248,12 @@ def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
 
     Inputs and expected outputs are made here, outside the sandbox; only the input file goes in. The output
     file is read back with a cap (twice the expected size, plus 1 MB)."""
-    res = ctx.build
+    res = ctx.sim_build or ctx.build
+    if res.binary is None:     # the fast build linked no program: link it now to run its host code
+        from rocmlab.hip import build
+
+        res = ctx.build = build.compile(ctx.source, lang="hip", target=res.target, flags=res.flags, plat=ctx.plat,
+                                        name=f"{ctx.exercise.id}-submission", link=True)
     inputs = _fresh_inputs(ctx, size_name, salt)
     want = ctx.exercise.reference_module().reference(inputs)
     cap = 2 * sum(np.asarray(w).nbytes for w in want.values()) + (1 << 20)
@@ -262,10 +273,20 @@ def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
     finally:
         shutil.rmtree(d, ignore_errors=True)
     return {"done": done, "inputs": inputs, "want": want, "arrays": arrays, "format_error": fmt_error,
-            "host_only": host_only, "size": size_name}
+            "host_only": host_only, "size": size_name, "simulated": res.toolchain_kind == sim.KIND}
 
 
 def _run_verdict(r: dict) -> tuple[str, str]:
+    status, msg = _verdict(r)
+    if r.get("simulated"):     # the feedback names the backend that earned (or lost) the points
+        stopped = sim.stopped_message(r["done"].stderr)
+        if stopped and status == "failed":
+            msg = f"{msg}: {stopped}" if r["done"].returncode != sim.STOPPED_EXIT else f"stopped: {stopped}"
+        msg = sim.label(msg)
+    return status, msg
+
+
+def _verdict(r: dict) -> tuple[str, str]:
     done = r["done"]
     if done.timed_out:
         return "failed", "the program " + done.explain()
@@ -291,7 +312,8 @@ def _run_verdict(r: dict) -> tuple[str, str]:
                           "the errors of its HIP calls")
     if r["format_error"]:
         return "failed", f"the program ran but its output is unusable: {r['format_error']}"
-    warn = " (it wrote to stderr: a warning is not a failure)" if done.stderr.strip() else ""
+    own = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(sim.label())]
+    warn = " (it wrote to stderr: a warning is not a failure)" if own else ""
     return "passed", f"ran cleanly in {done.duration_s:.2f} s{warn}"
 
 
@@ -309,8 +331,26 @@ def _unbuilt(ctx: Context, spec: CheckSpec) -> CheckResult | None:
     return None
 
 
+def _simulate(ctx: Context, spec: CheckSpec) -> CheckResult | None:
+    """No GPU runs this build here: build it for the CPU simulator instead (``ctx.sim_build``). Returns the
+    check's result when the simulator cannot run it (skipped: the machine's limit, never the learner's)."""
+    from rocmlab.hip import build
+
+    if ctx.build.can_run or ctx.build.toolchain_kind not in ("offline", "rocm"):
+        return None
+    s = build.simulator_build(ctx.build)
+    if s is None:
+        return None
+    if not s.ok:
+        why = "; ".join(d.message for d in s.errors[:2]) or s.summary()
+        ctx.run = {"status": "skipped", "arrays": None, "format_error": ""}
+        return result(spec, ctx, "skipped", sim.label(f"no GPU here, and the CPU simulator cannot run this: {why}"))
+    ctx.sim_build = s
+    return None
+
+
 def check_run(ctx: Context, spec: CheckSpec) -> CheckResult:
-    early = _unbuilt(ctx, spec)
+    early = _unbuilt(ctx, spec) or _simulate(ctx, spec)
     if early is not None:
         return early
     ctx.run = execute(ctx, "run", 1, run_time_limit(ctx, spec))
@@ -364,6 +404,8 @@ def check_compare(ctx: Context, spec: CheckSpec) -> CheckResult:
     if ctx.run["arrays"] is None:
         return not_run(spec, ctx, f"nothing to compare: {ctx.run['format_error'] or 'no output'}")
     ok, msg, details = compare_outputs(ctx, ctx.run)
+    if ctx.run.get("simulated"):
+        msg, details = sim.label(msg), {**details, "backend": sim.LABEL}
     return result(spec, ctx, "passed" if ok else "failed", msg, details)
 
 

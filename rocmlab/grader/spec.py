@@ -14,7 +14,7 @@ from rocmlab import paths
 
 EXERCISES_DIR = paths.exercises_dir()
 COMMON_DIR = EXERCISES_DIR / "common"
-CHECK_TYPES = ("static", "compile", "run", "compare", "perf", "isa")
+CHECK_TYPES = ("static", "compile", "run", "compare", "perf", "isa", "speedup")
 
 
 class ExerciseError(ValueError):

@@ -1,9 +1,10 @@
 """A set of wrong submissions, made from the solutions by small edits: what the grader must catch.
 
 Each entry: ``name -> WrongSubmission(exercise, source, fails, where)``: ``fails`` is the check that must
-fail, ``where`` says which backends can see it (``any``: static, compile and host-side faults are seen
-on every machine; ``gpu``: a wrong kernel is only visible when it runs). Lab 02, the tests and
-``tests/gpu/run_solutions.py`` use the same set.
+fail, ``where`` says which backends can see it (``any``: every machine that can grade; ``gpu``: only where a
+GPU runs the kernel). A wrong kernel is ``any`` too: without a GPU the CPU simulator runs it (a machine that
+can compile for the AMD target offline can also simulate). Lab 02, the tests and ``tests/gpu/run_solutions.py``
+use the same set.
 """
 
 from __future__ import annotations
@@ -58,10 +59,10 @@ def wrong_submissions() -> dict[str, WrongSubmission]:
         WrongSubmission("wrong index", "vector-add",
                         _edit("vector-add", "int i = blockIdx.x * blockDim.x + threadIdx.x;",
                               "int i = blockIdx.x + threadIdx.x;"),
-                        "correct", "gpu", "i = blockIdx.x + threadIdx.x"),
+                        "correct", "any", "i = blockIdx.x + threadIdx.x"),
         WrongSubmission("only passes on zeros", "vector-add",
                         _edit("vector-add", "c[i] = a[i] + b[i];", "c[i] = a[i] * b[i];"),
-                        "correct", "gpu", "a * b equals a + b only when both are zero"),
+                        "correct", "any", "a * b equals a + b only when both are zero"),
         WrongSubmission("infinite loop", "vector-add",
                         _host("    volatile int spin = 1;\n    while (spin) {}\n"), "runs", "any", "spins forever"),
         WrongSubmission("segfault", "vector-add",
@@ -78,5 +79,11 @@ def wrong_submissions() -> dict[str, WrongSubmission]:
                               "      xio::Writer(argv[2]).f32(guess.data(), guess.size());\n"
                               "      std::printf(\"vector_add: PASSED\\n\"); return 0; }\n"),
                         "correct", "any", "writes 1.0 everywhere and prints PASSED without touching the GPU"),
+        # Lab 11: the race. Offline the ISA has no s_barrier; on a GPU the result is wrong only on some runs
+        # (benchmarks/lab11_gpu.py counts how often), so the set names the check every machine sees.
+        WrongSubmission("missing __syncthreads (race)", "lab11-race",
+                        _edit("lab11-race", "    __syncthreads();                             // every write to tile "
+                                            "lands before any read of it\n", ""),
+                        "barrier-gfx942", "any", "reads LDS another wavefront may not have written yet"),
     ]
     return {w.name: w for w in items}

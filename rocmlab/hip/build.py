@@ -12,8 +12,12 @@ backend    HIP source (``lang="hip"``)            CUDA source (``lang="cuda"``)
            runs
 ``cpu``    the offline ROCm 7.2.4 root for        nvcc for sm_90 if present, compile only;
            settings.DEFAULT_TARGET: compile and   else hipify + the offline root
-           link, never run on a GPU
+           link; runs on the CPU simulator
 =========  =====================================================================
+
+``toolchain="cpu"`` builds for the wave64 CPU simulator (:mod:`rocmlab.hip.simulate`). ``run(result)`` of a
+build that cannot run here (no GPU) runs the same source there instead, and says so (``simulate=False``:
+never; ``simulate=True``: even where a GPU is).
 
 An explicit ``target`` overrides this: ``gfx*`` builds for AMD, ``sm_*`` for NVIDIA, on any
 machine that has the compiler. Builds are cached (one cache, :func:`rocmlab.hip.compile.compile_source`),
@@ -30,11 +34,12 @@ import re
 import shlex
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from rocmlab import sandbox, settings
 from rocmlab.hip import compile as driver
+from rocmlab.hip import simulate as sim
 from rocmlab.hip.compile import Diagnostic, find_toolchain
 from rocmlab.hip.toolchain import Toolchain
 
@@ -149,6 +154,8 @@ def choose_toolchain(lang: str, target: str, plat, toolchain) -> tuple[Toolchain
 def _can_run(tc: Toolchain, target: str, mode: str, plat) -> tuple[bool, str]:
     if mode == "obj":
         return False, "built as an object file (mode='obj'): build with mode='exe' to run it"
+    if tc.kind == sim.KIND:
+        return True, ""
     dev = plat.device
     if tc.kind == "nvcc":
         if plat.backend != "cuda":
@@ -189,8 +196,14 @@ def validate_args(lang: str, mode: str, target: str, flags) -> tuple[str, ...]:
 
 
 def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=(), toolchain=None,
-            name: str | None = None, mode: str = "exe", plat=None, use_cache: bool = True) -> BuildResult:
+            name: str | None = None, mode: str = "exe", plat=None, use_cache: bool = True,
+            link: bool | None = None) -> BuildResult:
     """Build ``source``. Never raises for a bad program: the result says what went wrong.
+
+    ``link``: None (the default) links a program only where it can run here. Where it cannot (no GPU for an
+    AMD target), the device code is compiled and the host code checked at the same time, with no link
+    (:data:`rocmlab.hip.compile.OUTPUTS`' ``check``): the same diagnostics and resources in about half the
+    time, and ``binary`` is None. ``link=True`` always links (e.g. to run the host code alone).
 
     Raises ``ValueError`` for bad arguments (an unknown ``lang``, ``mode`` or ``target``).
     ``target`` defaults to the GPU here, else settings.DEFAULT_TARGET; ``toolchain`` may be a
@@ -211,14 +224,18 @@ def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=
         return _remember(res)
     if tc.kind != "nvcc" and not base.startswith("gfx") or tc.kind == "nvcc" and base.startswith("gfx"):
         raise ValueError(f"toolchain {tc.label} cannot build for {target}")
-    out = driver.compile_source(source, tc, lang=lang, output_kind=mode, target=target, flags=flags,
+    can_run, why = _can_run(tc, base, mode, plat)
+    kind = mode
+    if mode == "exe" and link is not True and not can_run and tc.kind != "nvcc":
+        kind = "check"
+        why += "; no program was linked (its device code was compiled and its host code checked): link=True links one"
+    out = driver.compile_source(source, tc, lang=lang, output_kind=kind, target=target, flags=flags,
                                 stem=name or "cell", use_cache=use_cache)
     unknown = list((out.translation or {}).get("unknown_names", []))
     notes = list((out.translation or {}).get("notes", []))
     if unknown:
         notes = [f"HIP names with no CUDA translation (fix them if the build fails): {', '.join(unknown)}", *notes]
-    can_run, why = _can_run(tc, base, mode, plat)
-    res = BuildResult(out.ok, out.output if out.ok else None, out.log, list(out.diagnostics), tc.label, target,
+    res = BuildResult(out.ok, out.output if out.ok and kind != "check" else None, out.log, list(out.diagnostics), tc.label, target,
                       out.cached, time.monotonic() - start, can_run and out.ok, why if out.ok else "the build failed",
                       lang, mode, tc.kind, source, out.compiled_source,
                       str(Path(out.directory) / out.source_file), list(out.command), out.key, name, unknown, notes,
@@ -242,9 +259,39 @@ def named(name: str) -> BuildResult:
                        f"build it first with %%hip --name {name}") from None
 
 
+def simulator_build(result: BuildResult) -> BuildResult | None:
+    """The same source built for the CPU simulator (cached), or None where it cannot be (no offline root,
+    a CUDA or object build). Its ``ok`` is False, with the message, for what the simulator cannot run."""
+    if result.mode != "exe" or not result.source or result.toolchain_kind == sim.KIND:
+        return None
+    if driver.find_toolchain(sim.KIND) is None:
+        return None
+    target = result.target if result.target in sim.TARGETS else settings.DEFAULT_TARGET
+    return compile(result.source, lang=result.lang, target=target, flags=result.flags, toolchain=sim.KIND,
+                   plat=None)
+
+
+def _auto_simulate(result: BuildResult, simulate: bool | None, host_only: bool) -> BuildResult | None:
+    """The simulator build ``run`` uses instead of ``result``, if any (see :func:`run`)."""
+    if result.toolchain_kind == sim.KIND or host_only or simulate is False:
+        return None
+    if simulate is None and (result.can_run or not result.ok or result.toolchain_kind not in ("offline", "rocm")
+                             or driver.resolve_platform(None).backend != "cpu"):
+        return None     # automatic only where no GPU is
+    s = simulator_build(result)
+    if s is None:
+        if simulate:
+            raise CannotRun(f"cannot simulate: {sim.problem() or 'only HIP programs (mode exe) are simulated'}")
+        return None
+    if not s.ok:
+        raise CannotRun(f"cannot run here: {result.cannot_run_reason}; and the CPU simulator cannot run it:\n"
+                        + "\n".join(str(d) for d in s.errors[:5]))
+    return s
+
+
 def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT_S, memory_bytes=_DEFAULT,
         output_bytes: int = 1 << 20, *, host_only: bool = False, stdin: bytes | None = None,
-        env: dict | None = None, scratch: str | None = None) -> sandbox.Completed:
+        env: dict | None = None, scratch: str | None = None, simulate: bool | None = None) -> sandbox.Completed:
     """Run a built program with limits. Raises :class:`CannotRun` (with the reason and the fix)
     when the build failed or cannot run on this machine.
 
@@ -258,8 +305,19 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     if not isinstance(result, BuildResult):
         raise TypeError("run() takes the BuildResult that compile() returned")
     timeout_s = settings.time_limit(timeout_s, what="timeout_s")     # nan, inf, 1e308, -1: ValueError with the fix
+    simulated = _auto_simulate(result, simulate, host_only) if result.ok else None
+    if simulated is not None:      # no GPU here: the same source on the CPU simulator, and the output says so
+        done = run(simulated, args, timeout_s, memory_bytes, output_bytes, stdin=stdin, env=env, scratch=scratch)
+        why = "" if result.toolchain_kind == sim.KIND else f" ({result.cannot_run_reason or 'asked for'})"
+        return replace(done, stderr=sim.label(f"ran on the CPU simulator, wavefronts of 64{why}") + "\n" + done.stderr)
     if not result.ok:
         raise CannotRun("cannot run: the build failed\n" + result.summary())
+    if result.binary is None and result.mode == "exe" and host_only:
+        # built without a link (nothing can run on the GPU here): link it now to run its host code
+        result = compile(result.source, lang=result.lang, target=result.target, flags=result.flags,
+                         toolchain=result.toolchain_kind or None, name=result.name, link=True)
+        if not result.ok:
+            raise CannotRun("cannot run: linking the program failed\n" + result.summary())
     if not result.binary or not Path(result.binary).exists():
         raise CannotRun(f"cannot run: the binary {result.binary} is gone (cache cleared?): compile again")
     if not result.can_run and not (host_only and result.mode == "exe"):
@@ -271,7 +329,9 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     if isinstance(args, str):
         args = shlex.split(args)
     if memory_bytes is _DEFAULT:
-        memory_bytes = None if result.can_run else settings.RUN_MEMORY_BYTES
+        memory_bytes = None if result.can_run and result.toolchain_kind != sim.KIND else settings.RUN_MEMORY_BYTES
+    if result.toolchain_kind == sim.KIND:
+        env = sim.run_env(timeout_s, env)
     args = [str(a) for a in args]
     # the program reads the files named in its arguments: their folders are bound in read-only
     folders = {str(Path(a).parent) for a in args if a.startswith("/") and Path(a).parent.is_dir()}
@@ -281,7 +341,8 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     try:
         return driver.run_program(result.toolchain_kind, result.root, [result.binary, *args], scratch=own.name,
                                   time_limit=timeout_s, memory_bytes=memory_bytes, output_bytes=output_bytes,
-                                  stdin_data=stdin, env=env, gpu=result.can_run, scratch_bytes=sandbox.RUN_SCRATCH_BYTES,
+                                  stdin_data=stdin, env=env, gpu=result.can_run and result.toolchain_kind != sim.KIND,
+                                  scratch_bytes=sandbox.RUN_SCRATCH_BYTES,
                                   ro_binds=(str(Path(result.binary).parent), *sorted(folders)))
     finally:
         own.cleanup()

@@ -45,17 +45,20 @@ import re
 import shutil
 import tempfile
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from rocmlab import sandbox, settings
-from rocmlab.hip import hipcuda
+from rocmlab.hip import hipcuda, simulate
 from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover, offline_problem
 from rocmlab.machine.detect import current
 from rocmlab.paths import cache_dir
 
-OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive", "pre-device", "pre-host")
-CACHE_FORMAT = 2
+OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive", "check", "pre-device", "pre-host")
+#: ``check``: what a machine that cannot run the program needs, in half the time of ``exe``: the device code
+#: compiled (``--cuda-device-only -c``, with the resource remarks) and, at the same time, the host code checked
+#: (``--cuda-host-only -fsyntax-only``). Same diagnostics and resources as a full build; no program is linked.
+CACHE_FORMAT = 5
 #: Bytes of compiler output kept (remarks for many kernels are long).
 COMPILER_OUTPUT_BYTES = 4 << 20
 #: The largest file a compiler may write (an object, a program, a listing): a source with a 400 MB static array
@@ -76,7 +79,7 @@ def find_toolchain(kind: str, refresh: bool = False) -> Toolchain | None:
     """:func:`rocmlab.hip.toolchain.discover`, remembered for this process (a warm cache hit must
     not spend its time asking compilers for their versions)."""
     if refresh or kind not in _FOUND:
-        _FOUND[kind] = discover(kind)
+        _FOUND[kind] = simulate.discover() if kind == simulate.KIND else discover(kind)
     return _FOUND[kind]
 
 
@@ -132,6 +135,8 @@ def available(target: str | None = None) -> str:
 def prepare_source(source: str, lang: str, tc: Toolchain) -> hipcuda.Translation | None:
     """What the compiler must see: HIP through nvcc is translated to CUDA, CUDA for an AMD
     compiler is hipified. None when the source goes in as it is."""
+    if tc.kind == simulate.KIND:    # the CPU simulator: C++ with its own header, or #error for what it cannot run
+        return simulate.translate(hipcuda.hipify(source).cuda_source if lang == "cuda" else source)
     if tc.kind == "nvcc" and lang == "hip":
         return hipcuda.translate(source)
     if tc.kind != "nvcc" and lang == "cuda":
@@ -158,6 +163,10 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
         return [archiver(tc), "rcs", str(output), *inputs]
     if output_kind == "link":
         return [tc.compiler, *flags, *inputs, *libs, "-o", str(output)]
+    if tc.kind == simulate.KIND:
+        runtime = simulator_runtime(tc) if output_kind == "exe" else ""
+        return simulate.command(tc, inputs, output, output_kind=output_kind, flags=flags, pre=pre, libs=libs,
+                                runtime=runtime)
     if tc.kind == "nvcc":
         if len(targets) != 1:
             raise ValueError("nvcc builds for one target at a time here: pass one sm_XX")
@@ -175,13 +184,57 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
             "pre-device": ["--cuda-device-only", "-E", "-dD", "-dI"],
             "pre-host": ["--cuda-host-only", "-E", "-dD", "-dI"]}.get(output_kind)
     if what is None:
-        raise ValueError(f"output_kind={output_kind!r} is for nvcc; an AMD compiler makes exe, obj or asm")
+        raise ValueError(f"output_kind={output_kind!r} is for nvcc; an AMD compiler makes exe, obj or asm "
+                         "(check: see check_commands)")
     if output_kind == "asm" and len(targets) != 1:
         raise ValueError("device assembly is for one target at a time: pass one gfx target")
     rem = ["-Rpass-analysis=kernel-resource-usage"] if remarks else []
     return [tc.compiler, "-x", "hip", *[f"--offload-arch={t}" for t in targets], *_opt(flags), *rem,
             "-Wno-unused-result", *pre, *flags, *what, *inputs,
             *(libs if output_kind == "exe" else []), "-o", str(output)]
+
+
+def check_commands(tc: Toolchain, source: str, output: str, *, target: str, flags=(), libs=()) -> list[list[list[str]]]:
+    """The two halves of a ``check`` build, run at the same time: [the device code compiled to an object with
+    the resource remarks], and [the host code compiled, then linked with unresolved symbols as warnings]. The
+    link finds what a full link finds (a missing ``main``, an undefined function) without the device image:
+    its only expected unresolved symbol is the ``__hip_fatbin_*`` the device half would have provided."""
+    rem = ["-Rpass-analysis=kernel-resource-usage"]
+    flags = [str(f) for f in flags]
+    base = [tc.compiler, "-x", "hip", f"--offload-arch={target}", *_opt(flags)]
+    host_obj = output + ".host.o"
+    return [[[*base, *rem, "-Wno-unused-result", *flags, "--cuda-device-only", "-c", source, "-o", output]],
+            [[*base, "-Wno-unused-result", *flags, "--cuda-host-only", "-c", source, "-o", host_obj],
+             [tc.compiler, *flags, host_obj, *libs, "-Wl,--warn-unresolved-symbols", "-o", output + ".linkcheck"]]]
+
+
+_UNRESOLVED = re.compile(r"^(?P<head>.*?)warning: (?P<what>undefined (?:reference to|symbol:?) .*)$")
+
+
+def link_check_log(log: str) -> tuple[str, bool]:
+    """A ``--warn-unresolved-symbols`` link's log as a full link reports it: (log, ok). Unresolved symbols
+    other than the device image's ``__hip_fatbin_*`` become errors, with the driver's closing line."""
+    out, failed = [], False
+    for line in log.splitlines():
+        m = _UNRESOLVED.match(line)
+        if m:
+            if "__hip_fatbin" in m.group("what"):
+                continue
+            line, failed = m.group("head") + m.group("what"), True
+        out.append(line)
+    if failed:
+        out.append("clang++: error: linker command failed with exit code 1 (use -v to see invocation)")
+    return "\n".join(out) + ("\n" if out else ""), not failed
+
+
+def simulator_runtime(tc: Toolchain) -> str:
+    """The CPU simulator's runtime (rocmlab/hip/sim/runtime.cpp) compiled once per version, in the cache."""
+    obj = cache_dir() / "hipsim" / tc.version / "runtime.o"
+    if not obj.is_file():
+        r = compile_file(tc, simulate.RUNTIME_SOURCE, obj, flags=["-O2"], cwd=simulate.SIM_DIR)
+        if not r.ok:
+            raise RuntimeError(f"the simulator's runtime does not compile (a rocmlab bug): {r.log[-2000:]}")
+    return str(obj)
 
 
 def archiver(tc: Toolchain) -> str:
@@ -498,8 +551,56 @@ def cache_key(**parts) -> str:
                                      default=str).encode()).hexdigest()
 
 
-_OUT_NAME = {"exe": "", "obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx", "pre-device": ".dev.i",
-             "pre-host": ".host.i"}
+_OUT_NAME = {"exe": "", "obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx", "check": ".device.o",
+             "pre-device": ".dev.i", "pre-host": ".host.i"}
+
+
+def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, flags) -> tuple[sandbox.Completed, list[str]]:
+    """Both halves of a ``check`` build at once, each in a folder of its own (the sandbox hands its scratch
+    folder to the run's user); the device object is moved to ``out``. Returns one Completed for both: ok
+    only when both are, their outputs joined (device first, as a full build prints them)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    plan = check_commands(tc, src.name, out.name, target=target, flags=flags)
+    folders = []
+    for half in ("device", "host"):
+        d = work / half
+        d.mkdir()
+        shutil.copyfile(src, d / src.name)
+        folders.append(d)
+
+    def half(i: int) -> sandbox.Completed:
+        steps = []
+        for j, cmd in enumerate(plan[i]):
+            done = run(tc, cmd, cwd=folders[i])
+            if i == 1 and j == 1:     # the link check: unresolved symbols are warnings there, errors here
+                stderr, linked = link_check_log(done.stderr)
+                done = replace(done, stderr=stderr, returncode=done.returncode if not linked or done.returncode else 0)
+                if not linked and done.returncode == 0:
+                    done = replace(done, returncode=1)
+            steps.append(done)
+            if not done.ok:
+                break
+        last = steps[-1]
+        here = str(folders[i]) + os.sep       # messages name the cell as a full build in ``work`` would
+        return replace(last, stdout="".join(d.stdout for d in steps).replace(here, ""),
+                       stderr="".join(d.stderr for d in steps).replace(here, ""),
+                       duration_s=sum(d.duration_s for d in steps))
+
+    with ThreadPoolExecutor(2) as pool:
+        dev, host = pool.map(half, range(2))
+    if (folders[0] / out.name).exists():
+        os.replace(folders[0] / out.name, out)
+    for d in folders:
+        shutil.rmtree(d, ignore_errors=True)
+    worst = dev if not dev.ok else host
+    joined = replace(worst, stdout=dev.stdout + host.stdout, stderr=dev.stderr + host.stderr,
+                     duration_s=max(dev.duration_s, host.duration_s), timed_out=dev.timed_out or host.timed_out,
+                     stdout_truncated=dev.stdout_truncated or host.stdout_truncated,
+                     stderr_truncated=dev.stderr_truncated or host.stderr_truncated)
+    # one argument list, as a shell would read it: the device half '&' the host half '&&' its link check
+    cmds = [*plan[0][0], "&", *plan[1][0], "&&", *plan[1][1]]
+    return joined, cmds
 
 
 def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind: str = "exe",
@@ -534,9 +635,15 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
     src.write_text(compiled)
     out = work / (stem + _OUT_NAME[output_kind])
     base = target.split(":")[0] if tc.kind == "nvcc" else target
-    cmd = command(tc, [src.name], out.name, output_kind=output_kind, targets=(base,), flags=flags, remarks=remarks)
+    if output_kind == "check" and tc.kind == "nvcc":
+        raise ValueError("output_kind='check' is for AMD targets; nvcc builds exe, obj, cubin or ptx")
+    cmd = [] if output_kind == "check" else command(tc, [src.name], out.name, output_kind=output_kind,
+                                                    targets=(base,), flags=flags, remarks=remarks)
     try:
-        done = run(tc, cmd, cwd=work, time_limit=time_limit)
+        if output_kind == "check":
+            done, cmd = _run_check(tc, work, src, out, base, flags)
+        else:
+            done = run(tc, cmd, cwd=work, time_limit=time_limit)
     except BaseException:      # an interrupt (or a sandbox that cannot start) leaves no half-built folder
         shutil.rmtree(work, ignore_errors=True)
         raise

@@ -158,7 +158,7 @@ def provoke(plat=None, serialize: bool = True, log_level: int = 1) -> FaultRun:
         return FaultRun(plat.label, False, why_not="it did not compile here:\n" + res.summary(include_run=False),
                         env=env)
     try:
-        done = build.run(res, timeout_s=settings.RUN_TIME_LIMIT_S, env=dict(os.environ, **env))
+        done = build.run(res, timeout_s=settings.RUN_TIME_LIMIT_S, env=dict(os.environ, **env), simulate=False)
     except build.CannotRun as exc:
         why = str(exc)
         if plat.backend == "cpu":

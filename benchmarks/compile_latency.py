@@ -1,0 +1,99 @@
+"""A learner's edit-compile-feedback loop: how long one HIP cell takes to build, against plain hipcc.
+
+    python benchmarks/compile_latency.py [--repeats 5] [--target gfx942] [--out DIR]
+
+In one run, interleaved (A B C A B C ...), each with a fresh nonce in the source so that every build is
+cold:
+  - plain hipcc, full build (compile and link), the same source, compiler and sandbox: the baseline;
+  - rocmlab's default path (``build.compile(src)``): where the program cannot run here (no GPU for the
+    target), the device code compiled and the host code checked at the same time, no link;
+  - rocmlab with ``link=True`` (the full build, as the grader's run checks need on a CPU);
+  - a warm cache hit of the same cell.
+Prints medians and each path's ratio to plain hipcc (median of the per-round ratios: the machine's
+speed drifts), with the backend and toolchain that produced them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rocmlab.hip import build  # noqa: E402
+from rocmlab.hip import compile as driver  # noqa: E402
+from rocmlab.machine.detect import current  # noqa: E402
+from hip_cache import CELL  # noqa: E402  (the same vector-add cell as benchmarks/hip_cache.py)
+
+
+def cell() -> str:
+    return CELL.format(nonce=uuid.uuid4().hex)
+
+
+def plain_hipcc(tc, src: str, target: str) -> float:
+    with tempfile.TemporaryDirectory(prefix="plain-") as d:
+        Path(d, "t.hip").write_text(src)
+        cmd = [tc.compiler, "-x", "hip", f"--offload-arch={target}", "-O3", "t.hip", "-o", "t"]
+        t0 = time.perf_counter()
+        done = driver.run(tc, cmd, cwd=d)
+        took = time.perf_counter() - t0
+        if not done.ok:
+            raise SystemExit(f"plain hipcc failed: {done.stderr[-500:]}")
+        return took
+
+
+def timed(fn) -> float:
+    t0 = time.perf_counter()
+    r = fn()
+    took = time.perf_counter() - t0
+    if not r.ok:
+        raise SystemExit(f"build failed: {r.summary()}")
+    return took
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--target", default="gfx942")
+    ap.add_argument("--out", default=None, help="folder for compile_latency_<backend>.txt (a copy of the table)")
+    a = ap.parse_args()
+    if a.repeats < 1:
+        ap.error("--repeats must be at least 1")
+    plat = current()
+    tc, fix = driver.choose("hip", a.target)
+    if tc is None:
+        print(f"cannot measure: {fix}")
+        return 2
+    default_kind = "check" if not build._can_run(tc, a.target, "exe", plat)[0] and tc.kind != "nvcc" else "exe"
+    rows = {"plain hipcc (full)": [], "rocmlab default": [], "rocmlab link=True": [], "rocmlab warm": []}
+    for _ in range(a.repeats):
+        src = cell()
+        rows["plain hipcc (full)"].append(plain_hipcc(tc, src, a.target))
+        src = cell()
+        rows["rocmlab default"].append(timed(lambda: build.compile(src, target=a.target)))
+        rows["rocmlab warm"].append(timed(lambda: build.compile(src, target=a.target)))
+        src = cell()
+        rows["rocmlab link=True"].append(timed(lambda: build.compile(src, target=a.target, link=True)))
+    base = rows["plain hipcc (full)"]
+    lines = [f"compile latency of one HIP cell [{plat.backend}: {plat.device_name}], {tc.label}, target {a.target}, "
+             f"{a.repeats} rounds; rocmlab's default path here builds '{default_kind}'",
+             "", "| path | median s | min s | max s | ratio to plain hipcc (median of rounds) |", "|---|---|---|---|---|"]
+    for name, xs in rows.items():
+        ratio = statistics.median(x / b for x, b in zip(xs, base, strict=True))
+        lines.append(f"| {name} | {statistics.median(xs):.3f} | {min(xs):.3f} | {max(xs):.3f} | {ratio:.3f} |")
+    text = "\n".join(lines)
+    print(text)
+    if a.out:
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        (Path(a.out) / f"compile_latency_{plat.backend}.txt").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

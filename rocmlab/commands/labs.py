@@ -1,0 +1,28 @@
+"""rocmlab labs DEST: copy the course's notebooks into a folder of your own (the path for an existing
+JupyterLab, e.g. AMD Developer Cloud's JupyterLab image, where rocmlab was pip-installed from a wheel)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from rocmlab import labs as course_labs
+
+
+def add_parser(sub):
+    p = sub.add_parser("labs", help="copy the labs into DEST (files you already have there are kept)")
+    p.add_argument("dest", help="folder to copy the notebooks into (created if missing)")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    dest = Path(args.dest).expanduser()
+    try:
+        copied, kept = course_labs.copy_labs(dest)
+    except course_labs.LabsCopyError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"copied {len(copied)} files into {dest}" + (f"; kept {len(kept)} you already had there (never overwritten)"
+                                                        if kept else ""))
+    print(f"open them with: rocmlab lab --labs {dest}   (or in your JupyterLab's file browser)")
+    return 0

@@ -1,0 +1,81 @@
+"""Fidelity of the CPU simulator where it matters: grading. Every exercise solution runs and passes its
+compare check on the simulator (MFMA and hipBLAS are refused at build time with the reason), every wrong
+submission scores as on MI300X (the hard-coded-32 reduction gives the wrong sum here; it passes on the
+H200), the wave64 traps give MI300X's wrong answers, and the simulator never earns perf points."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from rocmlab import grader
+from rocmlab.grader.spec import load
+from rocmlab.grader.wrong import wrong_submissions
+from rocmlab.hip import build, simulate
+from rocmlab.hip.sim.traps import TRAPS
+from rocmlab.machine.detect import current
+
+pytestmark = [pytest.mark.skipif(bool(simulate.problem()), reason=simulate.problem() or "simulator available"),
+              pytest.mark.skipif(current().backend != "cpu", reason="the grader simulates only where no GPU is")]
+
+NOT_SIMULATED = {"mfma-gemm": "MFMA", "sgemm-hipblas": "hipBLAS"}
+LABEL = "[cpu: wave64 simulator]"
+
+
+@pytest.mark.parametrize("exercise", [e.id for e in grader.exercises()])
+def test_every_solution_runs_and_compares_on_the_simulator(exercise):
+    t0 = time.monotonic()
+    r = grader.check(exercise, load(exercise).solution)
+    took = time.monotonic() - t0
+    run, compare = r.check("runs"), r.check("correct")
+    if exercise in NOT_SIMULATED:
+        assert run.status == compare.status == "skipped", (run.message, compare.message)
+        assert NOT_SIMULATED[exercise] in run.message, run.message
+        return
+    assert run.status == "passed" and run.message.startswith(LABEL), run.message
+    assert compare.status == "passed" and compare.message.startswith(LABEL), compare.message
+    assert compare.details.get("backend") == simulate.LABEL
+    for c in r.checks:
+        if c.type == "perf":
+            assert c.status == "skipped" and c.points == 0, c.message     # never perf points from the simulator
+    assert r.status == "graded" and took < 120, took
+
+
+def test_the_hard_coded_warp_of_32_gives_the_wrong_sum_here():
+    w = wrong_submissions()["hard-coded warp of 32"]
+    r = grader.check(w.exercise, w.source, only=("compile", "run", "compare"))
+    compare = r.check("correct")
+    assert compare.status == "failed" and compare.message.startswith(LABEL), compare.message
+    got, want = map(float, re.search(r"got ([-\d.e+]+), expected ([-\d.e+]+)", compare.message).groups())
+    assert got < 0.75 * want, compare.message        # about half the partial sums are never added
+
+
+@pytest.mark.parametrize("name", ["wrong index", "only passes on zeros", "printed hard-coded answer"])
+def test_wrong_kernels_fail_their_compare_check_here(name):
+    w = wrong_submissions()[name]
+    r = grader.check(w.exercise, w.source, only=("compile", "run", "compare"))
+    assert r.check(w.fails).status == "failed", r.check(w.fails).message
+
+
+def test_the_32_bit_shuffle_mask_does_not_build_as_on_rocm_7():
+    w = wrong_submissions()["mechanical hipify (32-bit shuffle mask)"]
+    res = build.compile(w.source, toolchain=simulate.KIND, flags=("-I", str(load(w.exercise).folder.parent / "common")))
+    assert not res.ok and "The mask must be a 64-bit integer" in res.summary()
+
+
+def test_a_host_infinite_loop_times_out_as_before():
+    w = wrong_submissions()["infinite loop"]
+    r = grader.check(w.exercise, w.source, only=("compile", "run"), time_limit_s=2)
+    assert r.check("runs").status == "failed" and "time limit" in r.check("runs").message
+
+
+@pytest.mark.parametrize("trap", TRAPS, ids=[t.name for t in TRAPS])
+def test_wave64_traps_give_mi300x_answers(trap):
+    res = build.compile(trap.source, toolchain=simulate.KIND)
+    assert res.ok, res.summary()
+    done = build.run(res)
+    assert done.returncode == 0 and trap.name in done.stdout, done.stderr
+    verdict = "PASSED" if "PASSED" in done.stdout else "FAILED"
+    assert trap.mi300x.startswith(verdict), (trap.name, done.stdout)
