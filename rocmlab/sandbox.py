@@ -13,7 +13,11 @@
 - without network, in its own pid, ipc and uts namespaces: ending the sandbox ends every process in
   it, ``setsid()`` daemons included;
 - with limits on wall time, CPU time, address space, processes, file size and output (stdout and
-  stderr are drained concurrently and capped);
+  stderr are drained concurrently and capped), and one memory limit for the whole run (all its processes,
+  its /tmp and /dev/shm): a cgroup of its own where one can be made (:func:`cgroup_parent`), else a watchdog
+  over its processes' resident memory, named in :func:`isolation` (:func:`memory_isolation`);
+- with bounded tmpfs for /tmp and /dev/shm, and, with ``Limits.scratch_bytes``, a private tmpfs scratch of
+  that size into which only the named ``outputs`` are bound writable (the host folder is never handed over);
 - with a clean environment (only ``env``, a default PATH and HOME=/tmp);
 - with the GPU device nodes only when ``gpu=True``.
 
@@ -38,6 +42,7 @@ import resource
 import secrets
 import shutil
 import signal
+import stat
 import subprocess
 import threading
 import time
@@ -86,12 +91,14 @@ class Limits:
     processes: int | None = settings.RUN_PROCESS_LIMIT
     file_bytes: int | None = settings.RUN_FILE_BYTES
     output_bytes: int = settings.RUN_OUTPUT_BYTES
+    #: the run's private scratch: a tmpfs of this size (None: the scratch folder itself, on the host's disk)
+    scratch_bytes: int | None = None
 
     def __post_init__(self):
         settings.time_limit(self.wall_s, what="wall time limit")
         if self.cpu_s is not None:
             settings.time_limit(self.cpu_s, what="CPU time limit")
-        for name in ("memory_bytes", "processes", "file_bytes"):
+        for name in ("memory_bytes", "processes", "file_bytes", "scratch_bytes"):
             v = getattr(self, name)
             if v is not None and (not isinstance(v, int) or v <= 0):
                 raise ValueError(f"Limits.{name}={v!r}: give a whole number above 0, or None for no limit")
@@ -129,6 +136,9 @@ class Completed:
     stdout_truncated: bool
     stderr_truncated: bool
     isolation: str = NONE       # Isolation.description of the runner that ran it
+    memory_exceeded: bool = False   # the whole run reached its memory limit (cgroup, or the fallback's watchdog)
+    scratch_exceeded: bool = False  # the fallback's watchdog ended it for writing more than its scratch quota
+    memory_peak_bytes: int = 0      # the whole run's peak memory (cgroup), or the watchdog's highest reading
 
     @property
     def signal(self) -> str | None:
@@ -148,6 +158,11 @@ class Completed:
         if self.timed_out:
             return (f"stopped after {self.duration_s:.1f} s: the time limit was reached "
                     "(an infinite loop, a deadlock at a barrier, or a kernel that never ends?)")
+        if self.memory_exceeded and not self.ok:
+            return ("was ended at the memory limit of the whole run (all its processes, /tmp and /dev/shm "
+                    "together): allocate what the inputs need, not more")
+        if self.scratch_exceeded and not self.ok:
+            return "was ended for writing more than its scratch space allows: write only the output file"
         sig = self.signal
         if sig == "SIGSEGV":
             return "crashed with a segmentation fault (SIGSEGV): an out-of-bounds or null pointer access on the host"
@@ -222,7 +237,7 @@ def _describe(level: str, reason: str, fix: str) -> Isolation:
                 "write that user's files, see other processes and use the network; setsid() daemons can outlive it)")
     else:
         text = "none (no isolation: plain subprocess with limits)"
-    return Isolation(level, text, reason, fix)
+    return Isolation(level, text if level == NONE else f"{text}; {memory_isolation()}", reason, fix)
 
 
 @cache
@@ -248,6 +263,308 @@ def _detect(mode: str, as_root: bool) -> Isolation:
     return _describe(BWRAP, "", "")
 
 
+# --- the whole run's memory: a cgroup where one can be made, else a watchdog -----------------------------
+
+CGROUP_ROOT = "/sys/fs/cgroup"
+#: A graded run's private scratch (a tmpfs: its binary and input are bound in, only its output file reaches disk).
+RUN_SCRATCH_BYTES = 64 << 20
+#: /dev/shm in the sandbox is a tmpfs of this size (its pages are memory: they count in the whole run's limit too).
+SHM_BYTES = 64 << 20
+#: How often the fallback's watchdog measures a run (its resident memory, its scratch folder).
+WATCHDOG_INTERVAL_S = 0.05
+_cgroups_off: list[bool] = []          # no_cgroup(): the attack suite's controls
+
+
+class no_cgroup:
+    """``with sandbox.no_cgroup(): ...`` runs without the whole-run memory cgroup and without the fallback's
+    watchdog (per-process limits only: the control of the memory attacks). Never used by the grader."""
+
+    def __enter__(self):
+        _cgroups_off.append(True)
+        return self
+
+    def __exit__(self, *exc):
+        _cgroups_off.pop()
+
+
+def _own_cgroups() -> dict[str, str]:
+    """This process's cgroup path per controller ('' for the unified v2 hierarchy)."""
+    out: dict[str, str] = {}
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, ctrls, path = line.rstrip("\n").split(":", 2)
+                for c in ctrls.split(",") if ctrls else [""]:
+                    out[c] = path
+    except (OSError, ValueError):
+        pass
+    return out
+
+
+def _write(path: str, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def _read_int(path: str) -> int:
+    try:
+        with open(path) as f:
+            return int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+@dataclass(frozen=True)
+class CgroupParent:
+    path: str
+    version: int     # 1 (the memory controller's own hierarchy) or 2 (unified)
+
+
+def _probe_parent(path: str, version: int) -> str:
+    """'' when a child cgroup with a memory limit can be made under ``path``, else why not."""
+    probe = os.path.join(path, f"rocmlab-probe-{os.getpid()}-{secrets.token_hex(3)}")
+    try:
+        os.mkdir(probe)
+    except OSError as exc:
+        return f"cannot make a cgroup under {path} ({exc.strerror})"
+    try:
+        _write(os.path.join(probe, "memory.max" if version == 2 else "memory.limit_in_bytes"), str(64 << 20))
+        return ""
+    except OSError as exc:
+        return f"cannot set a memory limit under {path} ({exc.strerror})"
+    finally:
+        with contextlib.suppress(OSError):
+            os.rmdir(probe)
+
+
+@cache
+def cgroup_parent() -> tuple[CgroupParent | None, str]:
+    """Where a memory cgroup per run can be made here: (parent, '') or (None, why not). cgroup v2 (the unified
+    hierarchy with the memory controller enabled for our cgroup's children, as systemd's delegation gives),
+    else cgroup v1's memory hierarchy; both need write access (root, or a delegated subtree)."""
+    own, why = _own_cgroups(), []
+    for top in (CGROUP_ROOT, os.path.join(CGROUP_ROOT, "unified")):
+        ctrl = os.path.join(top, "cgroup.controllers")
+        if os.path.isfile(ctrl):
+            parent = top + own.get("", "/").rstrip("/")
+            try:
+                with open(os.path.join(parent, "cgroup.subtree_control")) as f:
+                    enabled = "memory" in f.read().split()
+                if not enabled:
+                    _write(os.path.join(parent, "cgroup.subtree_control"), "+memory")
+            except OSError as exc:
+                why.append(f"cgroup v2 at {parent}: memory not delegated ({exc.strerror})")
+            else:
+                problem = _probe_parent(parent, 2)
+                if not problem:
+                    return CgroupParent(parent, 2), ""
+                why.append("cgroup v2: " + problem)
+            break
+    v1 = os.path.join(CGROUP_ROOT, "memory")
+    if os.path.isfile(os.path.join(v1, "memory.limit_in_bytes")) or os.path.isdir(v1):
+        parent = v1 + own.get("memory", "/").rstrip("/")
+        problem = _probe_parent(parent, 1)
+        if not problem:
+            return CgroupParent(parent, 1), ""
+        why.append("cgroup v1: " + problem)
+    return None, "; ".join(why) or f"no cgroup file system at {CGROUP_ROOT}"
+
+
+def memory_isolation() -> str:
+    """How the whole run's memory is bounded here, in words (part of :func:`isolation`'s description)."""
+    parent, why = cgroup_parent()
+    if parent is not None:
+        return (f"memory: one limit for the whole run (all its processes, /tmp and /dev/shm) in a cgroup "
+                f"v{parent.version} of its own")
+    return (f"memory: WEAKER, no cgroup can be made here ({why}): an address-space limit per process, and a "
+            f"watchdog that ends the run when its processes' resident memory passes the limit (checked every "
+            f"{WATCHDOG_INTERVAL_S * 1000:.0f} ms); /tmp and /dev/shm are bounded tmpfs")
+
+
+class _Guard:
+    """The whole run's limits that no rlimit gives: its memory (a cgroup of its own, else a watchdog over its
+    processes' resident memory) and, in the fallback without bubblewrap, its scratch quota (a watchdog over the
+    folder's size). ``start()`` before the run, ``enter()`` in the child (preexec), ``stop()`` after."""
+
+    def __init__(self, memory_bytes: int | None, uid: int | None, scratch: str | None, scratch_bytes: int | None):
+        self.memory_bytes, self.uid = memory_bytes, uid
+        self.scratch, self.scratch_bytes = scratch, scratch_bytes
+        self.cgroup: str | None = None
+        self.version = 0
+        self.memory_exceeded = self.scratch_exceeded = False
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        if _cgroups_off or not self.memory_bytes:
+            return
+        parent, _ = cgroup_parent()
+        if parent is None:
+            return
+        path = os.path.join(parent.path, f"rocmlab-run-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            os.mkdir(path)
+            if parent.version == 2:
+                _write(os.path.join(path, "memory.max"), str(self.memory_bytes))
+                with contextlib.suppress(OSError):
+                    _write(os.path.join(path, "memory.swap.max"), "0")
+            else:
+                _write(os.path.join(path, "memory.limit_in_bytes"), str(self.memory_bytes))
+                with contextlib.suppress(OSError):      # without swap accounting there is no memsw file
+                    _write(os.path.join(path, "memory.memsw.limit_in_bytes"), str(self.memory_bytes))
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+            raise SandboxError(f"cannot make the run's memory cgroup {path} ({exc.strerror})") from None
+        self.cgroup, self.version = path, parent.version
+
+    def enter(self) -> None:
+        """In the child, before exec: join the run's cgroup (everything it starts inherits it)."""
+        if self.cgroup:
+            _write(os.path.join(self.cgroup, "cgroup.procs"), "0")
+
+    def watch(self, proc: subprocess.Popen) -> None:
+        """Start the fallback's watchdog (no cgroup: resident memory; no private tmpfs: the scratch's size)."""
+        self._proc = proc
+        memory = bool(self.memory_bytes and not self.cgroup and not _cgroups_off)
+        if not (memory or self.scratch_bytes):
+            return
+        self._thread = threading.Thread(target=self._watch, args=(proc, memory), daemon=True)
+        self._thread.start()
+
+    def _watch(self, proc: subprocess.Popen, memory: bool) -> None:
+        page = os.sysconf("SC_PAGE_SIZE")
+        while not self._stop.wait(WATCHDOG_INTERVAL_S):
+            resident = _resident(proc.pid, self.uid, page) if memory else 0
+            self.peak = max(self.peak, resident)
+            if memory and resident > self.memory_bytes:
+                self.memory_exceeded = True
+            elif self.scratch_bytes and _folder_bytes(self.scratch) > self.scratch_bytes:
+                self.scratch_exceeded = True
+            else:
+                continue
+            self._kill_all(proc)
+            return
+
+    def _kill_all(self, proc: subprocess.Popen) -> None:
+        _kill_group(proc)
+        for pid in _run_pids(proc.pid, self.uid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(2)
+        if not self.cgroup:
+            return
+        self.peak = max(self.peak, self.peak_bytes())
+        if self.version == 2:
+            events = os.path.join(self.cgroup, "memory.events")
+            try:
+                with open(events) as f:
+                    ev = dict(line.split() for line in f if line.strip())
+                self.memory_exceeded = self.memory_exceeded or int(ev.get("oom_kill", 0)) > 0
+            except (OSError, ValueError):
+                pass
+        else:
+            try:
+                with open(os.path.join(self.cgroup, "memory.oom_control")) as f:
+                    ev = dict(line.split() for line in f if line.strip())
+                self.memory_exceeded = self.memory_exceeded or int(ev.get("oom_kill", 0)) > 0
+            except (OSError, ValueError):
+                pass
+        for _ in range(40):                      # end what is left in it (nothing, normally), then remove it
+            try:
+                with open(os.path.join(self.cgroup, "cgroup.procs")) as f:
+                    pids = [int(x) for x in f.read().split()]
+            except (OSError, ValueError):
+                pids = []
+            for pid in pids:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            try:
+                os.rmdir(self.cgroup)
+                break
+            except OSError:
+                time.sleep(0.05)
+        self.cgroup = None
+
+    def peak_bytes(self) -> int:
+        """The cgroup's peak memory (0 without one): what the run took of the host."""
+        if not self.cgroup:
+            return 0
+        name = "memory.peak" if self.version == 2 else "memory.max_usage_in_bytes"
+        return _read_int(os.path.join(self.cgroup, name))
+
+
+def _run_pids(root_pid: int, uid: int | None) -> list[int]:
+    """The run's processes: ``root_pid``'s descendants, and (as root, where each run has a uid of its own) every
+    process of the run's uid."""
+    parents: dict[int, int] = {}
+    uids: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                stat_line = f.read()
+            parents[int(d)] = int(stat_line[stat_line.rindex(b")") + 2:].split()[1])
+            if uid is not None:
+                uids[int(d)] = os.stat(f"/proc/{d}").st_uid
+        except (OSError, ValueError, IndexError):
+            continue
+    out = set()
+    for pid in parents:
+        p, hops = pid, 0
+        while p > 1 and hops < 64:
+            if p == root_pid:
+                out.add(pid)
+                break
+            p, hops = parents.get(p, 0), hops + 1
+        if uid is not None and uid != 0 and uids.get(pid) == uid:
+            out.add(pid)
+    return sorted(out)
+
+
+def _resident(root_pid: int, uid: int | None, page: int) -> int:
+    total = 0
+    for pid in _run_pids(root_pid, uid):
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * page
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def _folder_bytes(folder: str | None, limit_entries: int = 100_000) -> int:
+    """Bytes of the files under ``folder`` (allocated blocks, so sparse files count as what they take), links
+    not followed; stops counting after ``limit_entries`` entries (then reports the quota as reached)."""
+    if not folder:
+        return 0
+    total, seen, stack = 0, 0, [folder]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as it:
+                for e in it:
+                    seen += 1
+                    if seen > limit_entries:
+                        return 1 << 62
+                    st = e.stat(follow_symlinks=False)
+                    total += max(st.st_blocks * 512, 0)
+                    if stat.S_ISDIR(st.st_mode):
+                        stack.append(e.path)
+        except OSError:
+            continue
+    return total
+
+
 # --- building the command line ------------------------------------------------------------------------
 
 def _system_binds(root: str) -> list[str]:
@@ -271,7 +588,9 @@ def _gpu_nodes() -> list[str]:
     return found
 
 
-def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd, uid=None) -> list[str]:
+def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd, uid=None, private=None) -> list[str]:
+    """``private``: (bytes, files) to make the scratch a tmpfs of that size, with ``files`` (host path,
+    writable) bound into it at the same path; None binds the scratch folder itself, read-write."""
     a = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
          "--unshare-uts", "--unshare-cgroup-try"]
     if not _as_root():
@@ -280,12 +599,17 @@ def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd, uid=None) ->
         a += ["--info-fd", str(info_fd)]
     a += ["--tmpfs", "/", *_system_binds(root), "--dev", "/dev", "--proc", "/proc",
           "--size", str(settings.SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp",
-          "--perms", "1777", "--tmpfs", "/dev/shm"]
+          "--size", str(SHM_BYTES), "--perms", "1777", "--tmpfs", "/dev/shm"]
     made: set[str] = set()
     system = {"/" + x for x in (SYSTEM_DIRS if root == "/" else os.listdir(root)) if x not in ROOT_SKIPPED}
     for path in ro_binds:
         a += _parents(path, system, made) + ["--ro-bind", os.path.realpath(path), path]
-    if scratch:
+    if scratch and private is not None:
+        size, files = private
+        a += _parents(scratch, system, made) + ["--size", str(size), "--perms", "1777", "--tmpfs", scratch]
+        for path, writable in files:
+            a += ["--bind" if writable else "--ro-bind", path, path]
+    elif scratch:
         a += _parents(scratch, system, made) + ["--bind", scratch, scratch]
     groups: list[int] = []
     if gpu:
@@ -396,8 +720,10 @@ def _reader(stream, limit: int, sink: list, flag: list):
     stream.close()
 
 
-def _preexec(limits: Limits | None, memory_bytes: int | None):
+def _preexec(limits: Limits | None, memory_bytes: int | None, guard: _Guard | None = None):
     def apply():
+        if guard is not None:
+            guard.enter()
         os.setsid()
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if memory_bytes:
@@ -448,7 +774,8 @@ def _sweep_orphans(uid: int = settings.SANDBOX_UID):
 
 
 def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolation_text, pass_fds=(),
-           display_cmd=None, not_found=None, after_exit=None) -> tuple[Completed, subprocess.Popen]:
+           display_cmd=None, not_found=None, after_exit=None, guard: _Guard | None = None
+           ) -> tuple[Completed, subprocess.Popen]:
     """Start ``argv``, drain its output, wait with the wall limit; any interrupt ends its process group and re-raises."""
     display_cmd = tuple(display_cmd or argv)
     start = time.monotonic()
@@ -460,6 +787,8 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
         raise FileNotFoundError(not_found or f"cannot run {argv[0]}: not found ({exc.strerror})") from exc
     with _live_lock:
         _live[proc.pid] = proc
+    if guard is not None:
+        guard.watch(proc)
     out, err, out_t, err_t = [], [], [False], [False]
     threads = [threading.Thread(target=_reader, args=(proc.stdout, output_bytes, out, out_t), daemon=True),
                threading.Thread(target=_reader, args=(proc.stderr, output_bytes, err, err_t), daemon=True)]
@@ -483,15 +812,21 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
             if after_exit:
                 after_exit()
             _finish(proc, threads)
+            if guard is not None:
+                guard.stop()
             raise
     _kill_group(proc)              # leave nothing behind: children that outlive the program go too
     if after_exit:
         after_exit()
     _finish(proc, threads)
+    if guard is not None:
+        guard.stop()
     duration = time.monotonic() - start
     done = Completed(display_cmd, None if timed_out else proc.returncode,
                      b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
-                     duration, timed_out, out_t[0], err_t[0], isolation_text)
+                     duration, timed_out, out_t[0], err_t[0], isolation_text,
+                     bool(guard and guard.memory_exceeded), bool(guard and guard.scratch_exceeded),
+                     guard.peak if guard else 0)
     return done, proc
 
 
@@ -551,34 +886,49 @@ def _return_scratch(scratch, st):
 
 def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None = None, ro_binds=(),
         env: dict | None = None, gpu: bool = False, stdin_data: bytes | None = None,
-        cwd: str | None = None) -> Completed:
+        cwd: str | None = None, outputs=()) -> Completed:
     """Run ``cmd`` isolated (see the module's text) and return what happened; never raises for the program's
     own failures (crash, time limit, output flood). Raises FileNotFoundError when ``cmd[0]`` is not in the
     sandbox, SandboxError when the sandbox itself cannot start, and re-raises KeyboardInterrupt / Terminated
-    after ending every process in the sandbox."""
+    after ending every process in the sandbox.
+
+    ``limits.scratch_bytes`` makes the scratch private with bubblewrap: a tmpfs of that size at the scratch's
+    path, the files the scratch folder holds bound in read-only, and each path in ``outputs`` (files directly
+    in the scratch folder) created empty, the run's own, and bound in writable (its size capped by
+    ``limits.file_bytes``). The host folder's owner and mode never change. Without bubblewrap, a watchdog
+    ends the run when the scratch folder grows past the quota."""
     cmd = tuple(str(c) for c in cmd)
     if not cmd:
         raise ValueError("sandbox.run: give the program to run")
     root = os.path.abspath(str(root))
     scratch = None if scratch is None else os.path.abspath(str(scratch))
     ro_binds = tuple(os.path.abspath(str(b)) for b in ro_binds)
+    outputs = tuple(os.path.abspath(str(o)) for o in outputs)
     cwd = None if cwd is None else str(cwd)
     _check_paths(root, scratch, ro_binds, cwd)
+    for o in outputs:
+        if scratch is None or os.path.dirname(o) != scratch:
+            raise ValueError(f"sandbox outputs: {o!r} must be a file directly in the scratch folder {scratch!r}")
     iso = isolation()
     envd = _clean_env(env)
     if iso.level == BWRAP:
         r, w = os.pipe()
         uid = run_uid()
-        argv = _bwrap_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, gpu=gpu, cwd=cwd, info_fd=w, uid=uid)
-        st = _own_scratch(scratch, uid)
+        private = _private_scratch(scratch, outputs, limits, uid)
+        argv = _bwrap_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, gpu=gpu, cwd=cwd, info_fd=w, uid=uid,
+                           private=private)
+        st = None if private is not None else _own_scratch(scratch, uid)
+        guard = _Guard(limits.memory_bytes, uid if _as_root() else None, None, None)
         try:
+            guard.start()
             try:
                 done, proc = _spawn(argv, env=envd, cwd="/", stdin_data=stdin_data, output_bytes=limits.output_bytes,
-                                    wall_s=limits.wall_s, preexec=_preexec(limits, limits.memory_bytes),
+                                    wall_s=limits.wall_s, preexec=_preexec(limits, limits.memory_bytes, guard),
                                     isolation_text=iso.description, pass_fds=(w,), display_cmd=cmd,
-                                    not_found="cannot run bwrap: not found (apt-get install bubblewrap)")
+                                    not_found="cannot run bwrap: not found (apt-get install bubblewrap)", guard=guard)
             finally:
                 os.close(w)
+                guard.stop()
             with os.fdopen(r, "rb") as f:
                 started = bool(f.read())
         finally:
@@ -594,17 +944,44 @@ def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None 
     if iso.level in (SETPRIV, RLIMITS):
         _become_subreaper()
     st = _own_scratch(scratch, uid) if iso.level == SETPRIV else None
+    guard = None
+    if iso.level != NONE:
+        guard = _Guard(limits.memory_bytes, uid if iso.level == SETPRIV else None, scratch, limits.scratch_bytes)
+        guard.start()
     try:
         done, _ = _spawn(argv, env=envd if iso.level != NONE else {**os.environ, **(env or {})},
                          cwd=cwd or scratch or ("/tmp" if iso.level != NONE else None),
                          stdin_data=stdin_data, output_bytes=limits.output_bytes, wall_s=limits.wall_s,
-                         preexec=_preexec(limits, limits.memory_bytes), isolation_text=iso.description,
-                         display_cmd=cmd, after_exit=(lambda: _sweep_orphans(uid)) if iso.level == SETPRIV else None)
+                         preexec=_preexec(limits, limits.memory_bytes, guard), isolation_text=iso.description,
+                         display_cmd=cmd, after_exit=(lambda: _sweep_orphans(uid)) if iso.level == SETPRIV else None,
+                         guard=guard)
     finally:
+        if guard is not None:
+            guard.stop()
         _return_scratch(scratch, st)
     if iso.level == SETPRIV and done.returncode == 127 and "failed to execute" in done.stderr:
         raise FileNotFoundError(f"cannot run {cmd[0]}: not found ({done.stderr.strip()[:200]})")
     return done
+
+
+def _private_scratch(scratch: str | None, outputs: tuple[str, ...], limits: Limits, uid: int):
+    """(size, [(host file, writable)]) for a private tmpfs scratch, or None (see :func:`run`)."""
+    if not scratch or not limits.scratch_bytes:
+        return None
+    files = []
+    for name in sorted(os.listdir(scratch)):
+        path = os.path.join(scratch, name)
+        if path not in outputs and stat.S_ISREG(os.lstat(path).st_mode):
+            files.append((path, False))
+    for path in outputs:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            if _as_root():
+                os.fchown(fd, uid, settings.SANDBOX_GID)
+        finally:
+            os.close(fd)
+        files.append((path, True))
+    return limits.scratch_bytes, files
 
 
 def _checked(done: Completed, started: bool, cmd) -> Completed:

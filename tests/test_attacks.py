@@ -668,8 +668,9 @@ LOOP = attack_source("volatile unsigned long x = 0; for (;;) x++;")
 
 
 @needs_compiler
-@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
-def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, sig):
+@pytest.mark.parametrize("sig, group", [(signal.SIGINT, False), (signal.SIGTERM, False), (signal.SIGINT, True)])
+def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, sig, group):
+    """``group``: Ctrl-C in a terminal, the signal to the whole process group (the workers get it too)."""
     subs, out, tmp, home = tmp_path / "subs", tmp_path / "out", tmp_path / "tmp", tmp_path / "home"
     for d in (subs, tmp, home):
         d.mkdir()
@@ -683,7 +684,8 @@ def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, s
            "ROCMLAB_ROCM_ROOT": str(offline_root())}
     cmd = [sys.executable, "-m", "rocmlab.cli", "grade", str(subs), "--exercise", "vector-add", "--out", str(out),
            "--workers", "2", "--time-limit", "120", "--no-progress"]
-    cli = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    cli = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           start_new_session=group)
     results = out / "results"
     try:
         deadline = time.monotonic() + 240
@@ -697,7 +699,10 @@ def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, s
         else:
             pytest.fail("the infinite loop never started")
         t = time.monotonic()
-        cli.send_signal(sig)
+        if group:
+            os.killpg(cli.pid, sig)
+        else:
+            cli.send_signal(sig)
         rc = cli.wait(timeout=10)
         while _alive(str(tmp_path)) and time.monotonic() - t < 5:
             time.sleep(0.02)
@@ -767,12 +772,13 @@ def test_400kb_file_finishes_within_the_static_limit(kind):
         finished = False
         assert "did not finish" in str(exc)
     elapsed = time.monotonic() - t
-    assert elapsed < settings.STATIC_TIME_LIMIT_S + 3, elapsed          # bounded either way
+    # bounded either way: clang's preprocessor passes (side by side) and the scan each have the static limit
+    assert elapsed < 2 * settings.STATIC_TIME_LIMIT_S + 3, elapsed
     assert finished, f"{kind}: the analysis hit its time limit on a 400 KB file"
     for rule in static.RULES.values():                                   # every rule on it is bounded too
         rule(a, {"patterns": [r"hipMalloc\s*\(", "c[i]"], "regex": False})
     static.compile_inputs(a, src)
-    assert time.monotonic() - t < settings.STATIC_TIME_LIMIT_S + 3
+    assert time.monotonic() - t < 2 * settings.STATIC_TIME_LIMIT_S + 3
 
 
 def test_compiler_log_parse_is_linear():

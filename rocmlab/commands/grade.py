@@ -9,6 +9,30 @@ from pathlib import Path
 from rocmlab import settings
 
 
+def _workers(text: str) -> int:
+    """--workers: a whole number from 1 to 64 (argparse turns the ValueError into exit 2 with this message)."""
+    import argparse
+
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number: give 1 to 64") from None
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError(f"{n} workers: give 1 to 64 (1 grades one hand-in at a time)")
+    return n
+
+
+def _check_out(out: str) -> str:
+    """'' when --out can hold the results (a folder, or a path that can become one), else the problem."""
+    p = Path(out)
+    for q in (p, *p.parents):
+        if q.exists() or q.is_symlink():
+            if not q.is_dir():
+                return f"--out {out}: {q} is not a folder (a file is in the way): give a folder for the results"
+            return ""
+    return ""
+
+
 def add_parser(sub):
     p = sub.add_parser("grade", help="grade a folder of submissions (grades.csv + per-learner feedback)")
     p.add_argument("submissions", nargs="?", help="folder with LEARNER.hip or LEARNER/EXERCISE.hip")
@@ -17,7 +41,7 @@ def add_parser(sub):
     g.add_argument("--assignment", help="YAML file: name: NAME, exercises: [ID, ...]")
     g.add_argument("--list", action="store_true", help="list the exercises and exit")
     p.add_argument("--out", default="grades-out", help="where results/, feedback/ and the CSVs go")
-    p.add_argument("--workers", type=int, default=max(1, min(4, os.cpu_count() or 1)),
+    p.add_argument("--workers", type=_workers, default=max(1, min(4, os.cpu_count() or 1)),
                    help="parallel graders (default: CPU cores, at most 4)")
     p.add_argument("--seed", type=int, default=None, help="fixed input seed (default: a fresh secret one each)")
     p.add_argument("--time-limit", type=settings.time_limit_arg("--time-limit"), default=None,
@@ -39,6 +63,10 @@ def run(args) -> int:
         for e in exercises():
             print(f"{e.id:<22} {e.possible:>4g} points  {e.title}")
         return 0
+    problem = _check_out(args.out) if args.out else ""
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     if args.exchange:
         from rocmlab.workshop.grading import run_exchange
 
@@ -56,12 +84,19 @@ def run(args) -> int:
     except (batch.BatchError, ExerciseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:
+        print(f"error: {exc.strerror or exc} ({exc.filename or args.out}): check --out and the submissions folder",
+              file=sys.stderr)
+        return 2
     except (KeyboardInterrupt, Terminated) as exc:
         done = len(list((Path(args.out) / "results").glob("*.json")))
         print(f"interrupted: every program was stopped; {done} finished result(s) kept in {args.out}/results. "
               "Run the same command again to grade only what is missing.", file=sys.stderr)
         return 130 if isinstance(exc, KeyboardInterrupt) else 143
     print(f"{counts['submissions']} submissions: {counts['graded']} graded now, {counts['skipped']} already graded")
+    if counts.get("not_graded"):
+        print(f"{counts['not_graded']} not graded because of a fault of this machine (see their feedback): fix it "
+              "and run the same command again to grade them", file=sys.stderr)
     print(f"grades: {args.out}/grades.csv (nbgrader columns), {args.out}/grades_by_check.csv (per check); "
           f"feedback: {args.out}/feedback/LEARNER/EXERCISE.txt")
     return 0

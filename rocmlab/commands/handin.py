@@ -46,5 +46,9 @@ def run(args) -> int:
     except (exchange.ExchangeError, ExerciseError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:                  # the exchange folder itself: gone, full, not writable
+        print(f"error: {exc.strerror or exc} ({exc.filename or 'the exchange'}): check the exchange folder "
+              "($ROCMLAB_EXCHANGE) and ask the instructor", file=sys.stderr)
+        return 2
     print(f"handed in {args.file} as {path.name} ({args.exercise}); the latest hand-in is the one graded")
     return 0

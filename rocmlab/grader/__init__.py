@@ -36,6 +36,9 @@ isa_check.register(CHECKS)   # the isa check type and the needs: amd-gpu option
 
 __all__ = ["check", "refused", "exercises", "load", "Report", "CheckResult", "Exercise", "ExerciseError"]
 
+#: Each grading's temporary folder in TMPDIR is WORK_PREFIX + pid + "-...": :func:`sweep_stale` removes those of
+#: processes that are gone (a worker killed by Ctrl-C before its cleanup ran).
+WORK_PREFIX = "rocmlab-grade-"
 EMPTY = "your submission is empty: paste your whole HIP program (kernel, launch and main) and grade again"
 
 
@@ -61,13 +64,16 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
     def report(results, status="graded", error=""):
         return _report(ex, plat, seed, results, time.monotonic() - start, status, error)
 
-    work = tempfile.mkdtemp(prefix="rocmlab-grade-")
+    work = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")   # the pid: a killed worker's is swept later
     os.chmod(work, 0o711)   # the sandboxed program (another uid) may pass through to its scratch, not list it
     ctx = Context(ex, source or "", plat, seed, target=target, time_limit_s=time_limit_s, workdir=work)
     try:
         if not (source or "").strip():
             return report([not_run(s, ctx, EMPTY) for s in specs])
-        a = analysis(ctx)
+        try:
+            a = analysis(ctx)
+        except (MachineFault, sandbox.SandboxError, OSError) as exc:   # clang's preprocessor could not run here
+            return _not_scored(report, [], specs, str(exc))
         if a is not None and not a.gpu_work:
             return report([not_run(s, ctx, NO_GPU_WORK) for s in specs])
         results = []
@@ -75,19 +81,32 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
             try:
                 results.append(CHECKS[spec.type](ctx, spec))
             except (MachineFault, sandbox.SandboxError) as exc:   # the machine's fault: not scored
-                # the checks that ran before it stay visible (the learner sees the static findings); the
-                # report's status "error" scores none of them and is never cached
-                msg = str(exc)
-                ran = [dataclasses.replace(r, points=0.0, message=f"{r.message} (not scored: a fault of the "
-                                           "machine stopped this grade)") for r in results]
-                return report(ran + [CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
-                                         for s in specs[len(results):]], "error", msg)
-            except Exception as exc:  # a grader bug must not look like the learner's fault silently
-                results.append(CheckResult(spec.id, spec.type, "not run", 0.0, spec.points,
-                                           f"not run: grader error ({type(exc).__name__}); tell the instructor"))
+                return _not_scored(report, results, specs, str(exc))
+            except Exception as exc:  # noqa: BLE001 - the grader's own failure (disk full, temp space gone, a bug)
+                # is never the learner's: not scored, not cached, the rerun grades it
+                return _not_scored(report, results, specs, f"grader error ({type(exc).__name__}: "
+                                   f"{str(exc)[:200]}); tell the instructor: the rerun grades it")
         return report(results)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _not_scored(report, results: list[CheckResult], specs, msg: str) -> Report:
+    """A report with status "error": the checks that ran stay visible (the learner sees the static findings),
+    none is scored, and it is never cached."""
+    ran = [dataclasses.replace(r, points=0.0, message=f"{r.message} (not scored: a fault of the machine "
+                               "stopped this grade)") for r in results]
+    return report(ran + [CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
+                         for s in specs[len(results):]], "error", msg)
+
+
+def sweep_stale() -> int:
+    """Remove the temporary folders (TMPDIR/rocmlab-grade-PID-*, the build cache's tmp-PID-*) of grading
+    processes that are gone. Returns how many were removed."""
+    from rocmlab.hip import compile as driver
+
+    return (driver.sweep_stale(tempfile.gettempdir(), WORK_PREFIX)
+            + driver.sweep_stale(driver.builds_dir(), "tmp-"))
 
 
 def refused(exercise_id: str, reason: str, *, plat=None) -> Report:

@@ -27,6 +27,7 @@ import json
 import os
 import signal
 import stat
+import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -67,26 +68,88 @@ class Job:
 def load_assignment(path) -> tuple[str, list[str]]:
     """An assignment file (YAML): ``name: lab02`` and ``exercises: [vector-add, ...]``."""
     p = Path(path)
+    fix = "write 'name: NAME' and 'exercises: [ID, ...]' (rocmlab grade --list shows the ids)"
     if not p.is_file():
         raise BatchError(f"no assignment file {p}")
-    raw = yaml.safe_load(p.read_text()) or {}
-    if not isinstance(raw, dict) or not raw.get("exercises"):
-        raise BatchError(f"{p} lists no exercises: write 'name: NAME' and 'exercises: [ID, ...]'")
-    return str(raw.get("name", p.stem)), [str(e) for e in raw["exercises"]]
+    try:
+        data = p.read_bytes()
+        if len(data) > 1 << 20 or b"\0" in data:
+            raise BatchError(f"{p} is not a YAML text file (binary or over 1 MiB): {fix}")
+        raw = yaml.safe_load(data.decode("utf-8")) or {}
+    except (OSError, UnicodeDecodeError, yaml.YAMLError, RecursionError, ValueError) as exc:
+        why = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200]
+        raise BatchError(f"{p} cannot be read as YAML ({why}): {fix}") from None
+    ids = raw.get("exercises") if isinstance(raw, dict) else None
+    if not ids or not isinstance(ids, list) or not all(isinstance(e, (str, int)) for e in ids):
+        raise BatchError(f"{p} lists no exercises: {fix}")
+    return str(raw.get("name", p.stem))[:200], [str(e) for e in ids]
 
 
-def _walk(entry: Path) -> tuple[list[Path], list[Path]]:
-    """Regular files with a source suffix under a learner's folder, and the symbolic links met (never followed)."""
-    files, links = [], []
-    for dirpath, dirnames, filenames in os.walk(entry, followlinks=False):
-        for name in dirnames + filenames:
-            p = Path(dirpath) / name
-            if p.is_symlink():
-                links.append(p)
-            elif name in filenames and p.suffix in SUFFIXES and stat.S_ISREG(p.lstat().st_mode):
-                files.append(p)
-        dirnames[:] = sorted(d for d in dirnames if not (Path(dirpath) / d).is_symlink())
-    return sorted(files), sorted(links)
+#: Learner folders are searched this many levels deep, and at most this many entries each (a folder 1100
+#: levels deep or with a million files is the learner's problem, never a crash of the run).
+MAX_DEPTH = 8
+MAX_ENTRIES = 5000
+#: The longest learner id (a folder or file name) used in result and feedback paths.
+MAX_NAME_CHARS = 100
+
+
+def shown(name: str, limit: int = 80) -> str:
+    """A name a learner controls, safe to print in a message: printable as it is, else its escaped form
+    (``ascii``: a latin-1 byte, a newline or an escape shows as ``\\xe9``, ``\\n``...), cut at ``limit``."""
+    text = name if name.isprintable() else ascii(name)[1:-1]
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def learner_id(name: str) -> tuple[str, str]:
+    """(the learner's id in results and the gradebook, the problem with the name or ''). A name that is not
+    printable UTF-8 text (a latin-1 byte, a newline, a control character) or is too long gets a stable
+    stand-in id made from its bytes, and the problem says why and how to fix it."""
+    raw = os.fsencode(name)
+    ok = name.isprintable() and len(name) <= MAX_NAME_CHARS and len(raw) <= 2 * MAX_NAME_CHARS
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        ok = False
+    if ok:
+        return name, ""
+    stand_in = "badname-" + hashlib.sha256(raw).hexdigest()[:12]
+    return stand_in, (f"the name {shown(name)!r} cannot be used as a learner id (not printable UTF-8 text, or "
+                      f"longer than {MAX_NAME_CHARS} characters): it is graded as {stand_in}; rename the file "
+                      "or folder to letters, digits and . _ - @ +")
+
+
+def _walk(entry: Path) -> tuple[list[Path], list[Path], str]:
+    """Regular files with a source suffix under a learner's folder, the symbolic links met (never followed),
+    and a problem ('' if none): iterative, at most MAX_DEPTH levels and MAX_ENTRIES entries; an entry that
+    cannot be read (a name too long for a path, a folder without permission) is a problem, not a crash."""
+    files, links, problem, seen = [], [], "", 0
+    stack = [(entry, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            with os.scandir(folder) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as exc:
+            problem = problem or f"a folder in it cannot be read ({exc.strerror})"
+            continue
+        for e in entries:
+            seen += 1
+            if seen > MAX_ENTRIES:
+                return sorted(files), sorted(links), f"it holds more than {MAX_ENTRIES} entries: hand in the source only"
+            p = Path(e.path)
+            try:
+                if e.is_symlink():
+                    links.append(p)
+                elif e.is_dir(follow_symlinks=False):
+                    if depth + 1 < MAX_DEPTH:
+                        stack.append((p, depth + 1))
+                    else:
+                        problem = problem or f"folders deeper than {MAX_DEPTH} levels are not searched"
+                elif p.suffix in SUFFIXES and e.is_file(follow_symlinks=False):
+                    files.append(p)
+            except OSError as exc:
+                problem = problem or f"an entry cannot be read ({exc.strerror})"
+    return sorted(files), sorted(links), problem
 
 
 def _link_sha(p: Path) -> str:
@@ -100,16 +163,107 @@ def read_submission(path) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as exc:
         if os.path.islink(path):
-            raise BatchError(f"{Path(path).name} is a symbolic link: hand in the file itself") from None
-        raise BatchError(f"cannot read {Path(path).name} ({exc.strerror})") from None
+            raise BatchError(f"{shown(Path(path).name)} is a symbolic link: hand in the file itself") from None
+        raise BatchError(f"cannot read {shown(Path(path).name)} ({exc.strerror})") from None
     with os.fdopen(fd, "rb") as f:
         st = os.fstat(f.fileno())
         if not stat.S_ISREG(st.st_mode):
-            raise BatchError(f"{Path(path).name} is not a regular file: hand in the source file itself")
+            raise BatchError(f"{shown(Path(path).name)} is not a regular file: hand in the source file itself")
         if st.st_size > MAX_SUBMISSION_BYTES:
-            raise BatchError(f"{Path(path).name} is {st.st_size / 1e6:.1f} MB, over the {MAX_SUBMISSION_BYTES >> 20} "
+            raise BatchError(f"{shown(Path(path).name)} is {st.st_size / 1e6:.1f} MB, over the {MAX_SUBMISSION_BYTES >> 20} "
                              "MiB limit: hand in only your HIP source")
         return f.read(MAX_SUBMISSION_BYTES + 1)
+
+
+def _refused_sha(reason: str) -> str:
+    """A stable hash for a refusal that depends only on its reason (a rerun does not grade it again)."""
+    return "refused:" + hashlib.sha256(reason.encode("utf-8", "backslashreplace")).hexdigest()[:16]
+
+
+def _top_entries(root: Path) -> dict[str, list[tuple[os.DirEntry, str]]]:
+    """The learners' entries of the submissions folder (folders and source files, links included), by learner id."""
+    groups: dict[str, list[tuple[os.DirEntry, str]]] = {}
+    try:
+        with os.scandir(root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        raise BatchError(f"cannot list the submissions folder {root} ({exc.strerror})") from None
+    for e in entries:
+        if e.name.startswith("."):
+            continue
+        try:
+            link = e.is_symlink()
+            is_dir = not link and e.is_dir(follow_symlinks=False)
+            is_file = not link and e.is_file(follow_symlinks=False)
+        except OSError:
+            link = is_dir = is_file = False
+        suffix = os.path.splitext(e.name)[1]
+        if is_dir:
+            stem = e.name
+        elif (link or is_file) and suffix in SUFFIXES:
+            stem = e.name[: -len(suffix)]
+        elif link:
+            stem = e.name                  # a link to a folder: refused below, with its own row
+        else:
+            continue                       # a stray file (README.txt, a fifo): not a learner's hand-in
+        groups.setdefault(learner_id(stem)[0], []).append((e, stem))
+    return groups
+
+
+def _learner_jobs(learner: str, group: list[tuple[os.DirEntry, str]], exercises: list[str]) -> list[Job]:
+    """One job per exercise for one learner: a hand-in to grade, or a refusal with the reason (every learner
+    the folder names gets a row)."""
+    def refuse(ex: str, path, reason: str) -> Job:
+        return Job(learner, ex, str(path), _refused_sha(reason), reason)
+
+    entry, stem = group[0]
+    _, name_problem = learner_id(stem)
+    if name_problem:
+        return [refuse(ex, entry.path, name_problem) for ex in exercises]
+    if len(group) > 1:
+        names = ", ".join(shown(e.name, 40) for e, _ in group)
+        return [refuse(ex, entry.path, f"{learner} handed in more than one thing ({names}): keep one file or "
+                                       "folder per learner") for ex in exercises]
+    path, single = Path(entry.path), len(exercises) == 1
+    problem = ""
+    if entry.is_symlink():
+        files, links, is_file = [], [path], True
+    elif entry.is_dir(follow_symlinks=False):
+        files, links, problem = _walk(path)
+        is_file = False
+    else:
+        files, links, is_file = [path], [], True
+    jobs = []
+    for ex in exercises:
+        if is_file:
+            cand = files if single else []
+        else:
+            cand = [p for p in files if p.stem == ex] or (files if single else [])
+        if len(cand) > 1:
+            names = ", ".join(shown(str(p.relative_to(path)), 40) for p in cand[:4])
+            jobs.append(refuse(ex, path, f"more than one source file for {ex} ({names}): hand in one, named "
+                                         f"{ex}.hip"))
+        elif cand:
+            try:
+                data = read_submission(cand[0])
+                jobs.append(Job(learner, ex, str(cand[0]), hashlib.sha256(data).hexdigest()))
+            except BatchError as exc:
+                try:
+                    st = cand[0].lstat()
+                    sha = f"refused:{st.st_size}:{st.st_mtime_ns}"
+                except OSError:
+                    sha = _refused_sha(str(exc))
+                jobs.append(Job(learner, ex, str(cand[0]), sha, str(exc)))
+        else:
+            bad = [p for p in links if p.stem == ex or (single and (p.suffix in SUFFIXES or p == path))]
+            if bad:
+                jobs.append(Job(learner, ex, str(bad[0]), _link_sha(bad[0]),
+                                f"{shown(bad[0].name)} is a symbolic link: the grader does not follow links; "
+                                "hand in the file itself"))
+            else:
+                why = f" ({problem})" if problem else ""
+                jobs.append(refuse(ex, path, f"nothing handed in for {ex}: expected {learner}/{ex}.hip{why}"))
+    return jobs
 
 
 def find_jobs(submissions, exercises: list[str]) -> list[Job]:
@@ -118,41 +272,8 @@ def find_jobs(submissions, exercises: list[str]) -> list[Job]:
         raise BatchError(f"no submissions folder {root}: pass a folder with one file or folder per learner")
     for e in exercises:
         load(e)  # raises with the list of known ids
-    jobs = []
-    single = len(exercises) == 1
-    for entry in sorted(root.iterdir()):
-        if entry.name.startswith("."):
-            continue
-        link = entry.is_symlink()
-        is_file = not link and stat.S_ISREG(entry.lstat().st_mode)
-        learner = entry.stem if (is_file or link) and entry.suffix in SUFFIXES else entry.name
-        if link:
-            files, links = [], [entry]
-        elif is_file:
-            files, links = ([entry] if entry.suffix in SUFFIXES else []), []
-        elif entry.is_dir():
-            files, links = _walk(entry)
-        else:
-            continue
-        for ex in exercises:
-            if is_file:
-                cand = files if single else []
-            else:
-                cand = [p for p in files if p.stem == ex] or (files if single else [])
-            if cand:
-                try:
-                    data = read_submission(cand[0])
-                    jobs.append(Job(learner, ex, str(cand[0]), hashlib.sha256(data).hexdigest()))
-                except BatchError as exc:
-                    st = cand[0].stat()
-                    jobs.append(Job(learner, ex, str(cand[0]), f"refused:{st.st_size}:{st.st_mtime_ns}", str(exc)))
-                continue
-            bad = [p for p in links if p.stem == ex or (single and (p.suffix in SUFFIXES or p == entry))]
-            if bad:
-                jobs.append(Job(learner, ex, str(bad[0]), _link_sha(bad[0]),
-                                f"{bad[0].name} is a symbolic link: the grader does not follow links; "
-                                "hand in the file itself"))
-    if not jobs:
+    jobs = [j for learner, group in _top_entries(root).items() for j in _learner_jobs(learner, group, exercises)]
+    if not any(not j.refused or not j.refused.startswith("nothing handed in") for j in jobs):
         raise BatchError(f"no submissions found in {root} for {', '.join(exercises)}: expected "
                          "LEARNER.hip or LEARNER/EXERCISE.hip")
     return jobs
@@ -162,7 +283,7 @@ def atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as fh:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="backslashreplace") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
@@ -215,8 +336,11 @@ def _done(job: Job, out: Path) -> bool:
 def grade_folder(submissions, exercises: list[str], out, *, assignment: str = "", workers: int = 1,
                  seed: int | None = None, time_limit_s: float | None = None, progress: bool = True) -> dict:
     """Grade every submission; returns counts. Already-graded (same source) results are skipped."""
+    from rocmlab import grader
+
     out = Path(out)
     jobs = find_jobs(submissions, exercises)
+    grader.sweep_stale()       # left by an earlier run that was killed
     todo = [j for j in jobs if not _done(j, out)]
     bar = None
     if progress:
@@ -226,25 +350,43 @@ def grade_folder(submissions, exercises: list[str], out, *, assignment: str = ""
     with sigterm_raises_terminated():   # SIGTERM ends the workers and their sandboxes, keeps finished results
         if workers <= 1:
             for j in todo:
-                _grade_one(j, str(out), seed, time_limit_s)
+                _grade_guarded(j, str(out), seed, time_limit_s)
                 bar and bar.update(1)
         else:
             _grade_parallel(todo, out, seed, time_limit_s, workers, bar)
     if bar:
         bar.close()
     write_csvs(out, jobs, assignment or (exercises[0] if len(exercises) == 1 else "assignment"))
-    return {"submissions": len(jobs), "graded": len(todo), "skipped": len(jobs) - len(todo)}
+    counts = {"submissions": len(jobs), "graded": len(todo), "skipped": len(jobs) - len(todo)}
+    left = sum(not _done(j, out) for j in todo)
+    if left:
+        counts["not_graded"] = left      # machine faults (status error, or a result that could not be written)
+    return counts
+
+
+def _grade_guarded(job: Job, out: str, seed, time_limit_s) -> dict | None:
+    """:func:`_grade_one`, where a failure to write the results (disk full) is the machine's: reported, the
+    run goes on with the next hand-in, and nothing is cached for this one (the rerun grades it)."""
+    try:
+        return _grade_one(job, out, seed, time_limit_s)
+    except OSError as exc:
+        print(f"not graded (a fault of this machine): {shown(job.learner)} {job.exercise}: {exc}; "
+              "the rerun grades it", file=sys.stderr)
+        return None
 
 
 def _grade_parallel(todo, out: Path, seed, time_limit_s, workers, bar) -> None:
     pool = ProcessPoolExecutor(max_workers=workers)
     try:
-        futs = [pool.submit(_grade_one, j, str(out), seed, time_limit_s) for j in todo]
+        futs = [pool.submit(_grade_guarded, j, str(out), seed, time_limit_s) for j in todo]
         for f in as_completed(futs):
             f.result()
             bar and bar.update(1)
     except BaseException:      # Ctrl-C, SIGTERM: end the workers (each ends its sandbox), keep what is written
         _stop_workers(pool)
+        from rocmlab import grader
+
+        grader.sweep_stale()   # the temporary folders of workers killed before their cleanup ran
         raise
     pool.shutdown(wait=True)
 
@@ -269,6 +411,18 @@ def _stop_workers(pool: ProcessPoolExecutor) -> None:
     pool.shutdown(wait=False, cancel_futures=True)
 
 
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_text(value: str) -> str:
+    """A text cell a spreadsheet shows as text: one starting with = + - @ TAB or CR gets a leading
+    apostrophe (OWASP's advice against CSV formula injection); control characters are escaped."""
+    value = str(value)
+    if not value.isprintable():
+        value = ascii(value)[1:-1]
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
 def write_csvs(out: Path, jobs: list[Job], assignment: str) -> None:
     results = {}
     for j in jobs:
@@ -286,7 +440,8 @@ def write_csvs(out: Path, jobs: list[Job], assignment: str) -> None:
     for learner in learners:
         rs = [results[(learner, e)] for e in exercises if (learner, e) in results]
         score = sum(r.get("earned", 0.0) for r in rs)
-        w.writerow([assignment, "", "", learner, "", "", "", f"{score:g}", "0", f"{score:g}", f"{max_score:g}"])
+        w.writerow([csv_text(assignment), "", "", csv_text(learner), "", "", "", f"{score:g}", "0", f"{score:g}",
+                    f"{max_score:g}"])
     atomic_write(out / "grades.csv", buf.getvalue())
 
     check_cols = [f"{e}:{c.id}" for e in exercises for c in load(e).checks]
@@ -304,5 +459,5 @@ def write_csvs(out: Path, jobs: list[Job], assignment: str) -> None:
             r = results.get((learner, e), {})
             total += r.get("earned", 0.0)
             avail += r.get("available", 0.0)
-        w.writerow([learner, *row, f"{total:g}", f"{max_score:g}", f"{avail:g}"])
+        w.writerow([csv_text(learner), *row, f"{total:g}", f"{max_score:g}", f"{avail:g}"])
     atomic_write(out / "grades_by_check.csv", buf.getvalue())

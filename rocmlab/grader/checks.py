@@ -12,19 +12,18 @@ import re
 import secrets
 import shutil
 import tempfile
-import threading
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from rocmlab import sandbox, settings
 from rocmlab.grader import libs, static
+from rocmlab.grader.static import include_dir
 from rocmlab.grader import rlx as gio
 from rocmlab.grader.report import CheckResult
-from rocmlab.grader.spec import COMMON_DIR, CheckSpec, Exercise, common_header_hash
+from rocmlab.grader.spec import CheckSpec, Exercise
 from rocmlab.hip import compile as driver
 from rocmlab.hip import simulate as sim
-from rocmlab.paths import cache_dir
 
 # What a build prints when its host code reaches the first GPU call on a machine without one.
 NO_DEVICE = re.compile(r"hipErrorNoDevice|hipErrorInvalidDevice|no ROCm-capable device|invalid device ordinal|"
@@ -65,7 +64,8 @@ def analysis(ctx: Context):
     """The scanner's view of the submission, once per grading (None when it could not run)."""
     if ctx.analysis is None and not ctx.analysis_error:
         try:
-            ctx.analysis = static.analyze(ctx.source, ctx.target)
+            flags, _ = build_flags(ctx, nvidia=False)
+            ctx.analysis = static.analyze(ctx.source, ctx.target, flags=flags)
         except static.AnalysisError as exc:
             ctx.analysis_error = str(exc)
     return ctx.analysis
@@ -110,38 +110,34 @@ def check_static(ctx: Context, spec: CheckSpec) -> CheckResult:
 
 # --- compile -------------------------------------------------------------------------------------
 
-def include_dir() -> str:
-    """A folder holding only exercise_io.h (the compiler sees it, not the rest of the grader's files)."""
-
-    h = common_header_hash()
-    d = cache_dir() / "grader-include" / h
-    if not (d / "exercise_io.h").is_file():
-        d.mkdir(parents=True, exist_ok=True)
-        tmp = d / f".exercise_io.h.{os.getpid()}.{threading.get_ident()}"
-        shutil.copyfile(COMMON_DIR / "exercise_io.h", tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, d / "exercise_io.h")
-    for p in (d, d.parent):
-        os.chmod(p, 0o755)
-    return str(d)
-
-
 def build_flags(ctx: Context, nvidia: bool) -> tuple[tuple[str, ...], str]:
     extra, missing = libs.flags(ctx.exercise.libraries, nvidia)
     # the folder's name is the header's hash, so the build cache sees changes to exercise_io.h
     return ("-I", include_dir(), *extra), missing
 
 
-def _machine_fault(res) -> str:
-    """The build's failure when it is the machine's (no compiler, no bitcode for the target), else ''."""
+#: A program every working toolchain builds: when it fails too, the machine lacks something.
+PROBE_SOURCE = "#include <hip/hip_runtime.h>\n__global__ void k(int* p) { p[0] = 1; }\nint main() { return 0; }\n"
+
+
+def _machine_fault(res, target: str = "", flags=(), plat=None) -> str:
+    """The build's failure when it is the machine's (no compiler, no bitcode for the target, a broken
+    toolchain), else ''. Told apart by what the machine lacks, never by the compiler's message (a learner
+    controls that text: ``#error ... not available offline here``): a known-good program is built with the
+    same target and flags; if it fails too, the machine is at fault."""
+    from rocmlab.hip import build
+
     if res.ok:
         return ""
     if not res.toolchain_kind:
         return res.cannot_run_reason or res.log
-    text = " ".join(d.message for d in res.diagnostics)
-    if "is not available offline here" in text or "cannot find clang-offload-bundler" in text:
-        return text
-    return ""
+    if not target:
+        return ""
+    probe = build.compile(PROBE_SOURCE, lang="hip", target=target, flags=flags, plat=plat, name="grader-probe")
+    if probe.ok:
+        return ""
+    return "the toolchain cannot build even a minimal program here: " + "; ".join(
+        d.message for d in (probe.errors or probe.diagnostics)[:2])
 
 
 def do_build(ctx: Context):
@@ -158,7 +154,7 @@ def do_build(ctx: Context):
     # program): run checks use the CPU simulator's build, or link on demand (execute)
     res = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
                         name=f"{ctx.exercise.id}-submission")
-    fault = _machine_fault(res)
+    fault = _machine_fault(res, target, flags, ctx.plat)
     if fault:
         raise MachineFault(f"cannot compile for {target} here: {fault}")
     if ctx.target and res.ok and not res.can_run and target.startswith("sm_"):
@@ -169,9 +165,12 @@ def do_build(ctx: Context):
 
 
 def _compile_refusal(ctx: Context) -> str:
+    """Why the grader will not compile the submission ('' if it will). A policy check that cannot finish
+    refuses: without the static analysis, what the file makes the compiler read is unknown."""
     a = analysis(ctx)
     if a is None:
-        return ""
+        return (f"the grader's checks of what this file makes the compiler read could not finish "
+                f"({ctx.analysis_error}). The grader did not compile it")
     bad = static.compile_inputs(a, ctx.source)
     if not bad:
         return ""
@@ -217,9 +216,12 @@ def _fresh_inputs(ctx: Context, size_name: str, salt: int) -> dict:
     return inputs
 
 
-def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | None = None) -> sandbox.Completed:
+def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | None = None,
+                outputs=()) -> sandbox.Completed:
     """Run a built submission in the sandbox: it sees the system, its own scratch folder (its binary, its
-    input file) and nothing else: not the grader, the seed, the reference or anyone's results."""
+    input file) and nothing else: not the grader, the seed, the reference or anyone's results. The scratch is
+    private: a tmpfs of ``sandbox.RUN_SCRATCH_BYTES`` (only ``outputs`` reach the host, each capped at
+    ``file_bytes``), so one submission cannot fill the grader's temporary space for the others."""
     prog = os.path.join(scratch, "prog")
     shutil.copy2(res.binary, prog)
     os.chmod(prog, 0o755)
@@ -230,6 +232,7 @@ def run_program(res, scratch: str, args, timeout_s: float, file_bytes: int | Non
                               memory_bytes=None if gpu else settings.RUN_MEMORY_BYTES,
                               output_bytes=settings.RUN_OUTPUT_BYTES, gpu=gpu,
                               file_bytes=max(settings.RUN_FILE_BYTES, file_bytes or 0),
+                              scratch_bytes=sandbox.RUN_SCRATCH_BYTES, outputs=outputs,
                               env=sim.run_env(timeout_s) if simulated else None)
 
 
@@ -260,7 +263,8 @@ def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
         gio.write_arrays(inp, inputs.values())
         os.chmod(inp, 0o644)
         host_only = not res.can_run
-        done = run_program(res, d, (inp, outp), timeout_s, file_bytes=cap)   # large perf sizes write large outputs
+        done = run_program(res, d, (inp, outp), timeout_s, file_bytes=cap,   # large perf sizes write large outputs
+                           outputs=(outp,))
         arrays, fmt_error = None, ""
         try:
             arrays = gio.read_arrays(outp, max_bytes=cap)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from dataclasses import asdict, dataclass, field
 
 from rocmlab.html_table import html_table
@@ -15,6 +16,22 @@ STATUSES = VERDICTS
 _MARK = {"passed": "PASS", "failed": "FAIL", "not run": "----", "skipped": "skip"}
 #: A report's status: "graded", or "error" (a fault of the machine: not scored, not cached; rerun after the fix).
 REPORT_STATUSES = REPORT
+
+
+#: Characters a terminal or a browser acts on instead of showing: C0/C1 controls (ESC starts the terminal's
+#: cursor moves and colours), DEL, zero-width marks and the bidirectional overrides that reorder text.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+_CONTROL_KEEP_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200b-\u200f\u2028\u2029\u202a-\u202e"
+                                 "\u2066-\u2069\ufeff]")
+
+
+def visible(text: str, multiline: bool = False) -> str:
+    """``text`` (a program's output, a compiler message, a file name: what a learner controls) with every
+    control character shown as its escape (``\\x1b``, ``\\n``...), so a terminal, the feedback file and the
+    browser show exactly what was printed and nothing can move the cursor, recolour or forge a line.
+    ``multiline`` keeps newlines and tabs (program output shown as a block)."""
+    rx = _CONTROL_KEEP_LINES if multiline else _CONTROL
+    return rx.sub(lambda m: m.group(0).encode("unicode_escape").decode("ascii"), str(text))
 
 
 @dataclass
@@ -30,6 +47,10 @@ class CheckResult:
 
     def __post_init__(self):
         check_status(self.status, STATUSES, f"check {self.id!r}: status")
+        self.message, self.hint = visible(self.message), visible(self.hint)
+        for key in ("stdout_tail", "log"):
+            if isinstance(self.details.get(key), str):
+                self.details[key] = visible(self.details[key], multiline=True)
 
     @property
     def passed(self) -> bool:
@@ -51,6 +72,7 @@ class Report:
 
     def __post_init__(self):
         check_status(self.status, REPORT_STATUSES, f"report of {self.exercise!r}: status")
+        self.error = visible(self.error)
 
     @property
     def earned(self) -> float:

@@ -22,10 +22,14 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from rocmlab import settings
+from rocmlab.grader.spec import COMMON_DIR, common_header_hash
+from rocmlab.paths import cache_dir
 from rocmlab.port.scan import ScanReport, Tok, scan, tokenize
 
 SUBMISSION = "submission.hip"
@@ -53,6 +57,8 @@ class Analysis:
     #: members) folded into their uses, for the warp-size rule; None when there were none
     folded: ScanReport | None = None
     constants: dict[str, str] = field(default_factory=dict)   # the folded constants: name -> literal
+    preprocessor: str = ""             # whose preprocessor decided what is compiled (clang's, or the scanner's)
+    files_read: list[str] = field(default_factory=list)      # what clang's preprocessor read
 
     @property
     def launches(self) -> list[tuple[int, str]]:
@@ -67,8 +73,6 @@ class Analysis:
 def _analyze(source: str, target: str, root: str) -> Analysis:
     """``root``: an empty folder (the project folder, so ``#include "..."`` reaches nothing), made and removed by
     the parent, so a child killed at the time limit leaves no temporary folder behind."""
-    from rocmlab.grader.spec import COMMON_DIR
-
     start = time.monotonic()
     report = scan(source, target=target, include_dirs=[str(COMMON_DIR)], filename=SUBMISSION, root=root)
     lines = tokenize(source)
@@ -83,7 +87,7 @@ def _analyze(source: str, target: str, root: str) -> Analysis:
         elif active[idx]:
             tokens += toks
         strings += [t for t in toks if t.kind == "str"]
-    consts = warp_constants(tokens)
+    consts = {**macro_constants(directives, active), **warp_constants(tokens)}
     folded = None
     if consts:
         folded = scan(fold_constants(source, consts), target=target, include_dirs=[str(COMMON_DIR)],
@@ -155,6 +159,23 @@ def warp_constants(tokens: list[Tok]) -> dict[str, str]:
 _TILE_TEMPLATES = {"tiled_partition", "thread_block_tile"}
 
 
+def macro_constants(directives: list[list[Tok]], active: list[bool] | None = None) -> dict[str, str]:
+    """Object-like macros of compiled lines whose value is a warp-like integer (``#define WS 32``,
+    ``#define WS (32u)``): folded into their uses like named constants. Linear."""
+    out: dict[str, str] = {}
+    for d in directives:
+        if len(d) < 4 or d[1].text != "define" or d[2].kind != "id":
+            continue
+        if active is not None and 0 < d[0].line <= len(active) and not active[d[0].line - 1]:
+            continue
+        body = [t for t in d[3:] if t.text not in ("(", ")")]
+        if d[3].text == "(" and d[3].col == d[2].col + len(d[2].text):   # a function-like macro: not a constant
+            continue
+        if len(body) == 1 and body[0].kind == "num" and _int_value(body[0].text) in WARP_VALUES:
+            out[d[2].text] = body[0].text
+    return out
+
+
 _IDENT = re.compile(r"(?<![\w.])(?<!->)[A-Za-z_]\w*")
 _DECL = re.compile(r"([A-Za-z_]\w*)\s*[={(]\s*[({]*\s*[0-9]")
 
@@ -187,15 +208,22 @@ def _child(conn, source, target, root):
         conn.close()
 
 
-def analyze(source: str, target: str | None = None, *, time_limit_s: float | None = None) -> Analysis:
+def analyze(source: str, target: str | None = None, *, time_limit_s: float | None = None, flags=()) -> Analysis:
     """The scanner's view of ``source`` for ``target`` (an NVIDIA target is scanned as the default AMD one:
-    the checks are about the AMD port). Raises :class:`AnalysisError` when it cannot finish in time."""
+    the checks are about the AMD port). Where an AMD compiler is here, the scanner judges what clang compiles:
+    :func:`clang_view` (clang's own preprocessor, in the sandbox, with the build's ``flags``) decides which
+    lines are compiled. Raises :class:`AnalysisError` when it cannot finish in time, or clang's preprocessor
+    stops (the submission's own ``#error``, a missing header: the learner's failure)."""
     target = target if target in settings.AMD_TARGETS else settings.DEFAULT_TARGET
     limit = time_limit_s or settings.STATIC_TIME_LIMIT_S
+    if not flags:                         # the grader's include folder (exercise_io.h only), as the build has it
+        flags = ("-I", include_dir())
+    view = clang_view(source, target, flags, limit)     # its own time limit, then the scan's
+    judged = judged_source(source, view.lines) if view is not None else source
     ctx = multiprocessing.get_context("fork")
     root = tempfile.mkdtemp(prefix="rocmlab-static-")
     recv, send = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_child, args=(send, source, target, root), daemon=True)
+    proc = ctx.Process(target=_child, args=(send, judged, target, root), daemon=True)
     try:
         proc.start()
     except BaseException:
@@ -218,7 +246,138 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
         shutil.rmtree(root, ignore_errors=True)
     if kind != "ok":
         raise AnalysisError(f"the static analysis failed ({value}); tell the instructor")
+    value.preprocessor = "clang (its own preprocessor output, in the sandbox)" if view is not None else \
+        "rocmlab's scanner (no AMD compiler here, or clang's preprocessor stopped on the file)"
+    value.files_read = view.files if view is not None else []
     return value
+
+
+# --- what clang compiles ----------------------------------------------------------------------------
+
+def include_dir() -> str:
+    """A folder holding only exercise_io.h (the compiler sees it, not the rest of the grader's files)."""
+
+    h = common_header_hash()
+    d = cache_dir() / "grader-include" / h
+    if not (d / "exercise_io.h").is_file():
+        d.mkdir(parents=True, exist_ok=True)
+        tmp = d / f".exercise_io.h.{os.getpid()}.{threading.get_ident()}"
+        shutil.copyfile(COMMON_DIR / "exercise_io.h", tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, d / "exercise_io.h")
+    for p in (d, d.parent):
+        os.chmod(p, 0o755)
+    return str(d)
+
+
+
+@dataclass
+class ClangView:
+    lines: set[int]          # the submission's lines clang's preprocessor kept (device or host pass)
+    files: list[str]         # every file the preprocessor read (from its line markers)
+
+
+_MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"')
+_LINE_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*(?:line\b|\d)", re.MULTILINE)
+
+
+def marker_lines(text: str, name: str) -> tuple[set[int], set[str]]:
+    """From ``clang -E`` output: the lines of file ``name`` that produced output, and every file named by the
+    line markers. Linear."""
+    lines: set[int] = set()
+    files: set[str] = set()
+    cur, num = "", 0
+    for out_line in text.split("\n"):
+        m = _MARKER.match(out_line)
+        if m:
+            num, cur = int(m.group(1)), m.group(2)
+            files.add(cur)
+            continue
+        if cur == name and out_line.strip():
+            lines.add(num)
+        num += 1
+    return lines, files
+
+
+def clang_view(source: str, target: str, flags=(), time_limit_s: float | None = None) -> ClangView | None:
+    """Which lines of the submission clang compiles (its own preprocessor, device and host pass, in the
+    sandbox, with the build's flags), or None when no AMD compiler is here or clang's preprocessor stops on
+    the file (the scanner's own preprocessor decides then; the compile check fails on the same error).
+    A ``#line`` directive is refused: it would hide lines from the markers."""
+    from rocmlab.hip import compile as driver
+
+    if _LINE_DIRECTIVE.search(_spliced(source)):
+        raise AnalysisError("the submission uses #line (or a `# NUMBER` line marker): remove it; the grader maps "
+                            "clang's output back to your lines")
+    tc, _ = driver.choose("hip", target)
+    if tc is None:
+        return None
+    lines: set[int] = set()
+    files: set[str] = set()
+    limit = time_limit_s or settings.STATIC_TIME_LIMIT_S
+
+    def one(kind: str):
+        # not cached (a preprocessed file is megabytes): read what is needed, then remove the build folder
+        o = driver.compile_source(source, tc, lang="hip", output_kind=kind, target=target, flags=flags,
+                                  stem=SUBMISSION.rsplit(".", 1)[0], time_limit=limit, use_cache=False)
+        try:
+            return o, (marker_lines(o.read(), SUBMISSION) if o.ok else None)
+        finally:
+            shutil.rmtree(o.directory, ignore_errors=True)
+
+    with ThreadPoolExecutor(max_workers=2) as pool:       # the device and the host pass side by side
+        outcomes = list(pool.map(one, ("pre-device", "pre-host")))
+    for o, marks in outcomes:
+        if not o.ok and o.duration_s >= limit - 0.5:
+            raise AnalysisError(f"clang's preprocessor did not finish in {limit:g} s (a very large or macro-heavy "
+                                "file?): make the file smaller")
+        if not o.ok:       # the learner's own failure (#error, <cuda_runtime.h>): the compile check fails on it;
+            return None    # the static rules still judge the file with the scanner's own preprocessor
+        got, read = marks
+        lines |= got
+        files |= read
+    return ClangView(lines, sorted(files))
+
+
+_COND_OPEN = {"if", "ifdef", "ifndef"}
+_COND_NEXT = {"elif", "elifdef", "elifndef", "else"}
+
+
+def judged_source(source: str, active: set[int]) -> str:
+    """``source`` as clang compiles it, for the scanner: line splices joined, every conditional directive
+    blanked, and every branch clang did not compile blanked (a branch is compiled when any of its lines
+    produced output in clang's preprocessor, its #define/#include lines included). Line numbers kept, so the
+    scanner's own evaluation of ``#if`` can no longer disagree with clang's. Linear."""
+    lines = _spliced(source).split("\n")
+    n = len(lines)
+    hits = [0] * (n + 1)                       # prefix sums of the active lines (1-based line numbers)
+    for i in range(n):
+        hits[i + 1] = hits[i] + ((i + 1) in active)
+    blank = [False] * n
+    stack: list[int] = []                      # the first line index of the open branch, per nesting level
+
+    def close(start: int, end: int) -> None:   # the branch is lines start..end-1 (0-based)
+        if start < end and hits[end] - hits[start] == 0:
+            for k in range(start, end):
+                blank[k] = True
+
+    for i, line in enumerate(lines):
+        stripped = line.lstrip()
+        if not stripped.startswith("#"):
+            continue
+        word = stripped[1:].lstrip().split(None, 1)[0] if stripped[1:].strip() else ""
+        word = re.match(r"[A-Za-z_]*", word).group(0)
+        if word in _COND_OPEN:
+            blank[i] = True
+            stack.append(i + 1)
+        elif word in _COND_NEXT and stack:
+            blank[i] = True
+            close(stack[-1], i)
+            stack[-1] = i + 1
+        elif word == "endif" and stack:
+            blank[i] = True
+            close(stack.pop(), i)
+    return "\n".join("" if b else line for line, b in zip(lines, blank, strict=True))
 
 
 # --- the rules ---------------------------------------------------------------------------------------
@@ -322,6 +481,12 @@ def _directive_view(source: str) -> list[list[Tok]]:
     """The directive lines as the compiler sees them: line splices (backslash-newline) joined, even inside a
     word (``#inc\\<newline>lude``), and the digraph ``%:`` and trigraph ``??=`` read as ``#``. Line numbers kept.
     Linear in the file size."""
+    return tokenize(_spliced(source))
+
+
+def _spliced(source: str) -> str:
+    """``source`` with line splices joined (the joined lines padded with newlines after, so line numbers are
+    kept) and ``%:`` / ``??=`` at a line's start read as ``#``."""
     phys = source.split("\n")
     out, cur, pad = [], [], 0
     for line in phys:
@@ -335,18 +500,27 @@ def _directive_view(source: str) -> list[list[Tok]]:
         cur, pad = [], 0
     if cur:
         out.append("".join(cur))
-    text = _DIGRAPH_HASH.sub("#", "\n".join(out))
-    return tokenize(text)
+    return _DIGRAPH_HASH.sub("#", "\n".join(out))
 
 
 _DIGRAPH_HASH = re.compile(r"^[ \t]*(?:%:|\?\?=)", re.MULTILINE)
 _ASM_READS = (".incbin", ".include")
+#: Assembler macros and loops: with them inline assembly can spell .incbin without writing it (.incb\\()in).
+_ASM_BUILDS = (".macro", ".irp", ".rept", ".altmacro")
+_ASM_BUILD_WORDS = {"include", "macro", "irp", "irpc", "rept", "altmacro"}
+_SYSTEM_PREFIXES = ("/usr/", "/opt/", "/lib/", "/lib64/")
 
 
 def compile_inputs(a: Analysis, source: str | None = None) -> list[tuple[int, str]]:
     """What would make the compiler read a file other than system headers and exercise_io.h.
     With ``source``, directives are read as the compiler reads them (splices, ``%:``, ``??=``)."""
     problems = []
+    for f in a.files_read:                 # what clang's preprocessor read: system headers and exercise_io.h only
+        if f.startswith("<") or f == SUBMISSION or f.startswith(_SYSTEM_PREFIXES) or (
+                os.path.basename(f) == "exercise_io.h" and "/grader-include/" in f):
+            continue
+        problems.append((0, f"the preprocessor read {f}: only system headers (<...>) and \"exercise_io.h\" may be "
+                            "included"))
     lines = _directive_view(source) if source is not None else None
     directives = [t for t in lines if t and t[0].text == "#"] if lines is not None else a.directives
     for d in directives:
@@ -377,9 +551,13 @@ def compile_inputs(a: Analysis, source: str | None = None) -> list[tuple[int, st
             if any(x in run_text for x in _ASM_READS) and run_line not in flagged:
                 flagged.add(run_line)
                 problems.append((run_line, "`.incbin`/`.include` in inline assembly reads a file: remove it"))
+            elif any(x in run_text for x in _ASM_BUILDS) and run_line not in flagged:
+                flagged.add(run_line)
+                problems.append((run_line, "assembler macros and loops (.macro, .irp, .rept, .altmacro) in inline "
+                                           "assembly can spell a directive that reads a file: remove them"))
             continue
         run_text, run_line = "", 0
-        if t.kind == "id" and (low == "incbin" or (low == "include" and i and toks[i - 1].text == "."
+        if t.kind == "id" and (low == "incbin" or (low in _ASM_BUILD_WORDS and i and toks[i - 1].text == "."
                                                    and not (i > 1 and toks[i - 2].text == "#"))):
             if t.line not in flagged:
                 flagged.add(t.line)

@@ -298,8 +298,9 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     ``host_only=True`` runs an offline AMD build's host code anyway (its GPU calls fail with
     ``hipErrorNoDevice``): useful to show the sandbox stopping a hanging or crashing program.
     ``memory_bytes`` defaults to no address-space limit on a GPU (its runtime reserves large
-    virtual ranges) and settings.RUN_MEMORY_BYTES otherwise. ``scratch`` is the folder the
-    program may write (default: the folder of its file arguments, else a fresh one).
+    virtual ranges) and settings.RUN_MEMORY_BYTES otherwise. The program writes only in a fresh
+    private folder (its working folder); the folders of its file arguments, and ``scratch`` if
+    given, are bound in read-only: their owner and mode never change, even if the run is killed.
     """
     if not isinstance(result, BuildResult):
         raise TypeError("run() takes the BuildResult that compile() returned")
@@ -332,20 +333,16 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     if result.toolchain_kind == sim.KIND:
         env = sim.run_env(timeout_s, env)
     args = [str(a) for a in args]
-    # the program may read and write files named in its arguments: their folder is its scratch
+    # the program reads the files named in its arguments: their folders are bound in read-only
     folders = {str(Path(a).parent) for a in args if a.startswith("/") and Path(a).parent.is_dir()}
-    own = None
-    if scratch is None:
-        if len(folders) == 1:
-            scratch = folders.pop()
-        else:
-            own = tempfile.TemporaryDirectory(prefix="rocmlab-run-")
-            scratch = own.name
+    if scratch is not None:
+        folders.add(str(Path(scratch).resolve()))
+    own = tempfile.TemporaryDirectory(prefix="rocmlab-run-")
     try:
-        return driver.run_program(result.toolchain_kind, result.root, [result.binary, *args], scratch=scratch,
+        return driver.run_program(result.toolchain_kind, result.root, [result.binary, *args], scratch=own.name,
                                   time_limit=timeout_s, memory_bytes=memory_bytes, output_bytes=output_bytes,
                                   stdin_data=stdin, env=env, gpu=result.can_run and result.toolchain_kind != sim.KIND,
+                                  scratch_bytes=sandbox.RUN_SCRATCH_BYTES,
                                   ro_binds=(str(Path(result.binary).parent), *sorted(folders)))
     finally:
-        if own is not None:
-            own.cleanup()
+        own.cleanup()

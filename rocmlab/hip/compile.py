@@ -54,13 +54,18 @@ from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover, offline
 from rocmlab.machine.detect import current
 from rocmlab.paths import cache_dir
 
-OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive", "check")
+OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive", "check", "pre-device", "pre-host")
 #: ``check``: what a machine that cannot run the program needs, in half the time of ``exe``: the device code
 #: compiled (``--cuda-device-only -c``, with the resource remarks) and, at the same time, the host code checked
 #: (``--cuda-host-only -fsyntax-only``). Same diagnostics and resources as a full build; no program is linked.
 CACHE_FORMAT = 5
 #: Bytes of compiler output kept (remarks for many kernels are long).
 COMPILER_OUTPUT_BYTES = 4 << 20
+#: The largest file a compiler may write (an object, a program, a listing): a source with a 400 MB static array
+#: fails to build instead of filling the disk (RLIMIT_FSIZE; the compiler's own temporary files are in its tmpfs).
+COMPILER_FILE_BYTES = 128 << 20
+#: The build cache's size cap: after each new entry the least recently used ones go until it is under this.
+CACHE_MAX_BYTES = 2 << 30
 #: The PATH the offline compiler sees inside the root.
 _ROOT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
 
@@ -174,7 +179,10 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
                 *inputs, *libs, "-o", str(output)]
     if not targets:
         raise ValueError("no AMD target given: pass targets=('gfx942',) or another of " + ", ".join(settings.AMD_TARGETS))
-    what = {"exe": [], "obj": ["-c"], "asm": ["--cuda-device-only", "-S"]}.get(output_kind)
+    what = {"exe": [], "obj": ["-c"], "asm": ["--cuda-device-only", "-S"],
+            # clang's own preprocessor output of one pass, with #define/#undef and #include kept (-dD -dI)
+            "pre-device": ["--cuda-device-only", "-E", "-dD", "-dI"],
+            "pre-host": ["--cuda-host-only", "-E", "-dD", "-dI"]}.get(output_kind)
     if what is None:
         raise ValueError(f"output_kind={output_kind!r} is for nvcc; an AMD compiler makes exe, obj or asm "
                          "(check: see check_commands)")
@@ -308,7 +316,7 @@ def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=()
     cwd = str(Path(cwd).resolve())
     cmd = [str(c) for c in cmd]
     limits = sandbox.Limits(wall_s=time_limit or settings.COMPILE_TIME_LIMIT_S, cpu_s=None,
-                            memory_bytes=memory_bytes, processes=None, file_bytes=None,
+                            memory_bytes=memory_bytes, processes=None, file_bytes=COMPILER_FILE_BYTES,
                             output_bytes=COMPILER_OUTPUT_BYTES)
     binds = tuple(dict.fromkeys([*map(str, ro_binds), *_host_paths(cmd, tc, exclude=(cwd,))]))
     return sandbox.run(cmd, limits=limits, root=tc.root or "/", scratch=cwd, ro_binds=binds,
@@ -316,14 +324,16 @@ def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=()
 
 
 def run_program(tc_kind: str, root: str | None, cmd, *, scratch, time_limit: float, memory_bytes, output_bytes,
-                stdin_data=None, env=None, gpu: bool = False, ro_binds=(), file_bytes: int | None = None) -> sandbox.Completed:
+                stdin_data=None, env=None, gpu: bool = False, ro_binds=(), file_bytes: int | None = None,
+                scratch_bytes: int | None = None, outputs=()) -> sandbox.Completed:
     """Run a program this driver built: an offline build runs inside the ROCm root it was
-    linked against (its libamdhip64 and glibc live there); others on the host."""
+    linked against (its libamdhip64 and glibc live there); others on the host. ``scratch_bytes``
+    and ``outputs``: a private scratch (see :func:`rocmlab.sandbox.run`)."""
     limits = sandbox.Limits(wall_s=time_limit, memory_bytes=memory_bytes, output_bytes=output_bytes,
-                            **({"file_bytes": file_bytes} if file_bytes else {}))
+                            scratch_bytes=scratch_bytes, **({"file_bytes": file_bytes} if file_bytes else {}))
     return sandbox.run([str(c) for c in cmd], limits=limits, root=root or "/", scratch=str(Path(scratch).resolve()),
                        ro_binds=tuple(dict.fromkeys(str(b) for b in ro_binds)), env=_env(root, env), gpu=gpu,
-                       stdin_data=stdin_data, cwd=str(Path(scratch).resolve()))
+                       stdin_data=stdin_data, cwd=str(Path(scratch).resolve()), outputs=outputs)
 
 
 # --- diagnostics ----------------------------------------------------------------------------
@@ -541,7 +551,8 @@ def cache_key(**parts) -> str:
                                      default=str).encode()).hexdigest()
 
 
-_OUT_NAME = {"exe": "", "obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx", "check": ".device.o"}
+_OUT_NAME = {"exe": "", "obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".ptx", "check": ".device.o",
+             "pre-device": ".dev.i", "pre-host": ".host.i"}
 
 
 def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, flags) -> tuple[sandbox.Completed, list[str]]:
@@ -594,7 +605,7 @@ def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, fla
 
 def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind: str = "exe",
                    target: str, flags=(), stem: str = "cell", use_cache: bool = True,
-                   remarks: bool | None = None) -> Outcome:
+                   remarks: bool | None = None, time_limit: float | None = None) -> Outcome:
     """Compile a source text (a cell) once per (source, toolchain, target, flags, output kind):
     a second call returns the cached outcome at once. Failures are cached too."""
     start = time.monotonic()
@@ -613,11 +624,12 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
             d["diagnostics"] = [Diagnostic(**x) for x in d["diagnostics"]]
             res = Outcome(**d)
             if not res.ok or Path(res.output).exists():
+                os.utime(meta)           # recently used: the cache cap removes the least recently used first
                 res.cached, res.duration_s = True, time.monotonic() - start
                 return res
         except (OSError, ValueError, TypeError, KeyError):
             pass   # a damaged entry: build it again
-    work = Path(tempfile.mkdtemp(prefix="tmp-", dir=builds_dir()))
+    work = Path(tempfile.mkdtemp(prefix=f"tmp-{os.getpid()}-", dir=builds_dir()))   # the pid: see sweep_stale
     stem = re.sub(r"\W", "_", stem) or "cell"
     src = work / (stem + (".cu" if tc.kind == "nvcc" else ".hip"))
     src.write_text(compiled)
@@ -631,7 +643,7 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
         if output_kind == "check":
             done, cmd = _run_check(tc, work, src, out, base, flags)
         else:
-            done = run(tc, cmd, cwd=work)
+            done = run(tc, cmd, cwd=work, time_limit=time_limit)
     except BaseException:      # an interrupt (or a sandbox that cannot start) leaves no half-built folder
         shutil.rmtree(work, ignore_errors=True)
         raise
@@ -654,10 +666,73 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
                 os.replace(work, final)
             except OSError:
                 shutil.rmtree(work, ignore_errors=True)
+        prune_cache(keep=final)
     else:
         res.directory = str(work)
     res.duration_s = time.monotonic() - start
     return res
+
+
+def sweep_stale(folder, prefix: str) -> int:
+    """Remove ``folder/PREFIX{pid}-*`` folders whose process is gone (a worker killed by Ctrl-C or SIGKILL
+    before its cleanup ran). A live process's folders are never touched. Returns how many were removed."""
+    n = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for e in entries:
+        m = re.match(re.escape(prefix) + r"(\d+)-", e.name)
+        if not m or not e.is_dir(follow_symlinks=False):
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue                          # alive (or another user's): leave it
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):
+            continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        n += 1
+    return n
+
+
+def _entry_bytes(entry: Path) -> int:
+    total = 0
+    for dirpath, _, files in os.walk(entry):
+        for f in files:
+            try:
+                total += os.lstat(os.path.join(dirpath, f)).st_blocks * 512
+            except OSError:
+                pass
+    return total
+
+
+def prune_cache(max_bytes: int | None = None, keep: Path | None = None) -> int:
+    """Remove the least recently used cache entries until the cache holds at most ``max_bytes``
+    (default CACHE_MAX_BYTES); ``keep`` (the entry just made) stays. Returns how many were removed."""
+    limit = CACHE_MAX_BYTES if max_bytes is None else max_bytes
+    entries = []
+    for child in builds_dir().iterdir():
+        if child.name.startswith("tmp-"):        # a build in progress (here or in a parallel grader)
+            continue
+        meta = child / "outcome.json"
+        try:
+            used = meta.stat().st_mtime if meta.exists() else child.stat().st_mtime
+        except OSError:
+            continue
+        entries.append((used, child, _entry_bytes(child)))
+    total = sum(b for _, _, b in entries)
+    removed = 0
+    for _, child, size in sorted(entries, key=lambda e: e[0]):
+        if total <= limit:
+            break
+        if keep is not None and child == keep:
+            continue
+        shutil.rmtree(child, ignore_errors=True)
+        total -= size
+        removed += 1
+    return removed
 
 
 def _outcome_json(o: Outcome) -> dict:

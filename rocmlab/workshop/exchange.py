@@ -27,6 +27,9 @@ a regular file of at most :data:`MAX_HANDIN_BYTES`, so a hand-in cannot point th
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import errno
+import html
 import json
 import os
 import re
@@ -161,15 +164,54 @@ def handin(exercise: str, source, learner: str | None = None, exchange=None) -> 
 
     load(exercise)                       # an unknown id raises with the list of known ones
     src = Path(source)
-    if not src.is_file():
-        raise ExchangeError(f"no file {src} to hand in: give the path of your HIP source, e.g. vector_add.hip")
-    data = src.read_bytes()
-    if not data.strip():
-        raise ExchangeError(f"{src} is empty: save your work first (File > Save), then hand it in")
-    if len(data) > MAX_HANDIN_BYTES:
-        raise ExchangeError(f"{src} is {len(data)} bytes, over the {MAX_HANDIN_BYTES} byte limit of a hand-in")
+    data = _read_source(src)
     suffix = src.suffix if src.suffix in SUFFIXES else ".hip"
     return write_handin(exchange_dir(exchange), current_learner(learner), exercise, data, suffix)
+
+
+def _read_capped(fd: int, limit: int) -> bytes:
+    """At most ``limit + 1`` bytes of the open file (one more than allowed tells a file that grew)."""
+    chunks, size = [], 0
+    while size <= limit:
+        b = os.read(fd, min(65536, limit + 1 - size))
+        if not b:
+            break
+        chunks.append(b)
+        size += len(b)
+    return b"".join(chunks)
+
+
+def _read_source(src: Path) -> bytes:
+    """The hand-in's bytes, with its size checked on the open file before anything is read, and refused
+    when it is not text a compiler reads (NUL bytes, as ``rocmlab hip`` refuses them)."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ExchangeError(f"no file {src} to hand in ({exc.strerror}): give the path of your HIP source, "
+                            "e.g. vector_add.hip") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ExchangeError(f"{src} is not a regular file: give the path of your HIP source, e.g. vector_add.hip")
+        if st.st_size > MAX_HANDIN_BYTES:
+            raise ExchangeError(f"{src} is {st.st_size} bytes, over the {MAX_HANDIN_BYTES} byte limit of a hand-in: "
+                                "hand in only your HIP source")
+        data = _read_capped(fd, MAX_HANDIN_BYTES)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_HANDIN_BYTES:
+        raise ExchangeError(f"{src} grew over the {MAX_HANDIN_BYTES} byte limit of a hand-in while it was read")
+    if not data.strip():
+        raise ExchangeError(f"{src} is empty: save your work first (File > Save), then hand it in")
+    if b"\0" in data:
+        raise ExchangeError(f"{src} is a binary file (it has NUL bytes), not a HIP/CUDA source: hand in the .hip "
+                            "or .cu text file")
+    try:
+        data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ExchangeError(f"{src} is not UTF-8 text: convert it (iconv -f latin1 -t utf-8 {src} > fixed.hip) "
+                            "and hand in fixed.hip") from None
+    return data
 
 
 @dataclass
@@ -183,9 +225,12 @@ class Feedback:
 
     def _repr_html_(self) -> str:
         i = self.info
-        head = (f"<p><b>{self.exercise}</b>: {i.get('earned', 0):g} / {i.get('possible', 0):g} points for your "
-                f"hand-in {i.get('handin', '?')} (hand-in {i.get('count', 1)} of {i.get('count', 1)}; "
-                f"graded {i.get('graded_at', '?')})</p>")
+        def esc(v) -> str:                          # every name in the view is escaped
+            return html.escape(str(v))
+
+        head = (f"<p><b>{esc(self.exercise)}</b>: {float(i.get('earned') or 0):g} / {float(i.get('possible') or 0):g} "
+                f"points for your hand-in {esc(i.get('handin', '?'))} (hand-in {esc(i.get('count', 1))} of "
+                f"{esc(i.get('count', 1))}; graded {esc(i.get('graded_at', '?'))})</p>")
         return f"<div class='rocmlab-feedback'>{head}{self.html}</div>"
 
     def __str__(self) -> str:
@@ -194,6 +239,9 @@ class Feedback:
 
 def feedback(exercise: str, learner: str | None = None, exchange=None) -> Feedback:
     """The learner's feedback for ``exercise`` (``outbound/feedback/LEARNER/EXERCISE.*``)."""
+    from rocmlab.grader.spec import load
+
+    load(exercise)                       # an unknown id (a path, a 300-character name) raises with the known ones
     folder = exchange_dir(exchange) / "outbound" / "feedback" / current_learner(learner)
     info_path = folder / f"{exercise}.json"
     if not info_path.is_file():
@@ -204,47 +252,150 @@ def feedback(exercise: str, learner: str | None = None, exchange=None) -> Feedba
 
 
 # ----------------------------------------------------------------------------- instructor side
+#
+# The grader runs as root and reads folders the learners own. Every step below the exchange's own
+# ``inbound/`` folder is opened relative to the previous folder's file descriptor, never by a path: with
+# openat2's RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS where the kernel has it, else one component at a time with
+# O_NOFOLLOW. A learner who swaps their EXERCISE folder (or a hand-in) for a symbolic link while grading runs
+# makes the open fail: their hand-in is not collected this time, and nobody else's file is ever read. What
+# was opened must belong to the owner of the learner's folder.
 
-def _read_regular(path: Path) -> bytes | None:
-    """The file's bytes if it is a regular file (not a link) of at most MAX_HANDIN_BYTES, else None."""
+_SYS_OPENAT2 = 437                      # the same number on every architecture (the unified syscall table)
+_RESOLVE_NO_MAGICLINKS, _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x02, 0x04, 0x08
+_openat2_state: list = []               # [libc.syscall] once it is known to work, [None] once it is known not to
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+def _openat2(dirfd: int, name: str, flags: int) -> int | None:
+    """openat2(dirfd, name, flags, RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS); None when the
+    kernel (or a seccomp filter) does not have it. Raises OSError for a refused open."""
+    if _openat2_state == [None]:
+        return None
+    if not _openat2_state:
+        try:
+            _openat2_state.append(ctypes.CDLL(None, use_errno=True).syscall)
+        except (OSError, AttributeError):
+            _openat2_state.append(None)
+            return None
+    how = _OpenHow(flags | os.O_CLOEXEC, 0, _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+    fd = _openat2_state[0](ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dirfd), ctypes.c_char_p(os.fsencode(name)),
+                           ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how)))
+    if fd >= 0:
+        return fd
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.E2BIG):     # an older kernel, or a seccomp filter that does not know it
+        _openat2_state[:] = [None]
+        return None
+    raise OSError(err, os.strerror(err), name)
+
+
+def open_beneath(dirfd: int, rel: str, flags: int) -> int:
+    """Open ``rel`` (NAME or NAME/NAME...) below the folder ``dirfd`` without following any symbolic link
+    and without leaving it. Raises OSError (ELOOP, ENOTDIR, EXDEV...) for a link or an escape."""
+    parts = rel.split("/")
+    if not parts or any(p in ("", ".", "..") for p in parts):
+        raise OSError(errno.EINVAL, "not a plain relative name", rel)
+    fd = _openat2(dirfd, rel, flags | os.O_NOFOLLOW)
+    if fd is not None:
+        return fd
+    cur, owned = dirfd, False
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        for p in parts[:-1]:
+            nxt = os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=cur)
+            if owned:
+                os.close(cur)
+            cur, owned = nxt, True
+        return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=cur)
+    finally:
+        if owned:
+            os.close(cur)
+
+
+def _listdir(fd: int) -> list[str]:
+    try:
+        return sorted(os.listdir(fd))
+    except OSError:
+        return []
+
+
+def _read_fd(fd: int, owner: int) -> bytes | None:
+    """The bytes of the open file ``fd`` if it is a regular file of ``owner`` of at most MAX_HANDIN_BYTES."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_HANDIN_BYTES or st.st_uid != owner:
+        return None
+    data = _read_capped(fd, MAX_HANDIN_BYTES)
+    return None if len(data) > MAX_HANDIN_BYTES else data
+
+
+def _learner_handin(inbound_fd: int, learner: str, exercise: str) -> tuple[str, int, bytes] | None:
+    """(file name, hand-in count, bytes) of the learner's latest hand-in, read through folder descriptors
+    (see above), or None when there is none or what is there is not the learner's own regular file."""
+    try:
+        lfd = open_beneath(inbound_fd, learner, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return None
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_HANDIN_BYTES:
+        owner = os.fstat(lfd).st_uid
+        try:
+            efd = open_beneath(lfd, exercise, os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
             return None
-        with os.fdopen(fd, "rb") as fh:
-            fd = -1
-            return fh.read(MAX_HANDIN_BYTES + 1)
+        try:
+            if os.fstat(efd).st_uid != owner:
+                return None
+            with os.scandir(efd) as it:
+                names = sorted(e.name for e in it if not e.name.startswith(".") and e.is_file(follow_symlinks=False)
+                               and os.path.splitext(e.name)[1] in SUFFIXES)
+            for name in reversed(names):          # the newest that is still the learner's own regular file
+                try:
+                    ffd = open_beneath(efd, name, os.O_RDONLY | os.O_NONBLOCK)
+                except OSError:
+                    continue
+                try:
+                    data = _read_fd(ffd, owner)
+                finally:
+                    os.close(ffd)
+                if data is not None:
+                    return name, len(names), data
+            return None
+        finally:
+            os.close(efd)
     finally:
-        if fd >= 0:
-            os.close(fd)
+        os.close(lfd)
 
 
-def _real_dirs(folder: Path):
+def _inbound_fd(exchange) -> int | None:
     try:
-        entries = sorted(os.scandir(folder), key=lambda e: e.name)
-    except FileNotFoundError:
-        return []
-    return [e for e in entries if not e.name.startswith(".") and e.is_dir(follow_symlinks=False)]
+        return os.open(Path(exchange) / "inbound", os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 def latest_handins(exchange, exercise: str) -> list[Handin]:
-    """The latest hand-in of each learner for ``exercise`` (hidden temporary files and links are skipped)."""
+    """The latest hand-in of each learner for ``exercise`` (hidden temporary files, links and files another
+    user owns are skipped). Read through folder descriptors: see :func:`collect`."""
+    return [h for h, _ in _latest(exchange, exercise)]
+
+
+def _latest(exchange, exercise: str) -> list[tuple[Handin, bytes]]:
+    fd = _inbound_fd(exchange)
+    if fd is None:
+        return []
     out = []
-    for learner in _real_dirs(Path(exchange) / "inbound"):
-        if not NAME_RE.match(learner.name):
-            continue
-        ex_dir = Path(learner.path) / exercise
-        if not ex_dir.is_dir() or ex_dir.is_symlink():
-            continue
-        files = sorted(e.name for e in os.scandir(ex_dir)
-                       if not e.name.startswith(".") and e.is_file(follow_symlinks=False)
-                       and Path(e.name).suffix in SUFFIXES)
-        if files:
-            out.append(Handin(learner.name, exercise, ex_dir / files[-1], len(files)))
+    try:
+        for learner in _listdir(fd):
+            if not NAME_RE.match(learner):
+                continue
+            got = _learner_handin(fd, learner, exercise)
+            if got is not None:
+                name, count, data = got
+                out.append((Handin(learner, exercise, Path(exchange) / "inbound" / learner / exercise / name, count),
+                            data))
+    finally:
+        os.close(fd)
     return out
 
 
@@ -265,10 +416,7 @@ def collect(exchange, exercise: str, out) -> list[Handin]:
     A copy whose content is unchanged is left as it is (its result is reused). Returns what was collected.
     """
     got = []
-    for h in latest_handins(exchange, exercise):
-        data = _read_regular(h.path)
-        if data is None:
-            continue
+    for h, data in _latest(exchange, exercise):
         dest_dir = Path(out) / "submissions" / h.learner
         for old in dest_dir.glob(f"{exercise}.*") if dest_dir.is_dir() else []:
             if old.suffix != h.path.suffix and old.suffix in SUFFIXES:
