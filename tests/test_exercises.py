@@ -90,7 +90,8 @@ def _offline_solution(args):
     ctx = checks.Context(ex, ex.solution, None, 0)
     flags, missing = checks.build_flags(ctx, nvidia=False)
     assert not missing, missing
-    return ex.id, target, build.compile(ex.solution, lang="hip", target=target, flags=flags, toolchain="offline")
+    return ex.id, target, build.compile(ex.solution, lang="hip", target=target, flags=flags, toolchain="offline",
+                                        link=True)
 
 
 @pytest.mark.skipif(discover_offline() is None, reason="no offline ROCm root (bash scripts/setup/20-rocm-root.sh)")

@@ -203,7 +203,8 @@ def time_pair(exercise_id: str, size: str = "perf", plat=None, timeout_s: float 
         name, w = next(iter(want.items()))
         for v, res in builds.items():
             outp = os.path.join(d, f"{v}.bin")
-            done = build.run(res, (inp, outp), timeout_s=timeout_s, scratch=d)
+            cap = 2 * sum(np.asarray(a).nbytes for a in want.values()) + (1 << 20)   # perf sizes: large outputs
+            done = build.run(res, (inp, outp), timeout_s=timeout_s, scratch=d, file_bytes=cap)
             if done.returncode != 0:
                 raise build.CannotRun(f"{exercise_id} {v} {done.explain()}: {done.stderr.strip()[-300:]}")
             arrays = rlx.read_arrays(outp)

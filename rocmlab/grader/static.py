@@ -21,13 +21,15 @@ import multiprocessing
 import os
 import re
 import shutil
+import stat
 import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from rocmlab import settings
+from rocmlab import sandbox, settings
 from rocmlab.grader.spec import COMMON_DIR, common_header_hash
 from rocmlab.paths import cache_dir
 from rocmlab.port.scan import ScanReport, Tok, scan, tokenize
@@ -254,11 +256,43 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
 
 # --- what clang compiles ----------------------------------------------------------------------------
 
+def _reachable_by_others(path: Path) -> bool:
+    """True when every folder above ``path`` lets other users through (o+x): a sandbox that runs the compiler
+    as another uid without bubblewrap's binds (the named fallback) can then read what is below it."""
+    for p in (path, *path.parents):
+        try:
+            if p.exists() and not os.stat(p).st_mode & 0o001:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _include_base() -> Path:
+    """Where the include folder lives: the cache (ROCMLAB_HOME), unless the sandbox is the fallback without
+    bubblewrap and other users cannot pass through the cache (a 0700 home, as root's is): then a folder of this user's own under the system's temp folder, which the
+    sticky bit keeps others from replacing; one that is not ours, or is a link, is refused."""
+    base = cache_dir() / "grader-include"
+    if sandbox.isolation().level == sandbox.BWRAP or _reachable_by_others(cache_dir()):
+        return base      # bubblewrap binds the folder in: the folders above it on the host do not matter
+    base = Path(tempfile.gettempdir()) / f"rocmlab-grader-include-{os.getuid()}"
+    try:
+        os.mkdir(base, 0o755)
+    except FileExistsError:
+        pass
+    st = os.lstat(base)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
+        raise RuntimeError(f"{base} is not a folder of this user's own (a link, another owner, or writable by "
+                           f"others): remove it, or set ROCMLAB_HOME to a folder other users can pass through")
+    return base
+
+
 def include_dir() -> str:
-    """A folder holding only exercise_io.h (the compiler sees it, not the rest of the grader's files)."""
+    """A folder holding only exercise_io.h (the compiler sees it, not the rest of the grader's files), where the
+    compiler's user can read it whatever the sandbox (see :func:`_include_base`)."""
 
     h = common_header_hash()
-    d = cache_dir() / "grader-include" / h
+    d = _include_base() / h
     if not (d / "exercise_io.h").is_file():
         d.mkdir(parents=True, exist_ok=True)
         tmp = d / f".exercise_io.h.{os.getpid()}.{threading.get_ident()}"

@@ -30,8 +30,11 @@ that hangs or a program that segfaults never takes the notebook kernel down.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import shutil
+import stat
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -291,7 +294,8 @@ def _auto_simulate(result: BuildResult, simulate: bool | None, host_only: bool) 
 
 def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT_S, memory_bytes=_DEFAULT,
         output_bytes: int = 1 << 20, *, host_only: bool = False, stdin: bytes | None = None,
-        env: dict | None = None, scratch: str | None = None, simulate: bool | None = None) -> sandbox.Completed:
+        env: dict | None = None, scratch: str | None = None, simulate: bool | None = None,
+        file_bytes: int | None = None) -> sandbox.Completed:
     """Run a built program with limits. Raises :class:`CannotRun` (with the reason and the fix)
     when the build failed or cannot run on this machine.
 
@@ -300,14 +304,19 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     ``memory_bytes`` defaults to no address-space limit on a GPU (its runtime reserves large
     virtual ranges) and settings.RUN_MEMORY_BYTES otherwise. The program writes only in a fresh
     private folder (its working folder); the folders of its file arguments, and ``scratch`` if
-    given, are bound in read-only: their owner and mode never change, even if the run is killed.
+    given, are bound in read-only: their owner and mode never change, even if the run is killed. An argument
+    naming an existing file is an *input*: a copy goes into the program's folder (readable there, whatever the
+    caller's folder allows). One naming a file that does not exist yet, in a folder that does, is an *output*:
+    the program writes it in its folder, and it is copied to that path after the run (a regular file only, at
+    most ``file_bytes``, default settings.RUN_FILE_BYTES).
     """
     if not isinstance(result, BuildResult):
         raise TypeError("run() takes the BuildResult that compile() returned")
     timeout_s = settings.time_limit(timeout_s, what="timeout_s")     # nan, inf, 1e308, -1: ValueError with the fix
     simulated = _auto_simulate(result, simulate, host_only) if result.ok else None
     if simulated is not None:      # no GPU here: the same source on the CPU simulator, and the output says so
-        done = run(simulated, args, timeout_s, memory_bytes, output_bytes, stdin=stdin, env=env, scratch=scratch)
+        done = run(simulated, args, timeout_s, memory_bytes, output_bytes, stdin=stdin, env=env, scratch=scratch,
+                   file_bytes=file_bytes)
         why = "" if result.toolchain_kind == sim.KIND else f" ({result.cannot_run_reason or 'asked for'})"
         return replace(done, stderr=sim.label(f"ran on the CPU simulator, wavefronts of 64{why}") + "\n" + done.stderr)
     if not result.ok:
@@ -333,16 +342,39 @@ def run(result: BuildResult, args=(), timeout_s: float = settings.RUN_TIME_LIMIT
     if result.toolchain_kind == sim.KIND:
         env = sim.run_env(timeout_s, env)
     args = [str(a) for a in args]
+    own = tempfile.TemporaryDirectory(prefix="rocmlab-run-")
+    cap = file_bytes or settings.RUN_FILE_BYTES
+    # inputs (existing files) are copied into the program's own folder, readable there whatever the caller's
+    # folder allows; outputs (files to be made in existing folders) are written there and copied back after
+    outputs: dict[str, Path] = {}
+    for i, a in enumerate(args):
+        p = Path(a)
+        if not a.startswith("/"):
+            continue
+        if p.is_file() and not p.is_symlink():
+            mine = str(Path(own.name) / f"in{i}-{p.name}"[:200])
+            shutil.copyfile(p, mine)
+            os.chmod(mine, 0o644)
+            args[i] = mine
+        elif not p.exists() and not p.is_symlink() and p.parent.is_dir():
+            mine = str(Path(own.name) / f"out{i}-{p.name}"[:200])
+            outputs[mine], args[i] = p, mine
     # the program reads the files named in its arguments: their folders are bound in read-only
-    folders = {str(Path(a).parent) for a in args if a.startswith("/") and Path(a).parent.is_dir()}
+    folders = {str(Path(a).parent) for a in args
+               if a.startswith("/") and not a.startswith(own.name) and Path(a).parent.is_dir()}
     if scratch is not None:
         folders.add(str(Path(scratch).resolve()))
-    own = tempfile.TemporaryDirectory(prefix="rocmlab-run-")
     try:
-        return driver.run_program(result.toolchain_kind, result.root, [result.binary, *args], scratch=own.name,
+        done = driver.run_program(result.toolchain_kind, result.root, [result.binary, *args], scratch=own.name,
                                   time_limit=timeout_s, memory_bytes=memory_bytes, output_bytes=output_bytes,
                                   stdin_data=stdin, env=env, gpu=result.can_run and result.toolchain_kind != sim.KIND,
-                                  scratch_bytes=sandbox.RUN_SCRATCH_BYTES,
+                                  scratch_bytes=max(sandbox.RUN_SCRATCH_BYTES, cap * len(outputs) + (16 << 20)),
+                                  file_bytes=cap, outputs=tuple(outputs),
                                   ro_binds=(str(Path(result.binary).parent), *sorted(folders)))
+        for mine, dest in outputs.items():     # copied by the caller's own user, a regular file only, capped
+            st = os.lstat(mine) if os.path.lexists(mine) else None
+            if st is not None and stat.S_ISREG(st.st_mode) and 0 < st.st_size <= cap and not dest.exists():
+                shutil.copyfile(mine, dest)
+        return done
     finally:
         own.cleanup()
