@@ -53,7 +53,10 @@ if ! .venv/bin/python -c 'import torch' 2>/dev/null; then
   "${pip[@]}" install "torch==${ROCMLAB_TORCH_VERSION:-2.13.0}"
 fi
 torch_before=$(.venv/bin/python -c 'import torch; print(torch.__version__)')
-"${pip[@]}" install -e ".$extra"
+# the build back end goes into .venv itself and the install uses it there (no isolated build environment):
+# offline (PIP_NO_INDEX) its own needs (packaging, pathspec, pluggy) are then met by what the machine has
+.venv/bin/python -c 'import hatchling' 2>/dev/null || "${pip[@]}" install "hatchling>=1.21"
+"${pip[@]}" install --no-build-isolation -e ".$extra"
 torch_after=$(.venv/bin/python -c 'import torch; print(torch.__version__)')
 if [ "$torch_before" != "$torch_after" ]; then
   echo "error: installing rocmlab replaced torch $torch_before with $torch_after: report this as a rocmlab bug" >&2
