@@ -55,7 +55,7 @@ fi
 torch_before=$(.venv/bin/python -c 'import torch; print(torch.__version__)')
 # the build back end goes into .venv itself and the install uses it there (no isolated build environment):
 # offline (PIP_NO_INDEX) its own needs (packaging, pathspec, pluggy) are then met by what the machine has
-.venv/bin/python -c 'import hatchling' 2>/dev/null || "${pip[@]}" install "hatchling>=1.21"
+.venv/bin/python -c 'import hatchling, editables' 2>/dev/null || "${pip[@]}" install "hatchling>=1.21" editables
 "${pip[@]}" install --no-build-isolation -e ".$extra"
 torch_after=$(.venv/bin/python -c 'import torch; print(torch.__version__)')
 if [ "$torch_before" != "$torch_after" ]; then
