@@ -389,9 +389,16 @@ class _Guard:
     processes' resident memory) and, in the fallback without bubblewrap, its scratch quota (a watchdog over the
     folder's size). ``start()`` before the run, ``enter()`` in the child (preexec), ``stop()`` after."""
 
-    def __init__(self, memory_bytes: int | None, uid: int | None, scratch: str | None, scratch_bytes: int | None):
+    def __init__(self, memory_bytes: int | None, uid: int | None, scratch: str | None, scratch_bytes: int | None,
+                 outputs=()):
         self.memory_bytes, self.uid = memory_bytes, uid
         self.scratch, self.scratch_bytes = scratch, scratch_bytes
+        # the quota is for what the run writes: not the files it was given (its binary, its input), and not its
+        # output files (each capped by the file-size limit), as with bubblewrap's private tmpfs
+        self.outputs = tuple(outputs)
+        self.baseline = 0
+        if scratch and scratch_bytes:
+            self.baseline = self._written()
         self.cgroup: str | None = None
         self.version = 0
         self.memory_exceeded = self.scratch_exceeded = False
@@ -444,12 +451,21 @@ class _Guard:
             self.peak = max(self.peak, resident)
             if memory and resident > self.memory_bytes:
                 self.memory_exceeded = True
-            elif self.scratch_bytes and _folder_bytes(self.scratch) > self.scratch_bytes:
+            elif self.scratch_bytes and self._written() > self.scratch_bytes:
                 self.scratch_exceeded = True
             else:
                 continue
             self._kill_all(proc)
             return
+
+    def _written(self) -> int:
+        outs = 0
+        for o in self.outputs:
+            try:
+                outs += os.lstat(o).st_blocks * 512
+            except OSError:
+                pass
+        return _folder_bytes(self.scratch) - outs - self.baseline
 
     def _kill_all(self, proc: subprocess.Popen) -> None:
         _kill_group(proc)
@@ -946,7 +962,8 @@ def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None 
     st = _own_scratch(scratch, uid) if iso.level == SETPRIV else None
     guard = None
     if iso.level != NONE:
-        guard = _Guard(limits.memory_bytes, uid if iso.level == SETPRIV else None, scratch, limits.scratch_bytes)
+        guard = _Guard(limits.memory_bytes, uid if iso.level == SETPRIV else None, scratch, limits.scratch_bytes,
+                       outputs)
         guard.start()
     try:
         done, _ = _spawn(argv, env=envd if iso.level != NONE else {**os.environ, **(env or {})},

@@ -167,6 +167,27 @@ def test_scratch_watchdog_is_the_fallback_without_bubblewrap(tmp_path):
     assert r.scratch_exceeded and not r.ok and "scratch" in r.explain(), r
 
 
+def test_the_fallback_quota_counts_what_the_run_writes_not_its_input_or_output_file(tmp_path):
+    """A graded perf run gets a large input (written before the run) and writes a large output file (capped by
+    the file-size limit): neither counts against the scratch quota, as with bubblewrap's private tmpfs. Seen on
+    a machine without bubblewrap, where a correct solution's timed run was ended for its input's size."""
+    scratch = tmp_path / "run"
+    scratch.mkdir()
+    os.chmod(scratch, 0o777)
+    (scratch / "input.bin").write_bytes(os.urandom(24 * MB))
+    out = scratch / "output.bin"
+    with sandbox.use(sandbox.RLIMITS):
+        r = sandbox.run([PY, "-c", WRITE + "\nimport time; time.sleep(1)", str(out), "24"],
+                        limits=sandbox.Limits(wall_s=20, scratch_bytes=16 * MB, file_bytes=32 * MB),
+                        scratch=str(scratch), outputs=(str(out),))
+        assert r.ok and not r.scratch_exceeded, r
+        # the control: the same 24 MB written to another file of the scratch is over the quota
+        r = sandbox.run([PY, "-c", WRITE + "\nimport time; time.sleep(5)", str(scratch / "junk"), "24"],
+                        limits=sandbox.Limits(wall_s=20, scratch_bytes=16 * MB, file_bytes=32 * MB),
+                        scratch=str(scratch), outputs=(str(out),))
+    assert r.scratch_exceeded and not r.ok, r
+
+
 # --- the compiler's output and the build cache -------------------------------------------------------
 
 BIG = "#include <hip/hip_runtime.h>\nchar big[{mb} << 20] = {{1}};\n__global__ void k(char* p) {{ p[0] = 1; }}\n" \
