@@ -130,7 +130,9 @@ def notebook_cells(ex) -> list[tuple]:
                "pass (64-bit warp masks; plain hipify keeps `0xffffffff`). Open "
                f"`{ex.program}.hip` with the **open in the editor** link under the grade, edit it, save, and "
                "press **Grade again**: it grades the file as it is now. "
-               "**Show a hint** reveals the graded hints one level at a time. A check this machine cannot run is "
+               "**Show a hint** reveals the graded hints one level at a time. Without a GPU the run and compare "
+               "checks run your program on rocmlab's CPU simulator with MI300X's wavefronts of 64 (labelled "
+               "`[cpu: wave64 simulator]`). A check this machine cannot run (timing, MFMA, hipBLAS) is "
                "*skipped* and says why: it neither earns nor loses points, and the score line says how many "
                "points need another machine. Your best grade is kept: `rocmlab progress` lists it."),
         ("code", "quick = None  # None means quick sizes on a CPU or when ROCMLAB_QUICK is 1", ["parameters"]),

@@ -426,10 +426,19 @@ def learner_python(pythonpath: str = "") -> tuple[str, str]:
     probe = "import jupyterhub.singleuser, rocmlab.workshop.exchange"
     site = sysconfig.get_paths()["purelib"]
     ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    # PYTHONPATH folders are not site folders: their .pth files (an editable install's path) are not read,
+    # so the folders those name are listed too
+    named = []
+    for pth in sorted(Path(site).glob("*.pth")):
+        try:
+            lines = pth.read_text().splitlines()
+        except OSError:
+            continue
+        named += [ln.strip() for ln in lines if ln.strip().startswith("/") and os.path.isdir(ln.strip())]
     tries = [(sys.executable, pythonpath)]
     for cand in (f"/usr/bin/{ver}", f"/usr/local/bin/{ver}"):
         if os.path.exists(cand) and os.path.realpath(cand) != os.path.realpath(sys.executable):
-            tries.append((cand, os.pathsep.join(p for p in (pythonpath, site) if p)))
+            tries.append((cand, os.pathsep.join(p for p in (pythonpath, site, *named) if p)))
     why = ""
     for exe, pp in tries:
         try:

@@ -83,6 +83,9 @@ def _look(browser, server, rel: str, stem: str) -> tuple[list, list[int], list[d
             nb.page.reload(wait_until="domcontentloaded")
             nb.page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
             stuck = wait_rendered(nb.page, timeout_s=120)
+        if stuck:      # widgets that live in their kernel (plotly FigureWidgets): run it live, as a learner does
+            nb.run_all(timeout_s=900)
+            stuck = wait_rendered(nb.page, timeout_s=120)
         wide = overflowing_outputs(nb.page)
         missing = missing_verdicts(nb.page, graded_cells(server.root / rel))
         shots = artifacts_dir() / "views"
