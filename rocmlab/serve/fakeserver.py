@@ -48,6 +48,12 @@ class FakeServer:
                 super().setup()
                 outer._conns.add(self.connection)
 
+            def handle_one_request(self):
+                if outer._stop.is_set():        # closed: a crashed server answers nothing more
+                    self.close_connection = True
+                    return
+                super().handle_one_request()
+
             def log_message(self, *a):
                 pass
 
@@ -151,8 +157,12 @@ class FakeServer:
     def close(self):
         """Stop like a crashed server: the listening socket and every open connection go."""
         self._stop.set()
+        self._drop_connections()       # at once: shutdown() below waits up to serve_forever's poll interval
         self.httpd.shutdown()
         self.httpd.server_close()
+        self._drop_connections()
+
+    def _drop_connections(self):
         for c in list(self._conns):
             try:
                 c.shutdown(socket.SHUT_RDWR)
