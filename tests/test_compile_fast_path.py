@@ -1,6 +1,7 @@
-"""The fast path (``check``: device code compiled and host code checked at the same time, no link) gives the
-same verdict, diagnostics and resources as the full build, for every kernel in rocmlab/hip/kernels/ and every
-exercise solution; and a host-code error is still reported."""
+"""The fast path (``check``: device code compiled and host code checked at the same time, each half reading the
+runtime headers from its precompiled header, no link) gives the same verdict, diagnostics and resources as the
+full build, for every kernel in rocmlab/hip/kernels/ and every exercise solution; a host-code error is still
+reported; the ISA listing is the same with and without the PCH. Every build here is cold: a fresh cache."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from rocmlab.grader.checks import include_dir
 from rocmlab.grader.libs import flags as lib_flags
 from rocmlab.hip import build
 from rocmlab.hip import compile as driver
+from rocmlab.hip import runtime_pch
 
 pytestmark = pytest.mark.skipif(driver.available("gfx942") != "", reason="no AMD compiler here (gfx942)")
 
@@ -38,6 +40,18 @@ def _same(fast, full):
 SOURCES = sources()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _cold_cache(tmp_path_factory):
+    """Every build in this module is cold, the precompiled headers too: a fresh cache of its own."""
+    from rocmlab.hip.toolchain import offline_root
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("ROCMLAB_ROCM_ROOT", str(offline_root()))      # the compiler stays where it is
+    mp.setenv("ROCMLAB_HOME", str(tmp_path_factory.mktemp("cold-home")))
+    yield
+    mp.undo()
+
+
 @pytest.mark.parametrize("name,src,flags", SOURCES, ids=[s[0] for s in SOURCES])
 def test_fast_path_equals_full_build(name, src, flags):
     fast = build.compile(src, target="gfx942", flags=flags)
@@ -50,6 +64,8 @@ def test_fast_path_equals_full_build(name, src, flags):
     if "__global__" in src and full.ok:
         assert fast.kernels(), f"{name}: no kernel resources in the fast build's log"
     _same(fast, full)
+    if runtime_pch.applies(src, flags):
+        assert "-include-pch" in fast.command, "the fast build did not read the runtime headers from the PCH"
 
 
 def test_host_error_is_reported_by_the_fast_path():
@@ -60,3 +76,51 @@ def test_host_error_is_reported_by_the_fast_path():
     full = build.compile(bad, target="gfx942", link=True)
     assert not fast.ok and any("undefined_host_thing" in d.message for d in fast.errors)
     _same(fast, full)
+
+
+def test_device_error_with_the_pch_names_the_same_line():
+    src = (paths.kernels_dir() / "reduce.hip").read_text()
+    bad = src.replace("__global__", "__global__ void broken(float* p) { p[0] = undefined_device_thing; }\n__global__", 1)
+    fast = build.compile(bad, target="gfx942")
+    full = build.compile(bad, target="gfx942", link=True)
+    assert not fast.ok and any("undefined_device_thing" in d.message for d in fast.errors)
+    assert "-include-pch" in fast.command
+    _same(fast, full)
+
+
+def test_a_source_that_defines_a_macro_first_takes_no_pch_and_the_macro_still_counts():
+    """A #define before the runtime include could change the header: no PCH, and the define is seen."""
+    src = "#define HIP_DISABLE_WARP_SYNC_BUILTINS 1\n" + (paths.kernels_dir() / "reduce.hip").read_text()
+    assert not runtime_pch.applies(src)
+    fast = build.compile(src, target="gfx942")
+    assert fast.ok and "-include-pch" not in fast.command
+    _same(fast, build.compile(src, target="gfx942", link=True))
+
+
+def test_a_refused_pch_is_built_around_not_scored(monkeypatch):
+    """A PCH clang refuses (here: not a PCH at all) never fails a good cell: the half runs again without it."""
+    src = (paths.kernels_dir() / "ballot.hip").read_text().replace("#include <hip/hip_runtime.h>",
+                                                                   "#include <hip/hip_runtime.h>  // refused", 1)
+    tc = driver.find_toolchain("offline") or driver.find_toolchain("rocm")
+    for side in runtime_pch.SIDES:
+        pch = runtime_pch.pch_for(tc, side, "gfx942", ["-O2"])
+        pch.write_bytes(b"not a precompiled header")
+    fast = build.compile(src, target="gfx942", flags=["-O2"])
+    assert fast.ok, fast.summary()
+    assert "-include-pch" not in fast.command
+
+
+def test_the_isa_listing_is_the_same_with_the_pch():
+    src = (paths.kernels_dir() / "reduce.hip").read_text()
+    assert runtime_pch.applies(src)
+    with_pch = driver.compile_source(src, driver.find_toolchain("offline") or driver.find_toolchain("rocm"),
+                                     output_kind="asm", target="gfx942", use_cache=False)
+    assert with_pch.ok and "-include-pch" in with_pch.command
+    without = driver.compile_source("// no pch: a comment line is not the include\n#define X 1\n" + src,
+                                    driver.find_toolchain("offline") or driver.find_toolchain("rocm"),
+                                    output_kind="asm", target="gfx942", use_cache=False)
+    assert without.ok and "-include-pch" not in without.command
+
+    def code(o):   # the listing without clang's per-build names (the cuid hash of the command line)
+        return [ln for ln in Path(o.output).read_text().splitlines() if "__hip_cuid_" not in ln]
+    assert code(with_pch) == code(without)

@@ -49,7 +49,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from rocmlab import sandbox, settings
-from rocmlab.hip import hipcuda, simulate
+from rocmlab.hip import hipcuda, runtime_pch, simulate
 from rocmlab.hip.toolchain import NO_TOOLCHAIN_FIX, Toolchain, discover, offline_problem
 from rocmlab.machine.detect import current
 from rocmlab.paths import cache_dir
@@ -58,7 +58,7 @@ OUTPUTS = ("exe", "obj", "asm", "cubin", "ptx", "link", "archive", "check", "pre
 #: ``check``: what a machine that cannot run the program needs, in half the time of ``exe``: the device code
 #: compiled (``--cuda-device-only -c``, with the resource remarks) and, at the same time, the host code checked
 #: (``--cuda-host-only -fsyntax-only``). Same diagnostics and resources as a full build; no program is linked.
-CACHE_FORMAT = 5
+CACHE_FORMAT = 6
 #: Bytes of compiler output kept (remarks for many kernels are long).
 COMPILER_OUTPUT_BYTES = 4 << 20
 #: The largest file a compiler may write (an object, a program, a listing): a source with a 400 MB static array
@@ -194,17 +194,20 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
             *(libs if output_kind == "exe" else []), "-o", str(output)]
 
 
-def check_commands(tc: Toolchain, source: str, output: str, *, target: str, flags=(), libs=()) -> list[list[list[str]]]:
+def check_commands(tc: Toolchain, source: str, output: str, *, target: str, flags=(), libs=(),
+                   pch=(None, None)) -> list[list[list[str]]]:
     """The two halves of a ``check`` build, run at the same time: [the device code compiled to an object with
     the resource remarks], and [the host code compiled, then linked with unresolved symbols as warnings]. The
     link finds what a full link finds (a missing ``main``, an undefined function) without the device image:
-    its only expected unresolved symbol is the ``__hip_fatbin_*`` the device half would have provided."""
+    its only expected unresolved symbol is the ``__hip_fatbin_*`` the device half would have provided.
+    ``pch``: each half's precompiled runtime header (:mod:`rocmlab.hip.runtime_pch`), or None."""
     rem = ["-Rpass-analysis=kernel-resource-usage"]
     flags = [str(f) for f in flags]
     base = [tc.compiler, "-x", "hip", f"--offload-arch={target}", *_opt(flags)]
+    dev_pch, host_pch = (["-include-pch", str(p)] if p else [] for p in pch)
     host_obj = output + ".host.o"
-    return [[[*base, *rem, "-Wno-unused-result", *flags, "--cuda-device-only", "-c", source, "-o", output]],
-            [[*base, "-Wno-unused-result", *flags, "--cuda-host-only", "-c", source, "-o", host_obj],
+    return [[[*base, *rem, "-Wno-unused-result", *flags, *dev_pch, "--cuda-device-only", "-c", source, "-o", output]],
+            [[*base, "-Wno-unused-result", *flags, *host_pch, "--cuda-host-only", "-c", source, "-o", host_obj],
              [tc.compiler, *flags, host_obj, *libs, "-Wl,--warn-unresolved-symbols", "-o", output + ".linkcheck"]]]
 
 
@@ -538,8 +541,8 @@ def builds_dir() -> Path:
 
 
 def clear_cache() -> int:
-    """Delete every cached build; returns how many were removed."""
-    n = 0
+    """Delete every cached build (and the precompiled runtime headers); returns how many were removed."""
+    n = runtime_pch.clear()
     for child in builds_dir().iterdir():
         shutil.rmtree(child, ignore_errors=True)
         n += 1
@@ -555,24 +558,30 @@ _OUT_NAME = {"exe": "", "obj": ".o", "asm": ".s", "cubin": ".cubin", "ptx": ".pt
              "pre-device": ".dev.i", "pre-host": ".host.i"}
 
 
-def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, flags) -> tuple[sandbox.Completed, list[str]]:
+def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, flags,
+               time_limit: float | None = None) -> tuple[sandbox.Completed, list[str]]:
     """Both halves of a ``check`` build at once, each in a folder of its own (the sandbox hands its scratch
-    folder to the run's user); the device object is moved to ``out``. Returns one Completed for both: ok
-    only when both are, their outputs joined (device first, as a full build prints them)."""
+    folder to the run's user); the device object is moved to ``out``. Each half reads the runtime headers
+    from its precompiled header where :func:`runtime_pch.applies` (built first if missing; a half whose PCH
+    clang refuses runs again without it). Returns one Completed for both: ok only when both are, their
+    outputs joined (device first, as a full build prints them)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    plan = check_commands(tc, src.name, out.name, target=target, flags=flags)
+    use_pch = runtime_pch.applies(src.read_text(errors="replace"), flags)
     folders = []
-    for half in ("device", "host"):
-        d = work / half
+    for side in runtime_pch.SIDES:
+        d = work / side
         d.mkdir()
         shutil.copyfile(src, d / src.name)
         folders.append(d)
+    used: list = [None, None]
 
-    def half(i: int) -> sandbox.Completed:
+    def build_half(i: int, pch) -> sandbox.Completed:
+        plan = check_commands(tc, src.name, out.name, target=target, flags=flags,
+                              pch=(pch, None) if i == 0 else (None, pch))[i]
         steps = []
-        for j, cmd in enumerate(plan[i]):
-            done = run(tc, cmd, cwd=folders[i])
+        for j, cmd in enumerate(plan):
+            done = run(tc, cmd, cwd=folders[i], time_limit=time_limit)
             if i == 1 and j == 1:     # the link check: unresolved symbols are warnings there, errors here
                 stderr, linked = link_check_log(done.stderr)
                 done = replace(done, stderr=stderr, returncode=done.returncode if not linked or done.returncode else 0)
@@ -587,6 +596,15 @@ def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, fla
                        stderr="".join(d.stderr for d in steps).replace(here, ""),
                        duration_s=sum(d.duration_s for d in steps))
 
+    def half(i: int) -> sandbox.Completed:
+        pch = runtime_pch.pch_for(tc, runtime_pch.SIDES[i], target, flags) if use_pch else None
+        done = build_half(i, pch)
+        if pch and not done.ok and runtime_pch.refused(done.stdout + done.stderr):
+            pch = None
+            done = build_half(i, None)
+        used[i] = pch
+        return done
+
     with ThreadPoolExecutor(2) as pool:
         dev, host = pool.map(half, range(2))
     if (folders[0] / out.name).exists():
@@ -599,8 +617,24 @@ def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, fla
                      stdout_truncated=dev.stdout_truncated or host.stdout_truncated,
                      stderr_truncated=dev.stderr_truncated or host.stderr_truncated)
     # one argument list, as a shell would read it: the device half '&' the host half '&&' its link check
+    plan = check_commands(tc, src.name, out.name, target=target, flags=flags, pch=used)
     cmds = [*plan[0][0], "&", *plan[1][0], "&&", *plan[1][1]]
     return joined, cmds
+
+
+def _run_asm(tc: Toolchain, work: Path, cmd: list[str], src_name: str, target: str, flags,
+             time_limit: float | None) -> tuple[sandbox.Completed, list[str]]:
+    """The device assembly with the device half's precompiled runtime header (again without it if clang
+    refuses it). Returns the run and the command that made the output."""
+    pch = runtime_pch.pch_for(tc, "device", target, flags)
+    if pch is None:
+        return run(tc, cmd, cwd=work, time_limit=time_limit), cmd
+    at = cmd.index(src_name)
+    with_pch = [*cmd[:at], "-include-pch", str(pch), *cmd[at:]]
+    done = run(tc, with_pch, cwd=work, time_limit=time_limit)
+    if not done.ok and runtime_pch.refused(done.stdout + done.stderr):
+        return run(tc, cmd, cwd=work, time_limit=time_limit), cmd
+    return done, with_pch
 
 
 def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind: str = "exe",
@@ -641,7 +675,9 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
                                                     targets=(base,), flags=flags, remarks=remarks)
     try:
         if output_kind == "check":
-            done, cmd = _run_check(tc, work, src, out, base, flags)
+            done, cmd = _run_check(tc, work, src, out, base, flags, time_limit)
+        elif output_kind == "asm" and tc.kind != simulate.KIND and runtime_pch.applies(compiled, flags):
+            done, cmd = _run_asm(tc, work, cmd, src.name, base, flags, time_limit)
         else:
             done = run(tc, cmd, cwd=work, time_limit=time_limit)
     except BaseException:      # an interrupt (or a sandbox that cannot start) leaves no half-built folder
