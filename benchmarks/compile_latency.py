@@ -55,9 +55,9 @@ def plain_hipcc(tc, src: str, target: str) -> float:
         return took
 
 
-def timed(fn) -> float:
+def timed(src: str, target: str, **kw) -> float:
     t0 = time.perf_counter()
-    r = fn()
+    r = build.compile(src, target=target, **kw)
     took = time.perf_counter() - t0
     if not r.ok:
         raise SystemExit(f"build failed: {r.summary()}")
@@ -80,7 +80,7 @@ def main() -> int:
     default_kind = "check" if not build._can_run(tc, a.target, "exe", plat)[0] and tc.kind != "nvcc" else "exe"
     os.environ.setdefault("ROCMLAB_ROCM_ROOT", str(offline_root()))      # the compiler stays where it is
     os.environ["ROCMLAB_HOME"] = tempfile.mkdtemp(prefix="compile-latency-")   # a cache of its own, empty
-    first = timed(lambda: build.compile(cell(), target=a.target))
+    first = timed(cell(), a.target)
     applies = runtime_pch.applies
     rows = {"plain hipcc (full)": [], "rocmlab default": [], "rocmlab default without the PCH": [],
             "rocmlab link=True": [], "rocmlab warm": []}
@@ -88,16 +88,16 @@ def main() -> int:
         src = cell()
         rows["plain hipcc (full)"].append(plain_hipcc(tc, src, a.target))
         src = cell()
-        rows["rocmlab default"].append(timed(lambda: build.compile(src, target=a.target)))
-        rows["rocmlab warm"].append(timed(lambda: build.compile(src, target=a.target)))
+        rows["rocmlab default"].append(timed(src, a.target))
+        rows["rocmlab warm"].append(timed(src, a.target))
         src = cell()
         runtime_pch.applies = lambda *_: False
         try:
-            rows["rocmlab default without the PCH"].append(timed(lambda: build.compile(src, target=a.target)))
+            rows["rocmlab default without the PCH"].append(timed(src, a.target))
         finally:
             runtime_pch.applies = applies
         src = cell()
-        rows["rocmlab link=True"].append(timed(lambda: build.compile(src, target=a.target, link=True)))
+        rows["rocmlab link=True"].append(timed(src, a.target, link=True))
     base = rows["plain hipcc (full)"]
     lines = [f"compile latency of one HIP cell [{plat.backend}: {plat.device_name}], {tc.label}, target {a.target}, "
              f"{a.repeats} rounds; rocmlab's default path here builds '{default_kind}'",

@@ -128,7 +128,7 @@ def test_time_pair_checks_both_results_and_reports_the_ratio(monkeypatch):
     monkeypatch.setattr(lab11, "build_pair", lambda e, plat=None: fake_builds)
 
     def fake_run(res, args, timeout_s=0, scratch=None, **kw):
-        inputs = dict(zip(names, rlx.read_arrays(args[0])))
+        inputs = dict(zip(names, rlx.read_arrays(args[0]), strict=True))
         out = ex.reference_module().reference(inputs)["out"].astype(np.float32)
         if res.tag == "slow":
             out[7] += 1.0            # a wrong element: time_pair must see it

@@ -51,7 +51,7 @@ def test_codec_choice_budgets_keep_away_from_every_error():
     for s in scen:
         assert all(abs(s.budget - e) > codec_choice.MARGIN * e * 0.99 for e in errs[s.kind].values() if e > 0)
     q4 = [min(v for (n, _), v in errs[s.kind].items() if n == "q4") for s in scen]
-    assert any(s.budget < q for s, q in zip(scen, q4))          # one budget no Q4 option meets
+    assert any(s.budget < q for s, q in zip(scen, q4, strict=True))          # one budget no Q4 option meets
     assert scen[-1].budget > max(v for (n, _), v in errs[scen[-1].kind].items() if n == "q4")   # the largest: Q4 fits
 
 

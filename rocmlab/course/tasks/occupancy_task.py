@@ -159,7 +159,7 @@ def grade(waves_per_simd, seed: int | None = None, record: bool = True):
                                  "workgroups that fit, their waves, and share them over the 4 SIMDs")):
         cases = [(r, expected(r)) for r in draw_resources(seed + len(cid), 12, lds)]
         wrong, first = _compare(waves_per_simd, cases)
-        checks.append(T.verdict(wrong == 0, cid, "compare", pts, f"all 12 fresh resource sets right",
+        checks.append(T.verdict(wrong == 0, cid, "compare", pts, "all 12 fresh resource sets right",
                                 f"{wrong} of 12 fresh resource sets wrong; first: {first}", hint))
     return T.finish(LAB, TASK, TITLE, checks, "cpu (offline gfx942 compile)" if tc else "cpu", TARGET, seed,
                     started, record)
