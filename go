@@ -41,8 +41,12 @@ case "$cmd" in
   test)
     setup test
     export ROCMLAB_QUICK=1
+    # independent tests run in parallel (pytest-xdist), one worker per core, at most 4 (memory: the vLLM
+    # servers and browsers); tests that change the machine share one worker (tests/conftest.py).
+    # ./go test -n 0 runs everything in one process; a later -n wins.
+    workers=$(nproc 2>/dev/null || echo 1); [ "$workers" -gt 4 ] && workers=4
     set +e
-    .venv/bin/python -m pytest "$@"
+    .venv/bin/python -m pytest -n "$workers" --dist loadgroup "$@"
     rc=$?
     set -e
     # pytest exits 5 when it collected no test: that is a broken suite, not a pass.

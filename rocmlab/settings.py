@@ -140,6 +140,8 @@ class Variable:
 #: Every ROCMLAB_* variable, with its meaning. ``rocmlab doctor --env`` prints them with their values; the README lists them (tested).
 VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_HOME", "folder for caches, the offline ROCm root, measured ceilings", "~/.cache/rocmlab"),
+    Variable("ROCMLAB_PROGRESS", "the file a learner's grades are recorded in (the test suite's notebook runs use "
+             "their own)", "$ROCMLAB_HOME/progress.json"),
     Variable("ROCMLAB_QUICK", "1: labs and tests use quick (CI) sizes", ""),
     Variable("ROCMLAB_BACKEND", "force the detected backend: rocm, cuda or cpu (tests, demos)", ""),
     Variable("ROCMLAB_ROCM_ROOT", "the offline ROCm root file system to compile in", "$ROCMLAB_HOME/rocm-" + OFFLINE_ROCM_VERSION),

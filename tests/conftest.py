@@ -108,3 +108,15 @@ def _own_progress_record(tmp_path_factory, monkeypatch):
     path = tmp_path_factory.mktemp("progress") / "progress.json"
     monkeypatch.setattr(progress, "progress_file", lambda: path)
     return path
+
+
+#: Tests that change the machine itself (Unix users and their homes, apt's state, system services): under
+#: pytest-xdist they run one at a time, in one worker (``--dist loadgroup``); everything else is spread.
+_MACHINE_WIDE = ("tests/hub/", "tests/test_setup.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        rel = item.nodeid.replace("\\", "/")
+        if rel.startswith(_MACHINE_WIDE):
+            item.add_marker(pytest.mark.xdist_group("machine-wide"))

@@ -40,6 +40,25 @@ def _same(fast, full):
 SOURCES = sources()
 
 
+def one_step(src: str, flags=()):
+    """The reference: hipcc's own one-step build of the program, no precompiled header (a fresh cache
+    entry: the key includes the format, not the path taken, so this source is marked to differ)."""
+    applies = runtime_pch.applies
+    runtime_pch.applies = lambda *_: False
+    try:
+        return build.compile(src, target="gfx942", flags=[*flags, "-DROCMLAB_ONE_STEP_REFERENCE"], link=True)
+    finally:
+        runtime_pch.applies = applies
+
+
+def _ask_twice(flags=()):
+    """A PCH is built on a flag set's second use: ask for both halves' twice, so the next build reads them."""
+    tc = driver.find_toolchain("offline") or driver.find_toolchain("rocm")
+    for side in runtime_pch.SIDES:
+        runtime_pch.pch_for(tc, side, "gfx942", flags)
+        assert runtime_pch.pch_for(tc, side, "gfx942", flags) is not None
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _cold_cache(tmp_path_factory):
     """Every build in this module is cold, the precompiled headers too: a fresh cache of its own."""
@@ -54,8 +73,9 @@ def _cold_cache(tmp_path_factory):
 
 @pytest.mark.parametrize("name,src,flags", SOURCES, ids=[s[0] for s in SOURCES])
 def test_fast_path_equals_full_build(name, src, flags):
+    _ask_twice(flags)
     fast = build.compile(src, target="gfx942", flags=flags)
-    full = build.compile(src, target="gfx942", flags=flags, link=True)
+    full = one_step(src, flags=flags)
     if not build._can_run(driver.find_toolchain("offline") or driver.find_toolchain("rocm"), "gfx942", "exe",
                           driver.resolve_platform(None))[0]:
         assert fast.binary is None
@@ -73,16 +93,17 @@ def test_host_error_is_reported_by_the_fast_path():
     assert "int main" in src
     bad = src.replace("int main(", "int main_(int) { return undefined_host_thing; }\nint main(", 1)
     fast = build.compile(bad, target="gfx942")
-    full = build.compile(bad, target="gfx942", link=True)
+    full = one_step(bad)
     assert not fast.ok and any("undefined_host_thing" in d.message for d in fast.errors)
     _same(fast, full)
 
 
 def test_device_error_with_the_pch_names_the_same_line():
     src = (paths.kernels_dir() / "reduce.hip").read_text()
+    _ask_twice()
     bad = src.replace("__global__", "__global__ void broken(float* p) { p[0] = undefined_device_thing; }\n__global__", 1)
     fast = build.compile(bad, target="gfx942")
-    full = build.compile(bad, target="gfx942", link=True)
+    full = one_step(bad)
     assert not fast.ok and any("undefined_device_thing" in d.message for d in fast.errors)
     assert "-include-pch" in fast.command
     _same(fast, full)
@@ -94,7 +115,7 @@ def test_a_source_that_defines_a_macro_first_takes_no_pch_and_the_macro_still_co
     assert not runtime_pch.applies(src)
     fast = build.compile(src, target="gfx942")
     assert fast.ok and "-include-pch" not in fast.command
-    _same(fast, build.compile(src, target="gfx942", link=True))
+    _same(fast, one_step(src))
 
 
 def test_a_refused_pch_is_built_around_not_scored(monkeypatch):
@@ -103,6 +124,7 @@ def test_a_refused_pch_is_built_around_not_scored(monkeypatch):
                                                                    "#include <hip/hip_runtime.h>  // refused", 1)
     tc = driver.find_toolchain("offline") or driver.find_toolchain("rocm")
     for side in runtime_pch.SIDES:
+        assert runtime_pch.pch_for(tc, side, "gfx942", ["-O2"]) is None, "the first ask builds no PCH"
         pch = runtime_pch.pch_for(tc, side, "gfx942", ["-O2"])
         pch.write_bytes(b"not a precompiled header")
     fast = build.compile(src, target="gfx942", flags=["-O2"])
@@ -113,6 +135,7 @@ def test_a_refused_pch_is_built_around_not_scored(monkeypatch):
 def test_the_isa_listing_is_the_same_with_the_pch():
     src = (paths.kernels_dir() / "reduce.hip").read_text()
     assert runtime_pch.applies(src)
+    _ask_twice()
     with_pch = driver.compile_source(src, driver.find_toolchain("offline") or driver.find_toolchain("rocm"),
                                      output_kind="asm", target="gfx942", use_cache=False)
     assert with_pch.ok and "-include-pch" in with_pch.command
@@ -124,3 +147,46 @@ def test_the_isa_listing_is_the_same_with_the_pch():
     def code(o):   # the listing without clang's per-build names (the cuid hash of the command line)
         return [ln for ln in Path(o.output).read_text().splitlines() if "__hip_cuid_" not in ln]
     assert code(with_pch) == code(without)
+
+
+@pytest.mark.parametrize("name", ["reduce.hip", "ballot.hip"])
+def test_a_program_built_from_its_halves_is_hipccs_own_byte_for_byte(name, tmp_path):
+    """link=True with both PCHs: device half, host half with the device code embedded, link. With the same
+    -cuid, hipcc's one-step build of the same source makes the same bytes."""
+    src = (paths.kernels_dir() / name).read_text().replace("#include <hip/hip_runtime.h>",
+                                                          "#include <hip/hip_runtime.h>  // exe", 1)
+    _ask_twice()
+    split = build.compile(src, target="gfx942", link=True)
+    assert split.ok and split.binary, split.summary()
+    cmd = split.command
+    assert "-fcuda-include-gpubinary" in cmd and "-include-pch" in cmd
+    cuid = next(a for a in cmd if a.startswith("-cuid="))
+    tc = driver.find_toolchain("offline") or driver.find_toolchain("rocm")
+    work = tmp_path / "plain"
+    work.mkdir()
+    (work / "cell.hip").write_text(src)
+    one = [tc.compiler, "-x", "hip", "--offload-arch=gfx942", "-O3", cuid, "-Rpass-analysis=kernel-resource-usage",
+           "-Wno-unused-result", "cell.hip", "-o", "cell"]
+    done = driver.run(tc, one, cwd=work)
+    assert done.ok, done.stderr[-2000:]
+    assert (work / "cell").read_bytes() == Path(split.binary).read_bytes()
+    _same(split, one_step(src))
+
+
+def test_the_simulator_build_reads_its_header_from_a_pch_and_makes_the_same_program():
+    """The CPU simulator's builds force-include its hip/hip_runtime.h; from the PCH the program is the same."""
+    from rocmlab.hip import simulate
+
+    sim = driver.find_toolchain(simulate.KIND)
+    if sim is None:
+        pytest.skip(simulate.problem())
+    src = (paths.kernels_dir() / "ballot.hip").read_text()
+    flags = ["-DROCMLAB_SIM_PCH_TEST"]
+    without = driver.compile_source(src, sim, output_kind="exe", target="gfx942", flags=flags, use_cache=False)
+    assert without.ok and "-include-pch" not in without.command, without.log[-2000:]   # the first ask: none yet
+    with_pch = driver.compile_source(src, sim, output_kind="exe", target="gfx942", flags=flags, use_cache=False)
+    assert with_pch.ok and "-include-pch" in with_pch.command, with_pch.log[-2000:]
+    assert Path(with_pch.output).read_bytes() == Path(without.output).read_bytes()
+    bad = src.replace("__global__", "__global__ void broken() { undefined_sim_thing(); }\n__global__", 1)
+    r = driver.compile_source(bad, sim, output_kind="exe", target="gfx942", flags=flags, use_cache=False)
+    assert not r.ok and "-include-pch" in r.command and any("undefined_sim_thing" in d.message for d in r.diagnostics)

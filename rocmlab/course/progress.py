@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from rocmlab import paths
+from rocmlab import paths, settings
 
 #: lab (notebook stem) -> {task id: points possible on an MI300X}. Each lab's graded tasks add lines here.
 LAB_TASKS: dict[str, dict[str, float]] = {
@@ -46,8 +46,8 @@ EXERCISES = "exercises"
 
 
 def progress_file() -> Path:
-    """``$ROCMLAB_HOME/progress.json`` (per user: each learner has their own home)."""
-    return paths.home() / "progress.json"
+    """``$ROCMLAB_PROGRESS``, else ``$ROCMLAB_HOME/progress.json`` (per user: each learner has their own home)."""
+    return Path(settings.env("ROCMLAB_PROGRESS") or paths.home() / "progress.json")
 
 
 def load(path: Path | None = None) -> dict:

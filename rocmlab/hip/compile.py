@@ -211,6 +211,23 @@ def check_commands(tc: Toolchain, source: str, output: str, *, target: str, flag
              [tc.compiler, *flags, host_obj, *libs, "-Wl,--warn-unresolved-symbols", "-o", output + ".linkcheck"]]]
 
 
+def exe_commands(tc: Toolchain, source: str, output: str, *, target: str, flags=(), remarks: bool = True,
+                 pch=(None, None), cuid: str) -> list[list[str]]:
+    """A program built in three steps instead of hipcc's one, so that each half can read its precompiled
+    runtime header: [the device code to an offload bundle], [the host code with that bundle embedded
+    (``-fcuda-include-gpubinary``)], [the link]. With the same ``-cuid`` the program is byte for byte the
+    one ``hipcc -cuid=X src -o exe`` makes (``tests/test_compile_fast_path.py``)."""
+    rem = ["-Rpass-analysis=kernel-resource-usage"] if remarks else []
+    flags = [str(f) for f in flags]
+    base = [tc.compiler, "-x", "hip", f"--offload-arch={target}", *_opt(flags), f"-cuid={cuid}"]
+    dev_pch, host_pch = (["-include-pch", str(p)] if p else [] for p in pch)
+    dev_obj, host_obj = output + ".device.o", output + ".host.o"
+    return [[*base, *rem, "-Wno-unused-result", *flags, *dev_pch, "--cuda-device-only", "-c", source, "-o", dev_obj],
+            [*base, "-Wno-unused-result", *flags, *host_pch, "--cuda-host-only", "-Xclang", "-fcuda-include-gpubinary",
+             "-Xclang", dev_obj, "-c", source, "-o", host_obj],
+            [tc.compiler, *_opt(flags), *flags, host_obj, "-o", output]]
+
+
 _UNRESOLVED = re.compile(r"^(?P<head>.*?)warning: (?P<what>undefined (?:reference to|symbol:?) .*)$")
 
 
@@ -622,6 +639,48 @@ def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, fla
     return joined, cmds
 
 
+def _run_exe(tc: Toolchain, work: Path, cmd: list[str], src_name: str, out_name: str, target: str, flags,
+             remarks: bool, cuid: str, time_limit: float | None) -> tuple[sandbox.Completed, list[str]]:
+    """A program from its halves, each reading its precompiled runtime header (:func:`exe_commands`), where
+    both PCHs are there; else (or if clang refuses one) hipcc's own one-step build ``cmd``. Returns the run
+    (the steps' outputs joined) and the commands that made the program."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(2) as pool:      # both built at once where this is their second use
+        pch = tuple(pool.map(lambda side: runtime_pch.pch_for(tc, side, target, flags), runtime_pch.SIDES))
+    if None in pch:
+        return run(tc, cmd, cwd=work, time_limit=time_limit), cmd
+    plan = exe_commands(tc, src_name, out_name, target=target, flags=flags, remarks=remarks, pch=pch, cuid=cuid)
+    steps = []
+    for step in plan:
+        steps.append(run(tc, step, cwd=work, time_limit=time_limit))
+        if not steps[-1].ok:
+            break
+    last = steps[-1]
+    if not last.ok and runtime_pch.refused(last.stdout + last.stderr):
+        return run(tc, cmd, cwd=work, time_limit=time_limit), cmd
+    for leftover in (out_name + ".device.o", out_name + ".host.o"):
+        (work / leftover).unlink(missing_ok=True)
+    done = replace(last, stdout="".join(d.stdout for d in steps), stderr="".join(d.stderr for d in steps),
+                   duration_s=sum(d.duration_s for d in steps))
+    return done, [a for i, step in enumerate(plan) for a in ([*step, "&&"] if i < len(plan) - 1 else step)]
+
+
+def _run_simulator_build(tc: Toolchain, work: Path, cmd: list[str], flags,
+                         time_limit: float | None) -> tuple[sandbox.Completed, list[str]]:
+    """A simulator build with its header read from a PCH (:data:`runtime_pch.SIM`) where there is one:
+    ``-include hip/hip_runtime.h`` becomes ``-include-pch``; again without it if clang refuses it."""
+    at = next((i for i in range(len(cmd) - 1) if cmd[i:i + 2] == ["-include", "hip/hip_runtime.h"]), None)
+    pch = runtime_pch.pch_for(tc, runtime_pch.SIM, "", flags) if at is not None else None
+    if pch is None:
+        return run(tc, cmd, cwd=work, time_limit=time_limit), cmd
+    with_pch = [*cmd[:at], "-include-pch", str(pch), *cmd[at + 2:]]
+    done = run(tc, with_pch, cwd=work, time_limit=time_limit)
+    if not done.ok and runtime_pch.refused(done.stdout + done.stderr):
+        return run(tc, cmd, cwd=work, time_limit=time_limit), cmd
+    return done, with_pch
+
+
 def _run_asm(tc: Toolchain, work: Path, cmd: list[str], src_name: str, target: str, flags,
              time_limit: float | None) -> tuple[sandbox.Completed, list[str]]:
     """The device assembly with the device half's precompiled runtime header (again without it if clang
@@ -676,7 +735,11 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
     try:
         if output_kind == "check":
             done, cmd = _run_check(tc, work, src, out, base, flags, time_limit)
-        elif output_kind == "asm" and tc.kind != simulate.KIND and runtime_pch.applies(compiled, flags):
+        elif output_kind == "exe" and tc.kind not in ("nvcc", simulate.KIND) and runtime_pch.applies(compiled, flags):
+            done, cmd = _run_exe(tc, work, cmd, src.name, out.name, base, flags, remarks, key[:16], time_limit)
+        elif tc.kind == simulate.KIND:
+            done, cmd = _run_simulator_build(tc, work, cmd, flags, time_limit)
+        elif output_kind == "asm" and runtime_pch.applies(compiled, flags):
             done, cmd = _run_asm(tc, work, cmd, src.name, base, flags, time_limit)
         else:
             done = run(tc, cmd, cwd=work, time_limit=time_limit)

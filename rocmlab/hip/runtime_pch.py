@@ -16,7 +16,12 @@ It is used only where it cannot change what the compiler sees:
 - clang checks the rest itself: a PCH built with other language options, macros or header files is
   refused with a fatal error, and then the build runs again without it (:func:`refused`).
 
-A full build (``exe``, ``obj``) compiles both halves in one clang call and takes no PCH.
+A PCH is built the second time a (toolchain, half, target, flags) is asked for: building one costs about
+0.6 s more than the compile it serves, so a flag set used once (Lab 01's ``-mno-wavefrontsize64``, one
+listing for gfx90a) is compiled as before, and the cells that repeat a flag set (every cell with none) pay
+it once. A full build (``exe``) is made from its two halves when both PCHs are there (``compile.exe_commands``:
+byte for byte hipcc's own program). The CPU simulator's builds (rocmlab.hip.sim) force-include its own
+``hip/hip_runtime.h``: they read it from a PCH of that header (side ``sim``), whatever the source.
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from rocmlab.paths import cache_dir
 FORMAT = 1
 HEADER = "#include <hip/hip_runtime.h>\n"
 SIDES = ("device", "host")
+#: The CPU simulator's header (rocmlab.hip.sim): its builds force-include it, so a PCH of it is always the same.
+SIM = "sim"
 #: Flags that change which headers are found: with any of them a cell takes no PCH (``-I``: see applies).
 _PATH_FLAGS = ("-isystem", "-iquote", "-idirafter", "-include", "-imacros", "--rocm-path", "--hip-path",
                "-nogpuinc", "-nostdinc", "--sysroot", "-isysroot", "--cuda-path", "-x")
@@ -76,9 +83,13 @@ def folder() -> Path:
 
 
 def command(tc, side: str, target: str, flags, header: Path, output: Path) -> list[str]:
-    """The compiler call that writes one half's PCH (``-S`` with ``-emit-pch``: no object, no link)."""
+    """The compiler call that writes one half's PCH (``-S`` with ``-emit-pch``: no object, no link), or the
+    simulator's (a C++ header PCH)."""
     from rocmlab.hip import compile as driver
+    from rocmlab.hip import simulate
 
+    if side == SIM:
+        return simulate.pch_command(tc, header, output, flags=flags)
     only = "--cuda-device-only" if side == "device" else "--cuda-host-only"
     return [tc.compiler, "-x", "hip", f"--offload-arch={target}", *driver._opt(flags), "-Wno-unused-result",
             "-Wno-unused-command-line-argument", *map(str, flags), only, "-S", str(header),
@@ -90,8 +101,8 @@ def pch_for(tc, side: str, target: str, flags=()) -> Path | None:
     (the build then reads the headers itself, as it would without this module)."""
     from rocmlab.hip import compile as driver
 
-    if side not in SIDES:
-        raise ValueError(f"side={side!r}: one of {SIDES}")
+    if side not in (*SIDES, SIM):
+        raise ValueError(f"side={side!r}: one of {(*SIDES, SIM)}")
     flags = [str(f) for f in flags]
     key = driver.cache_key(pch=FORMAT, side=side, target=target, flags=flags,
                            toolchain=[tc.kind, tc.compiler, tc.version, tc.root])[:24]
@@ -101,6 +112,10 @@ def pch_for(tc, side: str, target: str, flags=()) -> Path | None:
         os.utime(home)
         return pch
     home.mkdir(exist_ok=True)
+    asked = home / f"{side}.asked"
+    if not asked.exists():          # the first time: not worth a PCH yet (see the module docstring)
+        asked.touch()
+        return None
     header = home / "hip_runtime_pch.h"      # clang records this path: it must stay where it was built
     if not header.is_file():
         _write_atomically(header, HEADER)

@@ -229,6 +229,16 @@ def host_flags(flags) -> tuple[list[str], list[str]]:
     return kept, dropped
 
 
+def pch_command(tc: Toolchain, header, output, *, flags=()) -> list[str]:
+    """The precompiled simulator header for :func:`command`'s builds with these flags (``-include-pch`` there
+    stands for its ``-include hip/hip_runtime.h``: the same header, read first either way)."""
+    kept, _ = host_flags(flags)
+    opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
+    return [tc.compiler, "-std=c++17", *opt, "-pthread", "-fno-strict-aliasing", "-Wno-unused-result",
+            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", f"-I{INCLUDE_DIR}", *kept,
+            "-x", "c++-header", str(header), "-o", str(output)]
+
+
 def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=(), libs=(), runtime: str = "") -> list[str]:
     """The host compile line: ``-x c++`` against the simulator's header, linked with its runtime (the object
     :func:`rocmlab.hip.compile.simulator_runtime` keeps in the cache)."""

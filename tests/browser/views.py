@@ -11,7 +11,10 @@ that a control notebook can prove each one fails on a bad view.
 
 from __future__ import annotations
 
+import fcntl
 import os
+import tempfile
+import time
 from pathlib import Path
 
 import nbformat
@@ -60,25 +63,54 @@ def execute(src: Path, dest: Path, timeout_s: int = 600) -> Path:
     import papermill
 
     dest.parent.mkdir(parents=True, exist_ok=True)
-    papermill.execute_notebook(str(src), str(dest), parameters={"quick": True}, cwd=str(dest.parent),
-                               kernel_name="python3", execution_timeout=timeout_s, progress_bar=False,
-                               log_output=False)
+    progress = os.environ.get("ROCMLAB_PROGRESS")
+    os.environ["ROCMLAB_PROGRESS"] = str(Path(tempfile.gettempdir()) / f"rocmlab-test-progress-{SESSION}-{src.stem}.json")
+    try:                      # the kernel inherits this process's environment
+        papermill.execute_notebook(str(src), str(dest), parameters={"quick": True}, cwd=str(dest.parent),
+                                   kernel_name="python3", execution_timeout=timeout_s, progress_bar=False,
+                                   log_output=False)
+    finally:
+        if progress is None:
+            os.environ.pop("ROCMLAB_PROGRESS", None)
+        else:
+            os.environ["ROCMLAB_PROGRESS"] = progress
     return dest
 
 
 _RUNS: dict[Path, Path | BaseException] = {}
+#: One id per test session, the same in every pytest-xdist worker: a notebook run marked with it is this session's.
+SESSION = os.environ.get("PYTEST_XDIST_TESTRUNUID") or f"solo-{os.getpid()}-{time.time_ns()}"
+
+
+class NotebookFailed(RuntimeError):
+    """This session's run of a notebook failed (in this process or in another worker)."""
 
 
 def executed(src: Path) -> Path:
     """``src`` run headless once per test session (papermill, quick sizes), into test-artifacts/browser/executed/:
-    the notebook test (tests/test_labs_run.py) and the view test share the one run. A failure is raised again
-    for whoever asks next."""
+    the notebook test (tests/test_labs_run.py) and the view test share the one run, also across pytest-xdist
+    workers (a lock per notebook; the first to ask runs it, the others wait and read the result). A failure is
+    raised again for whoever asks next. The runs record grades in a progress file of the session's own
+    (``ROCMLAB_PROGRESS``), never in the user's."""
     if src not in _RUNS:
         dest = artifacts_dir() / "executed" / src.relative_to(ROOT / "labs")
-        try:
-            _RUNS[src] = execute(src, dest)
-        except BaseException as exc:    # noqa: BLE001 - kept and raised again for the next asker
-            _RUNS[src] = exc
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        status = dest.with_name(dest.name + ".status")
+        with open(dest.with_name(dest.name + ".lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                run_id, _, outcome = status.read_text().partition("\n")
+            except FileNotFoundError:
+                run_id, outcome = "", ""
+            if run_id == SESSION:
+                _RUNS[src] = dest if outcome == "ok" else NotebookFailed(outcome)
+            else:
+                try:
+                    _RUNS[src] = execute(src, dest)
+                    status.write_text(SESSION + "\nok")
+                except BaseException as exc:    # noqa: BLE001 - kept and raised again for the next asker
+                    _RUNS[src] = exc
+                    status.write_text(SESSION + "\n" + f"{type(exc).__name__}: {exc}"[:20000])
     run = _RUNS[src]
     if isinstance(run, BaseException):
         raise run
