@@ -47,7 +47,9 @@ def write_raising_notebook(path, message: str) -> None:
 def write_view_control_notebook(path) -> None:
     """The control for the view checks. After papermill injects its parameters cell (index 1): cell 2's output
     is a 4000-px line (too wide), cell 3 is graded and shows a verdict next to long prose that wraps, cell 4 is
-    graded and shows no verdict."""
+    graded and shows no verdict; markdown cell 5 is a table of long code names (too wide), markdown cell 6 a table
+    of prose that wraps."""
+    long_names = " | ".join(f"`{'VLLM_SOME_VERY_LONG_SETTING_NAME_' * 2}{i}`" for i in range(4))
     nb = new_notebook([
         ("code", "quick = None", ["parameters"]),
         ("code", "from IPython.display import HTML, display\n"
@@ -55,5 +57,7 @@ def write_view_control_notebook(path) -> None:
         ("code", "display(HTML(\"<p class='rocmlab-verdict'>correct</p><p>\" + 'wrapped prose ' * 400 + '</p>'))",
          ["graded"]),
         ("code", "print('graded, but nothing says whether it is right')", ["graded"]),
+        ("md", f"| a | b | c | d |\n|---|---|---|---|\n| {long_names} |"),
+        ("md", "| setting | what it does |\n|---|---|\n| `X=1` | " + "prose that wraps at its spaces " * 40 + "|"),
     ])
     nbformat.write(nb, str(path))

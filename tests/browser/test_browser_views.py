@@ -103,13 +103,15 @@ def _look(browser, server, rel: str, stem: str) -> tuple[list, list[int], list[d
 
 
 def test_the_view_checks_catch_a_wide_output_and_a_graded_cell_without_a_verdict(server, browser):
-    """The control: a notebook with one wide output and one graded cell that shows nothing must fail both
-    checks, at exactly those cells; its wrapped output and its graded cell with a verdict must pass."""
+    """The control: a notebook with one wide output, one wide markdown table and one graded cell that shows
+    nothing must fail both checks, at exactly those cells; its wrapped output, its prose table and its graded cell
+    with a verdict must pass."""
     write_view_control_notebook(server.root / "control.ipynb")
     execute(server.root / "control.ipynb", server.root / "control.ipynb", timeout_s=60)
     wide, missing, stuck = _look(browser, server, "control.ipynb", "control")
     assert stuck == []
-    assert [w["cell"] for w in wide] == [2], wide                 # the 4000-px line; the wrapped one passes
+    assert [w["cell"] for w in wide] == [2, 5], wide              # the 4000-px line and the table of long names
+    assert wide[1]["output"] == "markdown", wide                  # the wrapped output and the prose table pass
     assert missing == [4], missing                                # cell 3 shows its verdict, cell 4 does not
 
 

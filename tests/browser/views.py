@@ -6,7 +6,8 @@ that a control notebook can prove each one fails on a bad view.
   ``rocmlab-verdict`` (rocmlab.course.verdict writes it: correct / not yet / not answered / points).
 - An *overflowing output* is a ``.jp-OutputArea-output`` whose content is wider than the area
   (``scrollWidth > clientWidth``), or that holds a scrolling element wider than itself: the learner would
-  have to scroll sideways (or would not see the right-hand part at all).
+  have to scroll sideways (or would not see the right-hand part at all). A rendered markdown cell wider than
+  its area (a table of long code names) counts too (``output`` is then ``"markdown"``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ _OVERFLOW_JS = r"""() => {
       });
       if (wide.length) found.push({cell: index, output: k, wide: wide.slice(0, 3),
                                    text: out.textContent.trim().slice(0, 80)});
+    });
+    // the lab's own text: a markdown table or a code line wider than the page
+    cell.querySelectorAll(':scope.jp-MarkdownCell .jp-RenderedMarkdown').forEach(md => {
+      if (md.scrollWidth > md.clientWidth + 1)
+        found.push({cell: index, output: 'markdown', wide: [['markdown', md.scrollWidth, md.clientWidth]],
+                    text: md.textContent.trim().slice(0, 80)});
     });
   });
   return found;
