@@ -55,8 +55,8 @@ def _ask_twice(flags=()):
     """A PCH is built on a flag set's second use: ask for both halves' twice, so the next build reads them."""
     tc = driver.find_toolchain("offline") or driver.find_toolchain("rocm")
     for side in runtime_pch.SIDES:
-        runtime_pch.pch_for(tc, side, "gfx942", flags)
-        assert runtime_pch.pch_for(tc, side, "gfx942", flags) is not None
+        driver._pch(tc, side, "gfx942", flags)
+        assert driver._pch(tc, side, "gfx942", flags) is not None
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -124,8 +124,8 @@ def test_a_refused_pch_is_built_around_not_scored(monkeypatch):
                                                                    "#include <hip/hip_runtime.h>  // refused", 1)
     tc = driver.find_toolchain("offline") or driver.find_toolchain("rocm")
     for side in runtime_pch.SIDES:
-        assert runtime_pch.pch_for(tc, side, "gfx942", ["-O2"]) is None, "the first ask builds no PCH"
-        pch = runtime_pch.pch_for(tc, side, "gfx942", ["-O2"])
+        assert driver._pch(tc, side, "gfx942", ["-O2"]) is None, "the first ask builds no PCH"
+        pch = driver._pch(tc, side, "gfx942", ["-O2"])
         pch.write_bytes(b"not a precompiled header")
     fast = build.compile(src, target="gfx942", flags=["-O2"])
     assert fast.ok, fast.summary()

@@ -54,4 +54,4 @@ def test_refused_means_clang_refused_the_pch_not_the_source():
 
 def test_side_must_be_device_or_host():
     with pytest.raises(ValueError, match="device"):
-        runtime_pch.pch_for(None, "both", "gfx942")
+        runtime_pch.pch_for(None, "both", "gfx942", (), build=None)

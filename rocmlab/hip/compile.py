@@ -228,6 +228,25 @@ def exe_commands(tc: Toolchain, source: str, output: str, *, target: str, flags=
             [tc.compiler, *_opt(flags), *flags, host_obj, "-o", output]]
 
 
+
+def pch_command(tc: Toolchain, side: str, target: str, flags, header, output) -> list[str]:
+    """The compiler call that writes one half's precompiled runtime header (:mod:`rocmlab.hip.runtime_pch`):
+    ``-S`` with ``-emit-pch`` (no object, no link), with the optimization and flags of the builds it serves;
+    the simulator's (side ``sim``) is a C++ header PCH of its own runtime."""
+    if side == runtime_pch.SIM:
+        return simulate.pch_command(tc, header, output, flags=flags)
+    flags = [str(f) for f in flags]
+    only = "--cuda-device-only" if side == "device" else "--cuda-host-only"
+    return [tc.compiler, "-x", "hip", f"--offload-arch={target}", *_opt(flags), "-Wno-unused-result",
+            "-Wno-unused-command-line-argument", *flags, only, "-S", str(header), "-Xclang", "-emit-pch",
+            "-o", str(output)]
+
+
+def _pch(tc: Toolchain, side: str, target: str, flags) -> Path | None:
+    """One half's PCH (runtime_pch decides when and where; built here, through :func:`run`)."""
+    return runtime_pch.pch_for(tc, side, target, flags, build=lambda header, out, cwd: run(
+        tc, pch_command(tc, side, target, flags, header, out), cwd=cwd))
+
 _UNRESOLVED = re.compile(r"^(?P<head>.*?)warning: (?P<what>undefined (?:reference to|symbol:?) .*)$")
 
 
@@ -614,7 +633,7 @@ def _run_check(tc: Toolchain, work: Path, src: Path, out: Path, target: str, fla
                        duration_s=sum(d.duration_s for d in steps))
 
     def half(i: int) -> sandbox.Completed:
-        pch = runtime_pch.pch_for(tc, runtime_pch.SIDES[i], target, flags) if use_pch else None
+        pch = _pch(tc, runtime_pch.SIDES[i], target, flags) if use_pch else None
         done = build_half(i, pch)
         if pch and not done.ok and runtime_pch.refused(done.stdout + done.stderr):
             pch = None
@@ -647,7 +666,7 @@ def _run_exe(tc: Toolchain, work: Path, cmd: list[str], src_name: str, out_name:
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(2) as pool:      # both built at once where this is their second use
-        pch = tuple(pool.map(lambda side: runtime_pch.pch_for(tc, side, target, flags), runtime_pch.SIDES))
+        pch = tuple(pool.map(lambda side: _pch(tc, side, target, flags), runtime_pch.SIDES))
     if None in pch:
         return run(tc, cmd, cwd=work, time_limit=time_limit), cmd
     plan = exe_commands(tc, src_name, out_name, target=target, flags=flags, remarks=remarks, pch=pch, cuid=cuid)
@@ -671,7 +690,7 @@ def _run_simulator_build(tc: Toolchain, work: Path, cmd: list[str], flags,
     """A simulator build with its header read from a PCH (:data:`runtime_pch.SIM`) where there is one:
     ``-include hip/hip_runtime.h`` becomes ``-include-pch``; again without it if clang refuses it."""
     at = next((i for i in range(len(cmd) - 1) if cmd[i:i + 2] == ["-include", "hip/hip_runtime.h"]), None)
-    pch = runtime_pch.pch_for(tc, runtime_pch.SIM, "", flags) if at is not None else None
+    pch = _pch(tc, runtime_pch.SIM, "", flags) if at is not None else None
     if pch is None:
         return run(tc, cmd, cwd=work, time_limit=time_limit), cmd
     with_pch = [*cmd[:at], "-include-pch", str(pch), *cmd[at + 2:]]
@@ -685,7 +704,7 @@ def _run_asm(tc: Toolchain, work: Path, cmd: list[str], src_name: str, target: s
              time_limit: float | None) -> tuple[sandbox.Completed, list[str]]:
     """The device assembly with the device half's precompiled runtime header (again without it if clang
     refuses it). Returns the run and the command that made the output."""
-    pch = runtime_pch.pch_for(tc, "device", target, flags)
+    pch = _pch(tc, "device", target, flags)
     if pch is None:
         return run(tc, cmd, cwd=work, time_limit=time_limit), cmd
     at = cmd.index(src_name)

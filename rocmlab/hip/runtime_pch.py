@@ -26,6 +26,8 @@ byte for byte hipcc's own program). The CPU simulator's builds (rocmlab.hip.sim)
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -82,30 +84,18 @@ def folder() -> Path:
     return p
 
 
-def command(tc, side: str, target: str, flags, header: Path, output: Path) -> list[str]:
-    """The compiler call that writes one half's PCH (``-S`` with ``-emit-pch``: no object, no link), or the
-    simulator's (a C++ header PCH)."""
-    from rocmlab.hip import compile as driver
-    from rocmlab.hip import simulate
-
-    if side == SIM:
-        return simulate.pch_command(tc, header, output, flags=flags)
-    only = "--cuda-device-only" if side == "device" else "--cuda-host-only"
-    return [tc.compiler, "-x", "hip", f"--offload-arch={target}", *driver._opt(flags), "-Wno-unused-result",
-            "-Wno-unused-command-line-argument", *map(str, flags), only, "-S", str(header),
-            "-Xclang", "-emit-pch", "-o", str(output)]
-
-
-def pch_for(tc, side: str, target: str, flags=()) -> Path | None:
+def pch_for(tc, side: str, target: str, flags, build) -> Path | None:
     """The PCH for one half (built now if it is not there yet), or None when it cannot be built here
-    (the build then reads the headers itself, as it would without this module)."""
-    from rocmlab.hip import compile as driver
+    (the build then reads the headers itself, as it would without this module).
 
+    ``build(header, output, cwd)`` runs the compiler call that writes it (``compile.pch_command``, through
+    ``compile.run``) and returns its Completed: this module decides when and where, the driver how."""
     if side not in (*SIDES, SIM):
         raise ValueError(f"side={side!r}: one of {(*SIDES, SIM)}")
     flags = [str(f) for f in flags]
-    key = driver.cache_key(pch=FORMAT, side=side, target=target, flags=flags,
-                           toolchain=[tc.kind, tc.compiler, tc.version, tc.root])[:24]
+    key = hashlib.sha256(json.dumps({"pch": FORMAT, "side": side, "target": target, "flags": flags,
+                                     "toolchain": [tc.kind, tc.compiler, tc.version, tc.root]},
+                                    sort_keys=True, default=str).encode()).hexdigest()[:24]
     home = folder() / key
     pch = home / f"{side}.pch"
     if pch.is_file():
@@ -121,7 +111,7 @@ def pch_for(tc, side: str, target: str, flags=()) -> Path | None:
         _write_atomically(header, HEADER)
     work = Path(tempfile.mkdtemp(prefix=f"tmp-{side}-", dir=folder()))   # the header's folder is read-only there
     try:
-        done = driver.run(tc, command(tc, side, target, flags, header, work / pch.name), cwd=work)
+        done = build(header, work / pch.name, work)
         if not done.ok or not (work / pch.name).is_file():
             return None
         os.replace(work / pch.name, pch)

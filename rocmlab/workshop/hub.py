@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import html
 import json
 import os
 import re
@@ -179,7 +180,8 @@ class Hub:
         base = f"/user/{user}/api/kernels"
         status, kernel = self.request(base, "POST", {"name": "python3"}, timeout=timeout_s)
         if status >= 400:
-            raise HubError(f"starting a kernel in {user}'s server failed ({status}): {_message(kernel)}")
+            raise HubError(f"starting a kernel in {user}'s server failed ({status}): {_message(kernel)}\n"
+                           f"--- {self.log_path} ---\n{self.log_tail()}")
 
         def run():   # its own thread and event loop: the caller may be inside one (Playwright's sync API)
             return asyncio.run(asyncio.wait_for(self._execute_ws(f"{base}/{kernel['id']}/channels", code),
@@ -356,7 +358,15 @@ class Hub:
 
 
 def _message(body) -> str:
-    return body.get("message", str(body)) if isinstance(body, dict) else str(body)
+    """The words of an answer: a JSON error's message, or an HTML error page's text (JupyterHub answers a
+    proxied request that failed with its own page), short enough to read in a traceback."""
+    if isinstance(body, dict):
+        return body.get("message", str(body))
+    text = str(body)
+    if "<html" in text[:2000].lower():
+        text = re.sub(r"(?is)<(script|style|head)\b.*?</\1>", " ", text)
+        text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
+    return text[:600]
 
 
 #: What a learner's server starts with unless told otherwise: the JupyterLab a workshop needs, without the

@@ -92,7 +92,9 @@ def _look(browser, server, rel: str, stem: str) -> tuple[list, list[int], list[d
         nb.page.screenshot(path=str(shots / f"{stem}.png"))
         cells = nb.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
         for w in wide[:6]:
-            out = cells.nth(w["cell"]).locator(".jp-OutputArea-output").nth(w["output"])
+            cell = cells.nth(w["cell"])
+            out = (cell.locator(".jp-RenderedMarkdown").first if w["output"] == "markdown"
+                   else cell.locator(".jp-OutputArea-output").nth(w["output"]))
             out.scroll_into_view_if_needed()
             out.screenshot(path=str(shots / f"{stem}-overflow-{w['cell']}.png"))
         screenshot_full(nb.page, shots / f"{stem}-full")

@@ -133,3 +133,16 @@ def test_a_killed_parent_still_stops_the_hub_and_its_proxy(needs_proxy, tmp_path
         time.sleep(0.25)
     alive = [p for p in pids if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
     assert not alive, [" ".join(psutil.Process(p).cmdline()) for p in alive]
+
+
+def test_an_error_page_reads_as_its_words():
+    """A proxied request that fails gets JupyterHub's HTML error page: the HubError carries its text, not the markup."""
+    from rocmlab.workshop.hub import _message
+
+    page = ("<!DOCTYPE HTML>\n<html><head><title>JupyterHub</title><script>var x = '<b>';</script></head>"
+            "<body><div class='error'><h1>503 : Service Unavailable</h1><p>Your server at "
+            "<a href='/user/a/'>/user/a/</a> is not running &amp; cannot be reached.</p></div>"
+            "<button data-dismiss='modal'>OK</button></body></html>")
+    assert _message(page) == "503 : Service Unavailable Your server at /user/a/ is not running & cannot be reached. OK"
+    assert _message({"message": "no seat"}) == "no seat"
+    assert _message("x" * 5000) == "x" * 600               # a long plain answer is cut, not dropped
