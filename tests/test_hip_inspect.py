@@ -60,6 +60,24 @@ def test_same_kernel_gfx942_vs_gfx950_from_the_compiler():
     assert all(r[6] == r[7] for r in rows), rows      # the calculator agrees on both
 
 
+
+@need_offline
+def test_several_targets_inspected_side_by_side_equal_one_at_a_time(rng):
+    """inspect_targets compiles the targets in parallel: each Inspection equals inspect's alone, in the order asked
+    (a fresh source each run, so nothing comes from an earlier run's cache); no target is an error."""
+    n = rng.randrange(1, 1 << 30)
+    src = (f"#include <hip/hip_runtime.h>\n__global__ void k{n}(float* o) {{ __shared__ float s[{rng.randrange(64, 4096)}];"
+           f" s[threadIdx.x] = {n}.0f; __syncthreads(); o[threadIdx.x] = s[63 - threadIdx.x % 64]; }}\n")
+    targets = rng.sample(["gfx942", "gfx950", "gfx90a"], 3)
+    both = insp.inspect_targets(src, [*targets, targets[0]])          # a repeat is inspected once
+    assert [b.target for b in both] == targets
+    for b, t in zip(both, targets, strict=True):
+        alone = insp.inspect(src, t, use_cache=False)          # compiled again, on its own
+        assert b.ok and not alone.cached and [k.__dict__ for k in b.kernels] == [k.__dict__ for k in alone.kernels]
+        assert b.isa == alone.isa and b.isa
+    with pytest.raises(ValueError, match="targets is empty"):
+        insp.inspect_targets(src, [])
+
 @need_offline
 def test_rocm7_facts_from_the_real_compiler():
     f = lab01.rocm7_facts()

@@ -17,7 +17,7 @@ from rocmlab.course.verdict import MARKS, verdict_html
 from rocmlab.hip import build, hipcuda
 from rocmlab.hip import occupancy as occ
 from rocmlab.hip.compile import choose
-from rocmlab.hip.inspector import inspect
+from rocmlab.hip.inspector import inspect, inspect_targets
 from rocmlab.machine.detect import current
 from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES
 
@@ -196,8 +196,8 @@ def resources_by_target(source: str, targets=AMD_TARGETS) -> list[list]:
     """Rows (target, product, kernel, VGPRs, SGPRs, LDS B, compiler's occupancy, calculator's,
     limited by) for every kernel of ``source`` on each target: the same code, different chips."""
     rows = []
-    for t in targets:
-        for k in inspect(source, t).kernels:
+    for t, found in zip(targets, inspect_targets(source, targets), strict=True):
+        for k in found.kernels:
             o = occ.from_kernel(k)
             rows.append([t, TARGET_NAMES.get(t, ""), k.name.split("(")[0], k.vgprs, k.sgprs, k.lds_bytes,
                          k.occupancy, o.waves_per_simd, o.limiting])

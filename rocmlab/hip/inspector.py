@@ -16,7 +16,9 @@ spill bytes) and ``cuobjdump -sass`` for the listing, or the PTX (``nvcc -ptx``)
 
 from __future__ import annotations
 
+import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,6 +98,16 @@ def inspect(source_or_build, target: str | None = None, *, lang: str = "hip", fl
         listing = "AMDGCN assembly (clang -S)"
     return Inspection(out.ok, target, tc.label, listing, kernels, isa, out.log, list(out.diagnostics), out.cached)
 
+
+
+def inspect_targets(source_or_build, targets, **kw) -> list[Inspection]:
+    """:func:`inspect` on each of ``targets`` (the same code, different chips), compiled in parallel, one
+    compiler per core: the Inspections in the order of ``targets``, each as ``inspect`` alone returns it."""
+    targets = list(dict.fromkeys(targets))
+    if not targets:
+        raise ValueError("targets is empty: name at least one, e.g. ['gfx942', 'gfx90a']")
+    with ThreadPoolExecutor(min(len(targets), os.cpu_count() or 1)) as pool:
+        return list(pool.map(lambda t: inspect(source_or_build, t, **kw), targets))
 
 def _nvidia_listing(tc, src: str, lang: str, target: str, flags, use_cache: bool) -> tuple[list[KernelIsa], str]:
     cuobjdump = shutil.which("cuobjdump") or str(Path(tc.compiler).resolve().parent / "cuobjdump")
