@@ -46,7 +46,7 @@ case "$cmd" in
     # ./go test -n 0 runs everything in one process; a later -n wins.
     workers=$(nproc 2>/dev/null || echo 1); [ "$workers" -gt 4 ] && workers=4
     set +e
-    .venv/bin/python -m pytest -n "$workers" --dist loadgroup "$@"
+    .venv/bin/python -m pytest -n "$workers" "$@"
     rc=$?
     set -e
     # pytest exits 5 when it collected no test: that is a broken suite, not a pass.

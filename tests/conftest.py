@@ -111,12 +111,18 @@ def _own_progress_record(tmp_path_factory, monkeypatch):
 
 
 #: Tests that change the machine itself (Unix users and their homes, apt's state, system services): under
-#: pytest-xdist they run one at a time, in one worker (``--dist loadgroup``); everything else is spread.
+#: pytest-xdist they run one at a time, in one worker; everything else is spread test by test.
 _MACHINE_WIDE = ("tests/hub/", "tests/test_setup.py")
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        rel = item.nodeid.replace("\\", "/")
-        if rel.startswith(_MACHINE_WIDE):
-            item.add_marker(pytest.mark.xdist_group("machine-wide"))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """pytest-xdist's scheduler, with the machine-wide tests as one unit of work. (Not ``xdist_group`` marks with
+    ``--dist loadgroup``: on pytest 9.2 their grouping is silently lost, pytest-dev/pytest-xdist#1386.)"""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class MachineWideTogether(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "machine-wide" if nodeid.replace("\\", "/").startswith(_MACHINE_WIDE) else nodeid
+
+    return MachineWideTogether(config, log)
