@@ -41,10 +41,10 @@ case "$cmd" in
   test)
     setup test
     export ROCMLAB_QUICK=1
-    # independent tests run in parallel (pytest-xdist), one worker per core, at most 4 (memory: the vLLM
-    # servers and browsers); tests that change the machine share one worker (tests/conftest.py).
-    # ./go test -n 0 runs everything in one process; a later -n wins.
-    workers=$(nproc 2>/dev/null || echo 1); [ "$workers" -gt 4 ] && workers=4
+    # independent tests run in parallel (pytest-xdist): one worker per core and one more (a test often waits on
+    # a server, a browser or a child), at most 4 (memory: the vLLM servers and browsers); tests that change the
+    # machine share one worker (tests/conftest.py). ./go test -n 0 runs everything in one process; a later -n wins.
+    workers=$(( $(nproc 2>/dev/null || echo 1) + 1 )); [ "$workers" -gt 4 ] && workers=4
     set +e
     .venv/bin/python -m pytest -n "$workers" "$@"
     rc=$?

@@ -113,16 +113,29 @@ def _own_progress_record(tmp_path_factory, monkeypatch):
 #: Tests that change the machine itself (Unix users and their homes, apt's state, system services): under
 #: pytest-xdist they run one at a time, in one worker; everything else is spread test by test.
 _MACHINE_WIDE = ("tests/hub/", "tests/test_setup.py")
+#: Modules whose tests share a module fixture that takes 10-30 s (the ported corpus, a live vLLM server, the
+#: import graph, a binder environment): each runs in one worker, so the fixture is built once, not once per worker.
+_ONE_WORKER = ("tests/test_port.py", "tests/test_serve_live.py", "tests/test_architecture.py", "tests/test_binder.py")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """pytest-xdist's scheduler, with the machine-wide tests as one unit of work. (Not ``xdist_group`` marks with
-    ``--dist loadgroup``: on pytest 9.2 their grouping is silently lost, pytest-dev/pytest-xdist#1386.)"""
+    """pytest-xdist's scheduler, with the machine-wide tests as one unit of work and each :data:`_ONE_WORKER`
+    module as one; every other test is a unit of its own. (Not ``xdist_group`` marks with ``--dist loadgroup``:
+    on pytest 9.2 their grouping is silently lost, pytest-dev/pytest-xdist#1386.)"""
     from xdist.scheduler import LoadScopeScheduling
 
-    class MachineWideTogether(LoadScopeScheduling):
+    class SuiteScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "machine-wide" if nodeid.replace("\\", "/").startswith(_MACHINE_WIDE) else nodeid
+            return unit_of_work(nodeid)
 
-    return MachineWideTogether(config, log)
+    return SuiteScheduling(config, log)
+
+
+def unit_of_work(nodeid: str) -> str:
+    """The unit a test is scheduled in: "machine-wide", its module for :data:`_ONE_WORKER`, else the test itself."""
+    path = nodeid.replace("\\", "/")
+    if path.startswith(_MACHINE_WIDE):
+        return "machine-wide"
+    module = path.split("::")[0]
+    return module if module in _ONE_WORKER else nodeid

@@ -143,14 +143,16 @@ _UNRENDERED_JS = r"""() => [...document.querySelectorAll('.jp-NotebookPanel:not(
     .map(o => ({cell: i, text: o.textContent.trim().slice(0, 120)})))"""
 
 
-def wait_rendered(page, timeout_s: float = 45.0) -> list[dict]:
+def wait_rendered(page, timeout_s: float = 20.0) -> list[dict]:
     """Wait until every stored output is on the page (widgets restored from the saved state included).
-    Returns the outputs that never rendered (a widget still loading, or one that failed): a view problem."""
+    Returns the outputs that never rendered (a widget still loading, or one that failed): a view problem, or
+    widgets that need their kernel (the caller then runs the notebook live). Saved widgets render in 1-3 s on a
+    loaded 2-core machine, hence the 20 s."""
     try:
         page.wait_for_function(f"() => ({_UNRENDERED_JS})().length === 0", timeout=timeout_s * 1000)
     except Exception:
         pass
-    page.wait_for_timeout(1500)          # plotly and MathJax lay out after insertion
+    page.wait_for_timeout(750)           # plotly and MathJax lay out after insertion
     return page.evaluate(_UNRENDERED_JS)
 
 
@@ -164,13 +166,13 @@ def screenshot_full(page, prefix: Path, tile: int = 2000, max_tiles: int = 40) -
     page.set_viewport_size({"width": w, "height": tile})
     paths = []
     try:
-        page.wait_for_timeout(500)
+        page.wait_for_timeout(300)
         prefix.parent.mkdir(parents=True, exist_ok=True)
         total = page.evaluate(f"() => {_SCROLLER}.scrollHeight")
         step = page.evaluate(f"() => {_SCROLLER}.clientHeight") - 40
         for k in range(max_tiles):
             page.evaluate(f"(y) => {{ {_SCROLLER}.scrollTop = y; }}", k * step)
-            page.wait_for_timeout(300)
+            page.wait_for_timeout(150)       # the windowed notebook draws the cells scrolled in
             path = Path(f"{prefix}-{k:02d}.png")
             page.screenshot(path=str(path))
             paths.append(path)
