@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 import sys
 from pathlib import Path
@@ -81,6 +82,24 @@ def pytest_terminal_summary(terminalreporter):
         counts = getattr(mod, "FUZZ_COUNTS", None) if name.endswith("test_sse_fuzz") else None
         if counts:
             terminalreporter.write_line(f"SSE fuzz: {sum(counts.values())} cases this run ({counts})")
+
+
+_TIMELINE: list[dict] = []
+
+
+def pytest_runtest_logreport(report):
+    """Each test phase's start, stop and worker, kept for test-artifacts/suite-timeline.json (where the suite's
+    time goes, and which worker waits at the end)."""
+    _TIMELINE.append({"test": report.nodeid, "when": report.when, "start": report.start, "stop": report.stop,
+                      "worker": getattr(report, "node", None) and report.node.gateway.id or "main"})
+
+
+def pytest_sessionfinish(session):
+    if hasattr(session.config, "workerinput") or not _TIMELINE:
+        return                     # a pytest-xdist worker: the controller writes the one timeline
+    out = Path(session.config.rootpath) / "test-artifacts" / "suite-timeline.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(_TIMELINE))
 
 
 @pytest.fixture

@@ -43,6 +43,20 @@ def _alive(marker: str) -> list[str]:
     return found
 
 
+def _running(argv: list[str]) -> bool:
+    """Whether a process runs with exactly this command line."""
+    want = "\0".join(argv).encode() + b"\0"
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/cmdline", "rb") as f:
+                    if f.read() == want:
+                        return True
+            except OSError:
+                pass
+    return False
+
+
 @pytest.fixture
 def scratch():
     with tempfile.TemporaryDirectory() as d:
@@ -253,9 +267,9 @@ def test_killed_caller_leaves_nothing(tmp_path):
             f"run(['sh', '-c', 'sleep {marker} & sleep {marker}'], scratch={str(tmp_path)!r}, limits=Limits(wall_s=30))")
     caller = subprocess.Popen([sys.executable, "-c", code])
     deadline = time.monotonic() + 10
-    while not _alive(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _alive(marker), "control: the program was running"
+    while not _running(["sleep", marker]) and time.monotonic() < deadline:
+        time.sleep(0.05)                     # the program itself, not bubblewrap's command line that names it
+    assert _running(["sleep", marker]), "control: the program was running"
     caller.kill()
     caller.wait()
     deadline = time.monotonic() + 2.0
@@ -293,3 +307,35 @@ def test_fallback_as_root_still_ends_setsid_daemons(monkeypatch, scratch):
     assert r.ok and r.duration_s < 2
     time.sleep(0.1)
     assert _alive(marker) == []
+
+
+def test_wait_exit_wakes_when_the_process_ends_and_keeps_the_time_limit(monkeypatch):
+    """The sandbox's wait returns as the process ends (not at Python's next 50 ms poll), and still times out."""
+    import random
+    import subprocess
+    import time
+
+    naps = [round(random.uniform(0.15, 0.35), 3) for _ in range(5)]
+    late = []
+    for nap in naps:
+        proc = subprocess.Popen(["sleep", str(nap)])
+        t = time.monotonic()
+        assert sandbox.wait_exit(proc, 10) == 0
+        late.append(time.monotonic() - t - nap)
+    assert sorted(late)[len(late) // 2] < 0.015, late          # Python's own wait is 25 ms late on average
+    proc = subprocess.Popen(["sleep", "5"])
+    t = time.monotonic()
+    with pytest.raises(subprocess.TimeoutExpired):
+        sandbox.wait_exit(proc, 0.3)
+    assert 0.25 < time.monotonic() - t < 2
+    proc.kill()
+    assert sandbox.wait_exit(proc, 5) == -9
+    # without pidfds (an old kernel, not Linux): Python's own wait, with the same results
+    monkeypatch.delattr(sandbox.os, "pidfd_open")
+    proc = subprocess.Popen(["sleep", "0.1"])
+    assert sandbox.wait_exit(proc, 5) == 0
+    proc = subprocess.Popen(["sleep", "5"])
+    with pytest.raises(subprocess.TimeoutExpired):
+        sandbox.wait_exit(proc, 0.2)
+    proc.kill()
+    proc.wait()

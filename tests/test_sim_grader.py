@@ -79,3 +79,39 @@ def test_wave64_traps_give_mi300x_answers(trap):
     assert done.returncode == 0 and trap.name in done.stdout, done.stderr
     verdict = "PASSED" if "PASSED" in done.stdout else "FAILED"
     assert trap.mi300x.startswith(verdict), (trap.name, done.stdout)
+
+
+def test_the_simulator_build_starts_beside_the_compile_check_and_is_the_one_the_run_uses(monkeypatch):
+    """A grade here builds the submission twice (the compile check's build for gfx942, the simulator's build):
+    the second starts beside the first, in a thread, and the run check runs that very build (not a third).
+    A file the static checks refuse to compile starts neither."""
+    import random
+    import threading
+
+    calls = []
+    real = build.compile
+
+    def recording(source, **kw):
+        t0 = time.monotonic()
+        out = real(source, **kw)
+        calls.append((kw.get("toolchain"), threading.current_thread().name, t0, time.monotonic(), out))
+        return out
+
+    monkeypatch.setattr(build, "compile", recording)
+    monkeypatch.setattr(build, "simulator_build", lambda *a, **k: pytest.fail("a second simulator build"))
+    source = f"// learner {random.getrandbits(64):x}\n" + load("vector-add").solution    # uncached: both really build
+    r = grader.check("vector-add", source)
+    assert r.check("runs").status == "passed" and r.check("correct").status == "passed", r.to_text()
+    sims = [c for c in calls if c[0] == simulate.KIND]
+    checks = [c for c in calls if c[0] is None and c[4].source == source]
+    assert len(sims) == 1 and len(checks) == 1, [(c[0], c[1]) for c in calls]
+    (_, sim_thread, sim_t0, _, sim_out), (_, check_thread, _, check_t1, _) = sims[0], checks[0]
+    assert sim_thread.startswith("rocmlab-sim-build") and check_thread != sim_thread
+    assert sim_t0 < check_t1, "the simulator build started only after the compile check's build"
+    assert sim_out.ok and sim_out.cached is False
+
+    calls.clear()         # the control: refused by the static checks (it reads a file at compile time)
+    refused = f'// learner {random.getrandbits(64):x}\n#include "/etc/hostname"\n' + load("vector-add").solution
+    r = grader.check("vector-add", refused)
+    assert r.check("compiles").status == "failed" and "did not compile" in r.check("compiles").message
+    assert calls == [], [(c[0], c[1]) for c in calls]

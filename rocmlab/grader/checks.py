@@ -55,6 +55,7 @@ class Context:
     analysis: object = None        # static.Analysis of the submission (what the compiler sees)
     analysis_error: str = ""       # why the static analysis could not run, if so
     sim_build: object = None       # the CPU simulator's build, where no GPU can run the submission
+    sim_ahead: object = None       # that build, started beside the compile check's (a Future), where it will be needed
 
     def child_seed(self, salt: int) -> int:
         return (self.seed * 1_000_003 + salt) % (1 << 63)
@@ -152,6 +153,7 @@ def do_build(ctx: Context):
         return None
     # where no GPU runs the program this is the fast build (device code, host code and a link check, no
     # program): run checks use the CPU simulator's build, or link on demand (execute)
+    ctx.sim_ahead = _simulator_build_ahead(ctx, target, flags)
     res = build.compile(ctx.source, lang="hip", target=target, flags=flags, plat=ctx.plat,
                         name=f"{ctx.exercise.id}-submission")
     fault = _machine_fault(res, target, flags, ctx.plat)
@@ -162,6 +164,25 @@ def do_build(ctx: Context):
                            "that GPU, or leave the target unset to grade for the offline AMD target here")
     ctx.build = res
     return ctx.build
+
+
+def _simulator_build_ahead(ctx: Context, target: str, flags):
+    """Where no GPU will run the submission and a check runs it, its CPU-simulator build starts now, in a thread
+    beside the compile check's build (each is one compiler process): the run check then finds it built instead
+    of building it after. None elsewhere. Called only once the static checks allow compiling the file."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from rocmlab.hip import build
+
+    if (not any(c.type == "run" for c in ctx.exercise.checks) or target not in sim.TARGETS
+            or driver.resolve_platform(ctx.plat).backend != "cpu" or driver.find_toolchain(sim.KIND) is None):
+        return None
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocmlab-sim-build")
+    try:
+        return pool.submit(build.compile, ctx.source, lang="hip", target=target, flags=flags, toolchain=sim.KIND,
+                           plat=None)
+    finally:
+        pool.shutdown(wait=False)      # the thread ends with its one build
 
 
 def _compile_refusal(ctx: Context) -> str:
@@ -338,7 +359,8 @@ def _simulate(ctx: Context, spec: CheckSpec) -> CheckResult | None:
 
     if ctx.build.can_run or ctx.build.toolchain_kind not in ("offline", "rocm"):
         return None
-    s = build.simulator_build(ctx.build)
+    ahead = ctx.sim_ahead
+    s = ahead.result() if ahead is not None and ctx.build.mode == "exe" else build.simulator_build(ctx.build)
     if s is None:
         return None
     if not s.ok:
