@@ -115,3 +115,18 @@ def test_the_simulator_build_starts_beside_the_compile_check_and_is_the_one_the_
     r = grader.check("vector-add", refused)
     assert r.check("compiles").status == "failed" and "did not compile" in r.check("compiles").message
     assert calls == [], [(c[0], c[1]) for c in calls]
+
+
+def test_the_compile_check_says_which_halves_it_built_and_reports_a_host_error():
+    """Here no program is linked: the compile check says it built device and host code with a link check, and an
+    error in host code only (main calls an undeclared function) still fails it, with the line."""
+    import random
+
+    sol = load("vector-add").solution
+    ok = grader.check("vector-add", f"// {random.getrandbits(64):x}\n" + sol, only=("compile",)).check("compiles")
+    assert ok.status == "passed" and "device code and host code, link checked" in ok.message, ok.message
+    bad_src = f"// {random.getrandbits(64):x}\n" + sol.replace("int main(", "int main_unused(", 1) \
+        + "\nint main() { return not_declared_anywhere(); }\n"
+    bad = grader.check("vector-add", bad_src, only=("compile",)).check("compiles")
+    assert bad.status == "failed" and "device code and host code" in bad.message, bad.message
+    assert "not_declared_anywhere" in bad.message and "line" in bad.message, bad.message

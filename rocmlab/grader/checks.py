@@ -210,12 +210,19 @@ def check_compile(ctx: Context, spec: CheckSpec) -> CheckResult:
         w_ = getattr(res, "warnings", [])
         warn = len(w_() if callable(w_) else w_)
         w = f", {warn} warning(s) (not a failure)" if warn else ""
-        return result(spec, ctx, "passed", f"compiled for {res.target} with {res.toolchain}{w}"
+        return result(spec, ctx, "passed", f"compiled for {res.target} with {res.toolchain}: {_what_was_built(res)}{w}"
                        + (" (cached)" if res.cached else ""))
     errs = [d for d in res.diagnostics if d.severity in ("error", "fatal error")] or res.diagnostics
     shown = "; ".join((f"line {d.line}: " if d.line else "") + d.message for d in errs[:3])
-    return result(spec, ctx, "failed", f"does not compile for {res.target}: {shown}",
+    return result(spec, ctx, "failed", f"does not compile for {res.target} ({_what_was_built(res)}): {shown}",
                    {"log": _learner_log(res.log)})
+
+
+def _what_was_built(res) -> str:
+    """Which halves the compile check built: an error in either is reported here."""
+    if res.binary is None and res.mode == "exe":
+        return "device code and host code, link checked (no program linked: nothing here runs it)"
+    return "device code, host code and the linked program"
 
 
 def _learner_log(log: str) -> str:

@@ -160,7 +160,9 @@ def test_grade_again_after_an_edit_shows_the_new_score(server, browser):
         page.locator("a.rocmlab-open").first.click()
         page.locator(".lm-TabBar-tab", has_text="block_sum.hip").first.wait_for(timeout=30_000)
         page.locator(".jp-FileEditor .cm-content").first.wait_for(timeout=30_000)
-        assert "__shfl_down_sync" in page.locator(".jp-FileEditor .cm-content").first.text_content()
+        # the editor appears before the file's text arrives: wait for the text (it fails if it never comes)
+        page.wait_for_function("() => { const e = document.querySelector('.jp-FileEditor .cm-content');"
+                               " return e && e.textContent.includes('__shfl_down_sync'); }", timeout=30_000)
         nb.page.screenshot(path=str(shots / "grade-again-editor.png"))
 
         # the edit (as the editor's save would write it), then back to the notebook and Grade again
