@@ -116,6 +116,12 @@ def test_the_simulator_build_starts_beside_the_compile_check_and_is_the_one_the_
     assert r.check("compiles").status == "failed" and "did not compile" in r.check("compiles").message
     assert calls == [], [(c[0], c[1]) for c in calls]
 
+    calls.clear()         # a grading without run checks (only=...) builds for gfx942 alone: no simulator build
+    source = f"// learner {random.getrandbits(64):x}\n" + load("vector-add").solution
+    r = grader.check("vector-add", source, only=["static", "compile"])
+    assert r.check("compiles").status == "passed" and [c.id for c in r.checks if c.type == "run"] == []
+    assert [c[0] for c in calls] == [None], [(c[0], c[1]) for c in calls]
+
 
 def test_the_compile_check_says_which_halves_it_built_and_reports_a_host_error():
     """Here no program is linked: the compile check says it built device and host code with a link check, and an

@@ -66,7 +66,8 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
 
     work = tempfile.mkdtemp(prefix=f"{WORK_PREFIX}{os.getpid()}-")   # the pid: a killed worker's is swept later
     os.chmod(work, 0o711)   # the sandboxed program (another uid) may pass through to its scratch, not list it
-    ctx = Context(ex, source or "", plat, seed, target=target, time_limit_s=time_limit_s, workdir=work)
+    ctx = Context(ex, source or "", plat, seed, target=target, time_limit_s=time_limit_s, workdir=work,
+                  specs=tuple(specs))
     try:
         if not (source or "").strip():
             return report([not_run(s, ctx, EMPTY) for s in specs])

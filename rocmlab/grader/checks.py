@@ -56,6 +56,7 @@ class Context:
     analysis_error: str = ""       # why the static analysis could not run, if so
     sim_build: object = None       # the CPU simulator's build, where no GPU can run the submission
     sim_ahead: object = None       # that build, started beside the compile check's (a Future), where it will be needed
+    specs: tuple = ()              # the checks this grading runs (all the exercise's when empty)
 
     def child_seed(self, salt: int) -> int:
         return (self.seed * 1_000_003 + salt) % (1 << 63)
@@ -169,12 +170,13 @@ def do_build(ctx: Context):
 def _simulator_build_ahead(ctx: Context, target: str, flags):
     """Where no GPU will run the submission and a check runs it, its CPU-simulator build starts now, in a thread
     beside the compile check's build (each is one compiler process): the run check then finds it built instead
-    of building it after. None elsewhere. Called only once the static checks allow compiling the file."""
+    of building it after. None elsewhere, and where this grading runs no run check (``check(..., only=...)``).
+    Called only once the static checks allow compiling the file."""
     from concurrent.futures import ThreadPoolExecutor
 
     from rocmlab.hip import build
 
-    if (not any(c.type == "run" for c in ctx.exercise.checks) or target not in sim.TARGETS
+    if (not any(c.type == "run" for c in ctx.specs or ctx.exercise.checks) or target not in sim.TARGETS
             or driver.resolve_platform(ctx.plat).backend != "cpu" or driver.find_toolchain(sim.KIND) is None):
         return None
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rocmlab-sim-build")
