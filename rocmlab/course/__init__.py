@@ -8,4 +8,6 @@ first figure, would import it for its optional "iri" format checker: 0.75 s of a
 
 from rocmlab.optional_imports import SKIPPED as SKIPPED_IMPORTS, skip
 
+__all__ = ["SKIPPED_IMPORTS"]
+
 skip()
