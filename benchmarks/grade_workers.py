@@ -31,11 +31,21 @@ def make_submissions(root: Path, n: int) -> None:
         (root / f"learner{i:03d}.hip").write_text(f"// submission of learner {i:03d}\n" + src)
 
 
-def _machine_cpu() -> tuple[int, int]:
+def machine_cpu() -> tuple[int, int]:
     """(busy, total) jiffies of the whole machine, from /proc/stat. The graders' own CPU time cannot be summed
     from rusage: sandboxed compilers and programs are not reaped by the grading processes."""
     v = [int(x) for x in open("/proc/stat").readline().split()[1:]]
     return sum(v) - v[3] - v[4], sum(v)
+
+
+def offline_toolchain():
+    """The offline HIP toolchain, or None; a fresh ROCMLAB_HOME set after this still finds its ROCm root."""
+    from rocmlab.hip.toolchain import discover_offline
+
+    tc = discover_offline()
+    if tc is not None:
+        os.environ.setdefault("ROCMLAB_ROCM_ROOT", tc.root)
+    return tc
 
 
 def grade(subs: Path, out: Path, workers: int, home: Path, kill_after: float | None = None) -> tuple[float, int]:
@@ -44,14 +54,14 @@ def grade(subs: Path, out: Path, workers: int, home: Path, kill_after: float | N
            "--workers", str(workers), "--time-limit", "5", "--seed", "12345", "--no-progress"]
     start = time.monotonic()
     load0 = os.getloadavg()[0]
-    cpu0 = _machine_cpu()
+    cpu0 = machine_cpu()
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         proc.wait(timeout=kill_after)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.wait()
-    cpu1 = _machine_cpu()
+    cpu1 = machine_cpu()
     busy = (cpu1[0] - cpu0[0]) / max(cpu1[1] - cpu0[1], 1) * (os.cpu_count() or 1)
     wall = time.monotonic() - start
     if kill_after is None:
@@ -66,14 +76,11 @@ def main() -> int:
     n = ap.parse_args().n
     if n < 1:
         ap.error(f"N={n}: give at least 1 submission (100 shows the speed-up best)")
-    from rocmlab.hip.toolchain import discover_offline
     from rocmlab.machine.detect import current
 
-    tc = discover_offline()
-    if tc is None:
+    if offline_toolchain() is None:
         print("no offline HIP toolchain: run ./go setup")
         return 1
-    os.environ.setdefault("ROCMLAB_ROCM_ROOT", tc.root)  # a fresh ROCMLAB_HOME must still find the ROCm root
     plat = current()
     tmp = Path(tempfile.mkdtemp(prefix="rocmlab-gradebench-"))
     subs = tmp / "subs"
