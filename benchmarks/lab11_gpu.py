@@ -16,7 +16,8 @@ On an NVIDIA GPU (HIP through rocmlab's HIP->CUDA path and nvcc) or an AMD GPU (
    memcheck (NVIDIA) where it is installed.
 
 On a machine without a GPU it builds what it can and says what it could not run. Writes results.json and
-report.txt to --out; the table at the end is the summary.
+report.txt to --out; the table at the end is the summary. Exit status 1, with every reason printed, when a build or
+a timed run failed (a machine without a GPU that runs nothing is not a failure); 0 otherwise.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from rocmlab.course import lab11  # noqa: E402
+from rocmlab.course.labs.lab11_counters_and_faults import lab as lab11  # noqa: E402
 from rocmlab.hip import build, faults  # noqa: E402
 from rocmlab.machine.detect import current  # noqa: E402
 from rocmlab.profile import counters  # noqa: E402
@@ -59,6 +60,7 @@ def main() -> int:
     say(f"platform: {plat.summary()}  [backend: {plat.backend}]")
     size = "run" if a.quick else "perf"
     table = []
+    failures: list[str] = []
 
     # 1 + 2. slow against fixed, and the counters of each diagnosis
     for d in counters.DIAGNOSES:
@@ -78,17 +80,24 @@ def main() -> int:
         except Exception as exc:   # one kernel's trouble must not hide the others
             row["timing_error"] = f"{type(exc).__name__}: {exc}"
             say(f"{d.exercise}: timing failed: {row['timing_error']}")
+            failures.append(f"{d.exercise}: timing failed: {row['timing_error']}")
             t, ratio = {}, "failed"
-        row["counters"] = collect_counters(d, plat, say)
+        row["counters"] = (collect_counters(d, plat, say) if t else
+                           {"status": "not collected: the build or the timed run failed"})
+        if row["counters"].get("status") == "build failed":
+            failures.append(f"{d.exercise}: " + "; ".join(v for k, v in row["counters"].items() if k.endswith("_error")))
         res["kernels"][d.exercise] = row
         table.append([d.exercise, d.cause, f"{t.get('slow_ms', float('nan')):.4f}", f"{t.get('fixed_ms', float('nan')):.4f}",
                       ratio, row["counters"].get("status", "-")])
 
     # 3. the race
     res["race"] = race(plat, say)
+    if res["race"].get("summary", "").startswith("failed"):
+        failures.append("lab11-race: " + res["race"]["summary"])
 
     # 4. faults
     res["faults"] = fault_runs(plat, say)
+    failures += [f"{k}: {v['summary']}" for k, v in res["faults"].items() if v.get("summary", "").startswith("did not build")]
 
     say("")
     say(f"{'kernel':18} {'cause':28} {'slow ms':>10} {'fixed ms':>10} {'fixed/slow':>12}  counters")
@@ -100,10 +109,13 @@ def main() -> int:
     for k in ("memcheck_oob", "memcheck_uaf"):
         if k in res["faults"]:
             say(f"{k}: {res['faults'][k].get('summary', '-')}")
+    res["failures"] = failures
+    for f in failures:
+        say(f"FAILED: {f}")
     (out / "results.json").write_text(json.dumps(res, indent=1, default=str))
     (out / "report.txt").write_text("\n".join(lines) + "\n")
     say(f"wrote {out / 'results.json'} and {out / 'report.txt'}")
-    return 0
+    return 1 if failures else 0
 
 
 def collect_counters(d, plat, say) -> dict:
@@ -117,6 +129,12 @@ def collect_counters(d, plat, say) -> dict:
     inp, _ = lab11.write_inputs(d.exercise, folder, "run")
     got = {"status": "collected"}
     for v, b in lab11.build_pair(d.exercise, plat).items():
+        if not b.ok or not b.binary:             # never hand a profiler a program that is not there
+            why = b.summary(include_run=False)[-400:] if not b.ok else f"no program: {b.cannot_run_reason}"
+            say(f"  {d.exercise} {v}: not profiled, the build failed: {why}")
+            got["status"] = "build failed"
+            got[f"{v}_error"] = f"{v} did not build: {why}"
+            continue
         cmd = [b.binary, inp, os.path.join(folder, f"{v}.bin")]
         try:
             if plat.backend == "rocm":

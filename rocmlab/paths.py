@@ -41,11 +41,25 @@ def exercises_dir() -> Path:
     return _PKG / "exercises"
 
 
+class HomeError(ValueError):
+    """ROCMLAB_HOME (or ~/.cache/rocmlab) is not a folder that can be used; the message names the fix."""
+
+
 def cache_dir() -> Path:
-    """Per-user cache (compiled kernels, measured ceilings). ROCMLAB_HOME overrides it."""
-    base = settings.env("ROCMLAB_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "rocmlab")
+    """Per-user cache (compiled kernels, measured ceilings). ROCMLAB_HOME overrides it. Raises HomeError when it is
+    not a folder (a file) or cannot be made."""
+    explicit = settings.env("ROCMLAB_HOME")
+    base = explicit or os.path.join(os.path.expanduser("~"), ".cache", "rocmlab")
     path = Path(base)
-    path.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        what = f"ROCMLAB_HOME={base}" if explicit else f"the cache folder {base}"
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            raise HomeError(f"{what} is not a folder (a file is in the way): set ROCMLAB_HOME to a folder"
+                            + ("" if explicit else ", or move that file")) from None
+        raise HomeError(f"{what} cannot be made ({exc.strerror}): set ROCMLAB_HOME to a folder this user can "
+                        "write") from None
     return path
 
 

@@ -26,8 +26,21 @@ strongest isolation left and says which: :func:`isolation` names it with the rea
 every :class:`Completed` carries it in ``.isolation``, and ``rocmlab doctor`` shows it. It never
 falls back silently. ``ROCMLAB_SANDBOX=no-bwrap`` forces the fallback (to test it).
 
+The fallback still enters another ``root`` (the offline ROCm root), in the way :func:`root_entry` names: as root
+with ``chroot`` and the uid drop (CAP_SYS_CHROOT is in Docker's default set), as an ordinary user with PRoot (a
+ptrace-based user-space chroot, Debian/Ubuntu package ``proot``). With no bind mounts, what the run reads (its
+``ro_binds``) is shown to it through a *view* (:class:`_View`): a folder of its own, readable by the run's uid,
+holding hard links (or readable copies) of those paths; the command's arguments name the view, and its output
+names the host paths again. The same view shows a run as root on the host system the folders its dropped uid
+could not reach (a checkout or cache under a 0700 ``/root``).
+
 Ctrl-C (KeyboardInterrupt) or SIGTERM in the caller ends everything in the sandbox within
 ``settings.SANDBOX_KILL_WAIT_S`` and re-raises.
+
+A time limit presumes the program had the CPU. When a run reaches it, the scheduler's own account of the run's
+threads (``/proc/PID/task/TID/schedstat``: time on a CPU, time runnable but waiting for one) is read before the run
+is ended: a run the machine starved (:attr:`Completed.starved`) is the machine's fault, which graders never score
+(:func:`machine_faults` collects such faults for a re-grade, whatever its caller caught).
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ import ctypes
 import glob
 import math
 import os
+import re
 import pwd
 import resource
 import secrets
@@ -45,6 +59,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, replace
@@ -65,6 +80,15 @@ SETPRIV = "setpriv"
 RLIMITS = "rlimits"
 NONE = "none"
 
+CHROOT = "chroot"        # root_entry() values: how another root file system is entered without bubblewrap
+PROOT = "proot"
+PROOT_FIX = "install PRoot (Debian/Ubuntu: `apt-get install proot`), then check with `rocmlab doctor`"
+#: Where the chroot fallback puts each run's view inside the root file system (made by root, 0711).
+ROOT_VIEWS = "run/rocmlab"
+#: What one run's view may copy (files that cannot be hard-linked): more is refused with a message.
+VIEW_COPY_BYTES = 1 << 30
+VIEW_ENTRIES = 50_000
+
 NO_USERNS_FIX = ("let bubblewrap create namespaces: allow unprivileged user namespaces "
                  "(`sysctl -w kernel.unprivileged_userns_clone=1` and `user.max_user_namespaces=15000`; "
                  "in Docker run with `--security-opt seccomp=unconfined --security-opt apparmor=unconfined`, "
@@ -73,6 +97,11 @@ NO_USERNS_FIX = ("let bubblewrap create namespaces: allow unprivileged user name
 
 class SandboxError(RuntimeError):
     """The sandbox itself could not start (not the program's fault)."""
+
+
+class MachineBusy(SandboxError):
+    """A run reached its time limit because the machine starved it (:attr:`Completed.starved`): the machine's
+    fault, not the program's. Raised by graders, never by :func:`run` (which returns what happened)."""
 
 
 class Terminated(SystemExit):
@@ -117,6 +146,8 @@ class Isolation:
     description: str     # what a learner or instructor reads
     reason: str = ""     # why not stronger
     fix: str = ""        # how to get bubblewrap
+    root_entry: str = BWRAP   # how another root file system is entered: bubblewrap | chroot | proot | "" (cannot)
+    root_problem: str = ""    # with root_entry "": why not, and the fix
 
     def __str__(self) -> str:
         return self.description
@@ -140,6 +171,24 @@ class Completed:
     memory_exceeded: bool = False   # the whole run reached its memory limit (cgroup, or the fallback's watchdog)
     scratch_exceeded: bool = False  # the fallback's watchdog ended it for writing more than its scratch quota
     memory_peak_bytes: int = 0      # the whole run's peak memory (cgroup), or the watchdog's highest reading
+    #: (path the run saw, host path) for each path shown at another path (the fallback's view): the run's
+    #: stdout/stderr are already written with the host paths; :meth:`host_paths` does it for a file it wrote
+    shown: tuple[tuple[str, str], ...] = ()
+    #: at a time-out, the scheduler's account of the run's live threads when it was ended (seconds on a CPU,
+    #: seconds runnable but waiting for one); None where the run ended by itself or the kernel keeps no account
+    cpu_run_s: float | None = None
+    cpu_wait_s: float | None = None
+
+    @property
+    def starved(self) -> bool:
+        """Timed out because the machine was too busy: see ``settings.SANDBOX_STARVED_WAIT_RATIO``."""
+        return starved(self.timed_out, self.cpu_run_s, self.cpu_wait_s, self.duration_s)
+
+    def host_paths(self, text: str) -> str:
+        """``text`` the run wrote (a preprocessed file, a listing) with the view's paths written as host paths."""
+        for inside, host in sorted(self.shown, key=lambda p: -len(p[0])):
+            text = re.sub(re.escape(inside) + r"(?![\w.-])", lambda m, h=host: h, text)
+        return text
 
     @property
     def signal(self) -> str | None:
@@ -156,6 +205,11 @@ class Completed:
 
     def explain(self) -> str:
         """One sentence a learner can act on."""
+        if self.starved:
+            return (f"was stopped at its time limit after {self.duration_s:.1f} s, but the machine was too busy to "
+                    f"run it: its threads got {self.cpu_run_s:.1f} s on a CPU and waited {self.cpu_wait_s:.1f} s for "
+                    f"one (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs). A fault of the machine, "
+                    "not of the program: not scored; run it again when the machine is less busy")
         if self.timed_out:
             return (f"stopped after {self.duration_s:.1f} s: the time limit was reached "
                     "(an infinite loop, a deadlock at a barrier, or a kernel that never ends?)")
@@ -166,7 +220,8 @@ class Completed:
             return "was ended for writing more than its scratch space allows: write only the output file"
         sig = self.signal
         if sig == "SIGSEGV":
-            return "crashed with a segmentation fault (SIGSEGV): an out-of-bounds or null pointer access on the host"
+            return ("crashed with a segmentation fault (SIGSEGV): it read or wrote memory it does not own (an index past "
+                    "the end of an array, or a null or freed pointer)")
         if sig == "SIGABRT":
             return "aborted (SIGABRT): an assert failed or the runtime aborted; see stderr"
         if sig == "SIGKILL":
@@ -187,6 +242,77 @@ class Completed:
             return f"exited with status {self.returncode}{hint}"
         trunc = " (output truncated at the limit)" if self.stdout_truncated or self.stderr_truncated else ""
         return f"ran in {self.duration_s:.2f} s{trunc}"
+
+
+def starved(timed_out: bool, run_s: float | None, wait_s: float | None, duration_s: float) -> bool:
+    """Whether a run that reached its time limit was starved by the machine: its threads waited for a CPU at least
+    ``settings.SANDBOX_STARVED_WAIT_RATIO`` times as long as they ran, and for at least
+    ``settings.SANDBOX_STARVED_MIN_FRACTION`` of the time it took. False without the scheduler's account."""
+    if not timed_out or run_s is None or wait_s is None or duration_s <= 0:
+        return False
+    return (wait_s >= settings.SANDBOX_STARVED_WAIT_RATIO * run_s
+            and wait_s >= settings.SANDBOX_STARVED_MIN_FRACTION * duration_s)
+
+
+def tree_cpu_account(pid: int) -> tuple[float, float] | None:
+    """(seconds on a CPU, seconds runnable but waiting for a CPU) summed over the live threads of ``pid`` and of
+    every process below it (bubblewrap's children included: /proc shows them with this namespace's pids), from
+    ``/proc/PID/task/TID/schedstat``. None where the kernel keeps no such account (or ``pid`` is gone)."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(d))     # fields[1]: the parent's pid
+    run_ns = wait_ns = 0
+    seen = False
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(children.get(p, ()))
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/schedstat") as f:
+                    ran, waited = f.read().split()[:2]
+            except (OSError, ValueError):
+                continue
+            run_ns += int(ran)
+            wait_ns += int(waited)
+            seen = True
+    return (run_ns / 1e9, wait_ns / 1e9) if seen else None
+
+
+_faults = threading.local()
+
+
+@contextlib.contextmanager
+def machine_faults():
+    """``with sandbox.machine_faults() as faults: ...``: the machine's faults met by this thread's :func:`run`
+    calls inside the block (a sandbox that could not start; a run the machine starved), one message each. A
+    re-grade that met one is not scored, whatever its own code caught (a learner's function "can fail in many
+    ways")."""
+    outer = getattr(_faults, "seen", None)
+    _faults.seen = seen = []
+    try:
+        yield seen
+    finally:
+        _faults.seen = outer
+        if outer is not None:
+            outer.extend(seen)
+
+
+def _note_fault(message: str) -> None:
+    seen = getattr(_faults, "seen", None)
+    if seen is not None:
+        seen.append(message)
 
 
 # --- which isolation this machine gives -------------------------------------------------------------
@@ -238,7 +364,62 @@ def _describe(level: str, reason: str, fix: str) -> Isolation:
                 "write that user's files, see other processes and use the network; setsid() daemons can outlive it)")
     else:
         text = "none (no isolation: plain subprocess with limits)"
-    return Isolation(level, text if level == NONE else f"{text}; {memory_isolation()}", reason, fix)
+    entry, problem = (BWRAP, "") if level == BWRAP else _root_entry(level, _as_root())
+    if entry == CHROOT:
+        text += ("; a root file system (the offline ROCm root) is entered with chroot"
+                 + (" and the uid drop" if level != NONE else "") + ", what the run reads linked or copied into it")
+    elif entry == PROOT:
+        text += "; a root file system (the offline ROCm root) is entered with PRoot (ptrace), as this user"
+    elif level != BWRAP:
+        text += f"; a root file system (the offline ROCm root) CANNOT be entered: {problem}"
+    return Isolation(level, text if level == NONE else f"{text}; {memory_isolation()}", reason, fix, entry, problem)
+
+
+def root_entry() -> tuple[str, str]:
+    """How :func:`run` enters another root file system here: (``bubblewrap`` | ``chroot`` | ``proot``, '') or
+    ('', why not and the fix)."""
+    iso = isolation()
+    return iso.root_entry, iso.root_problem
+
+
+def paths_kept() -> bool:
+    """Whether a run sees every path it is shown at its own path (bubblewrap's and PRoot's binds, or a run as the
+    caller's own user). False as root without bubblewrap: a path the dropped uid cannot reach is shown at
+    another path (a view), so what records its path (a precompiled header) must not be used there."""
+    return isolation().level == BWRAP or not _as_root()
+
+
+def fallback_entry(proot: str | None) -> tuple[str, str]:
+    """How the fallback (no bubblewrap) would enter a root file system here: as root chroot, else PRoot where
+    ``proot`` (its path) is given; ('', why not and the fix) otherwise."""
+    if _as_root():
+        return _root_entry(SETPRIV, True)
+    return (PROOT, "") if proot else ("", f"PRoot is not installed: {PROOT_FIX}")
+
+
+@cache
+def _root_entry(level: str, as_root: bool) -> tuple[str, str]:
+    if as_root:
+        why = _chroot_refused()
+        if why:
+            return "", (f"chroot is refused here ({why}): give the container CAP_SYS_CHROOT (Docker has it by "
+                        "default), or let bubblewrap run")
+        return CHROOT, ""
+    if shutil.which("proot"):
+        return PROOT, ""
+    return "", f"PRoot is not installed: {PROOT_FIX}"
+
+
+@cache
+def _chroot_refused() -> str:
+    """'' when this process may chroot (tried in a child), else why not."""
+    try:
+        done = subprocess.run(["true"], preexec_fn=lambda: os.chroot("/"), capture_output=True, timeout=30)
+    except subprocess.SubprocessError:
+        return "chroot: operation not permitted"
+    except OSError as exc:
+        return str(exc)
+    return "" if done.returncode == 0 else f"exit status {done.returncode}"
 
 
 @cache
@@ -811,7 +992,7 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
                threading.Thread(target=_reader, args=(proc.stderr, output_bytes, err, err_t), daemon=True)]
     for t in threads:
         t.start()
-    timed_out = False
+    timed_out, account = False, None
     with sigterm_raises_terminated():
         try:
             if stdin_data:
@@ -824,6 +1005,7 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
                 wait_exit(proc, wall_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
+                account = tree_cpu_account(proc.pid)    # before it is ended: was it hung, or starved?
         except BaseException:          # KeyboardInterrupt, Terminated, ...: end everything, then re-raise
             _kill_group(proc)
             if after_exit:
@@ -843,7 +1025,7 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
                      b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
                      duration, timed_out, out_t[0], err_t[0], isolation_text,
                      bool(guard and guard.memory_exceeded), bool(guard and guard.scratch_exceeded),
-                     guard.peak if guard else 0)
+                     guard.peak if guard else 0, cpu_run_s=account and account[0], cpu_wait_s=account and account[1])
     return done, proc
 
 
@@ -926,13 +1108,27 @@ def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None 
     """Run ``cmd`` isolated (see the module's text) and return what happened; never raises for the program's
     own failures (crash, time limit, output flood). Raises FileNotFoundError when ``cmd[0]`` is not in the
     sandbox, SandboxError when the sandbox itself cannot start, and re-raises KeyboardInterrupt / Terminated
-    after ending every process in the sandbox.
+    after ending every process in the sandbox. A SandboxError, and a run the machine starved
+    (:attr:`Completed.starved`), are noted for :func:`machine_faults`.
 
     ``limits.scratch_bytes`` makes the scratch private with bubblewrap: a tmpfs of that size at the scratch's
     path, the files the scratch folder holds bound in read-only, and each path in ``outputs`` (files directly
     in the scratch folder) created empty, the run's own, and bound in writable (its size capped by
     ``limits.file_bytes``). The host folder's owner and mode never change. Without bubblewrap, a watchdog
     ends the run when the scratch folder grows past the quota."""
+    try:
+        done = _run(cmd, limits=limits, root=root, scratch=scratch, ro_binds=ro_binds, env=env, gpu=gpu,
+                    stdin_data=stdin_data, cwd=cwd, outputs=outputs)
+    except SandboxError as exc:
+        _note_fault(str(exc))
+        raise
+    if done.starved:
+        _note_fault(f"{done.cmd[0]} {done.explain()}")
+    return done
+
+
+def _run(cmd, *, limits: Limits, root: str, scratch: str | None, ro_binds, env: dict | None, gpu: bool,
+         stdin_data: bytes | None, cwd: str | None, outputs) -> Completed:
     cmd = tuple(str(c) for c in cmd)
     if not cmd:
         raise ValueError("sandbox.run: give the program to run")
@@ -970,35 +1166,470 @@ def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None 
         finally:
             _return_scratch(scratch, st)
         return _checked(done, started, cmd)
-    if root != "/":
-        raise SandboxError(f"cannot enter the root file system {root} without bubblewrap ({iso.reason}); "
-                           f"fix: {iso.fix}")
-    argv = list(cmd)
+    return _run_fallback(cmd, iso, limits=limits, root=root, scratch=scratch, ro_binds=ro_binds, envd=envd, env=env,
+                         stdin_data=stdin_data, cwd=cwd, outputs=outputs)
+
+
+def _run_fallback(cmd, iso: Isolation, *, limits: Limits, root: str, scratch, ro_binds, envd, env, stdin_data, cwd,
+                  outputs) -> Completed:
+    """:func:`run` without bubblewrap: setpriv (as root) or rlimits, with a root file system entered by chroot (as
+    root) or PRoot, and a :class:`_View` for what the run's uid could not reach otherwise."""
     uid = run_uid() if iso.level == SETPRIV else settings.SANDBOX_UID
-    if iso.level == SETPRIV:
-        argv = _setpriv([], uid) + argv
-    if iso.level in (SETPRIV, RLIMITS):
-        _become_subreaper()
-    st = _own_scratch(scratch, uid) if iso.level == SETPRIV else None
-    guard = None
-    if iso.level != NONE:
-        guard = _Guard(limits.memory_bytes, uid if iso.level == SETPRIV else None, scratch, limits.scratch_bytes,
-                       outputs)
-        guard.start()
+    drop = iso.level == SETPRIV or (iso.level == RLIMITS and _as_root())
+    entry = ""
+    if root != "/":
+        entry, problem = iso.root_entry, iso.root_problem
+        if not entry:
+            raise SandboxError(f"cannot enter the root file system {root} without bubblewrap ({iso.reason}): "
+                               f"{problem}; or let bubblewrap run: {iso.fix}")
+        if iso.level == NONE and entry == CHROOT:
+            drop = False
+        if entry == CHROOT and not drop:
+            uid = os.geteuid()
+    if drop and not entry and iso.level == RLIMITS:
+        drop = False                       # rlimits as root without setpriv: runs as the caller, as it says
+    view = None
+    argv, env_run, run_cwd, run_scratch, run_outputs = list(cmd), envd, cwd, scratch, outputs
+    if iso.level == NONE and not entry:
+        env_run = {**os.environ, **(env or {})}
+    moved = None
     try:
-        done, _ = _spawn(argv, env=envd if iso.level != NONE else {**os.environ, **(env or {})},
-                         cwd=cwd or scratch or ("/tmp" if iso.level != NONE else None),
-                         stdin_data=stdin_data, output_bytes=limits.output_bytes, wall_s=limits.wall_s,
-                         preexec=_preexec(limits, limits.memory_bytes, guard), isolation_text=iso.description,
-                         display_cmd=cmd, after_exit=(lambda: _sweep_orphans(uid)) if iso.level == SETPRIV else None,
-                         guard=guard)
+        if entry == CHROOT:
+            view = _View.in_root(root)
+            if scratch:
+                moved = view.move_in(scratch)
+            for b in ro_binds:
+                view.add(b)
+            tmp = view.private_tmp(uid if drop else None)
+            env_run = {**envd, "TMPDIR": tmp, "HOME": tmp}
+            run_cwd = view.inside_path(cwd) if cwd else (view.inside_path(scratch) if scratch else tmp)
+            argv = [view.rewrite(a) for a in cmd]
+            run_scratch = view.host_path_of(scratch) if scratch else None
+            run_outputs = tuple(view.host_path_of(o) for o in outputs)
+        elif entry == PROOT:
+            argv = _proot_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, cwd=cwd)
+            view = _View.private(argv)     # only its /tmp
+        elif drop:
+            hidden = [b for b in ro_binds if not _reachable(b)]
+            if hidden:
+                view = _View.on_host()
+                for b in hidden:
+                    view.add(b)
+                argv = [view.rewrite(a) for a in cmd]
+            if scratch and not _reachable(scratch) and (cwd in (None, scratch)):
+                argv = [_relative_to(a, scratch) for a in argv]   # the run starts in its scratch folder
+        if iso.level in (SETPRIV, RLIMITS):
+            _become_subreaper()
+        st = _own_scratch(run_scratch, uid) if drop else None
+        guard = None
+        if iso.level != NONE:
+            guard = _Guard(limits.memory_bytes, uid if drop else None, run_scratch, limits.scratch_bytes, run_outputs)
+            guard.start()
+        preexec = _preexec(limits, limits.memory_bytes, guard)
+        if entry == CHROOT:
+            preexec = _entering(preexec, root, run_cwd, uid if drop else None)
+        elif drop:
+            argv = _setpriv([], uid) + argv
+        try:
+            try:
+                done, _ = _spawn(argv, env=env_run, cwd=None if entry == CHROOT else (
+                                     run_cwd or scratch or ("/tmp" if iso.level != NONE else None)),
+                                 stdin_data=stdin_data, output_bytes=limits.output_bytes, wall_s=limits.wall_s,
+                                 preexec=preexec, isolation_text=iso.description, display_cmd=cmd,
+                                 after_exit=(lambda: _sweep_orphans(uid)) if drop else None, guard=guard)
+            except subprocess.SubprocessError as exc:     # the chroot or the uid drop failed in the child
+                raise SandboxError(f"the sandbox could not enter {root} ({exc}); check `rocmlab doctor` "
+                                   "(isolation)") from None
+        finally:
+            if guard is not None:
+                guard.stop()
+            _return_scratch(run_scratch, st)
     finally:
-        if guard is not None:
-            guard.stop()
-        _return_scratch(scratch, st)
-    if iso.level == SETPRIV and done.returncode == 127 and "failed to execute" in done.stderr:
+        if moved is not None:
+            view.move_out(scratch, moved)
+        if view is not None:
+            view.remove()
+    if view is not None:
+        first: dict[str, str] = {}
+        for host, inside in view.pairs:
+            first.setdefault(inside, host)
+        done = replace(done, stdout=view.unrewrite(done.stdout), stderr=view.unrewrite(done.stderr),
+                       shown=tuple(first.items()))
+    if drop and not entry and done.returncode == 127 and "failed to execute" in done.stderr:
         raise FileNotFoundError(f"cannot run {cmd[0]}: not found ({done.stderr.strip()[:200]})")
+    if entry == PROOT:
+        if done.returncode not in (0, None) and ("proot error: execve(" in done.stderr
+                                                 or re.search(r"^proot error: '.*' not found", done.stderr, re.M)):
+            raise FileNotFoundError(f"cannot run {cmd[0]}: not found in {root} ({done.stderr.strip()[:200]})")
+        if done.returncode not in (0, None) and "proot error:" in done.stderr and "proot info:" not in done.stderr \
+                and done.stderr.lstrip().startswith("proot error:"):
+            raise SandboxError(f"PRoot could not enter {root} ({done.stderr.strip()[:300]}); check `rocmlab doctor`")
+        done = _proot_status(done)
     return done
+
+
+_PROOT_SIGNAL = re.compile(r"^proot info: pid \d+: terminated with signal (\d+)\n?", re.M)
+
+
+def _proot_status(done: Completed) -> Completed:
+    """PRoot exits 255 when the program was ended by a signal, and says which on stderr ("proot info: pid N:
+    terminated with signal S"): the run's status as a program's own (a negative signal number), without PRoot's
+    lines."""
+    found = _PROOT_SIGNAL.findall(done.stderr)
+    stderr = _PROOT_SIGNAL.sub("", done.stderr)
+    if done.returncode == 255 and found:
+        return replace(done, returncode=-int(found[-1]), stderr=stderr)
+    return replace(done, stderr=stderr) if found else done
+
+
+_libc = None
+
+
+def _prctl():
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None, use_errno=True)
+    return _libc.prctl
+
+
+_PR_SET_NO_NEW_PRIVS = 38
+
+
+def _entering(apply, root: str, cwd: str, uid: int | None):
+    """The chroot fallback's child set-up, after the limits: enter ``root``, start in ``cwd`` (a path inside it),
+    and (``uid``) drop to that uid with the sandbox's gid, no supplementary groups and no new privileges."""
+    prctl = _prctl()
+
+    def enter():
+        apply()
+        os.chroot(root)
+        os.chdir(cwd)
+        if uid is not None:
+            os.setgroups([])
+            os.setresgid(settings.SANDBOX_GID, settings.SANDBOX_GID, settings.SANDBOX_GID)
+            os.setresuid(uid, uid, uid)
+            if prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+                raise OSError("prctl(PR_SET_NO_NEW_PRIVS) failed")
+    return enter
+
+
+def _proot_argv(cmd, *, root: str, scratch, ro_binds, cwd) -> list[str]:
+    """PRoot's command line: ``root`` as /, the host's /dev and /proc, the scratch and ``ro_binds`` at their own
+    paths (PRoot binds are not read-only: the run is this user's own, as the rlimits level says)."""
+    if not os.access(os.path.join(root, "usr"), os.R_OK | os.X_OK):
+        raise SandboxError(f"this user cannot read the root file system {root}: build it as this user "
+                           "(bash scripts/setup/20-rocm-root.sh with ROCMLAB_HOME set) or point ROCMLAB_ROCM_ROOT at a "
+                           "copy this user can read")
+    a = [shutil.which("proot") or "proot", "-r", root, "-b", "/dev", "-b", "/proc"]
+    for path in dict.fromkeys([*(b for b in ro_binds), *([scratch] if scratch else [])]):
+        a += ["-b", path]
+    a += ["-w", cwd or scratch or "/tmp"]
+    return a + list(cmd)
+
+
+def _relative_to(arg: str, folder: str) -> str:
+    """``arg`` with ``folder`` (the run's working folder) written as ``.``: the dropped uid reaches it only that way."""
+    return _rewrite_arg(arg, folder, ".")
+
+
+#: Flags written together with the path they take (``-I/dir``); ``--flag=/path`` is split at its ``=``.
+_ARG_PREFIXES = ("-include-pch", "-isystem", "-iquote", "-idirafter", "-include", "-imacros", "-I", "-L", "-B", "-o")
+
+
+def _rewrite_arg(arg: str, host: str, inside: str) -> str:
+    """One argument with the path ``host`` (or a path under it) at its start, after a flag of _ARG_PREFIXES or
+    after ``--flag=``, written as ``inside``."""
+    head, rest = "", arg
+    if arg.startswith("-"):
+        if "=" in arg:
+            head, rest = arg.split("=", 1)
+            head += "="
+        else:
+            for p in _ARG_PREFIXES:
+                if arg.startswith(p + "/"):
+                    head, rest = p, arg[len(p):]
+                    break
+    if rest == host or rest.startswith(host.rstrip("/") + "/"):
+        return head + inside + rest[len(host):]
+    return arg
+
+
+def _reachable(path: str, uid: int = settings.SANDBOX_UID_BASE) -> bool:
+    """Whether an unprivileged uid of the sandbox's (not the owner, not in the group) can reach ``path`` and read
+    what is in it (checked up to 2,000 entries): every folder above it searchable by others, it and its folders
+    readable and searchable, its files readable."""
+    real = os.path.realpath(path)
+    if real != "/" and not _reachable_folder(os.path.dirname(real)):
+        return False
+    seen = 0
+    for top in [real]:
+        try:
+            st = os.stat(top)
+        except OSError:
+            return False
+        if stat.S_ISREG(st.st_mode):
+            return bool(st.st_mode & stat.S_IROTH)
+        if (st.st_mode & 0o005) != 0o005:
+            return False
+        for dirpath, dirs, files in os.walk(top):
+            for name in dirs + files:
+                seen += 1
+                if seen > 2000:
+                    return True
+                try:
+                    m = os.lstat(os.path.join(dirpath, name)).st_mode
+                except OSError:
+                    continue
+                if stat.S_ISDIR(m) and (m & 0o005) != 0o005 or stat.S_ISREG(m) and not m & stat.S_IROTH:
+                    return False
+    return True
+
+
+class _View:
+    """What a run without bind mounts is shown: a folder of its own (``host``, seen by the run as ``inside``) with
+    one entry per path it must read (``add``): hard links to the files where they may be linked (same file system,
+    readable and not writable by others), else copies readable by the run's uid; folders re-made 0755. As with a
+    bind, the folders above a shown path do not count, and in it what others may not read stays unreadable. Arguments
+    naming a shown path are rewritten to its entry (``rewrite``), the run's output back (``unrewrite``)."""
+
+    def __init__(self, host: str, inside: str):
+        self.host, self.inside = host, inside
+        self.pairs: list[tuple[str, str]] = []        # (host path, inside path), for the rewriting
+        self.copied = self.entries = 0
+        self.proot_tmp: str | None = None
+
+    @classmethod
+    def in_root(cls, root: str) -> _View:
+        """A view inside the root file system (the chroot fallback): ``root/run/rocmlab/PID-TOKEN``."""
+        base = os.path.join(root, ROOT_VIEWS)
+        os.makedirs(base, mode=0o711, exist_ok=True)
+        st = os.lstat(base)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+            raise SandboxError(f"{base} is not a folder of this user's: remove it, then run again")
+        _sweep_views(base)
+        name = f"{os.getpid()}-{secrets.token_hex(6)}"
+        os.mkdir(os.path.join(base, name), 0o755)
+        os.chmod(os.path.join(base, name), 0o755)
+        return cls(os.path.join(base, name), "/" + ROOT_VIEWS + "/" + name)
+
+    @classmethod
+    def on_host(cls) -> _View:
+        """A view on the host (a run as root on the host system): a 0711 folder in a temporary folder others reach."""
+        for tmp in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
+            if os.path.isdir(tmp) and _reachable_folder(tmp):
+                break
+        else:
+            raise SandboxError("no temporary folder the sandbox's user can reach (/tmp must be mode 1777)")
+        _sweep_views(tmp, prefix="rocmlab-view-")
+        host = tempfile.mkdtemp(prefix=f"rocmlab-view-{os.getpid()}-", dir=tmp)
+        os.chmod(host, 0o711)
+        return cls(host, host)
+
+    @classmethod
+    def private(cls, proot_argv: list[str]) -> _View:
+        """PRoot's run: only a private /tmp of its own (bound over the root's), no rewriting."""
+        v = cls("", "")
+        v.proot_tmp = tempfile.mkdtemp(prefix=f"rocmlab-view-{os.getpid()}-")
+        at = proot_argv.index("-w")
+        proot_argv[at:at] = ["-b", f"{v.proot_tmp}:/tmp"]
+        return v
+
+    def add(self, path: str) -> str:
+        dst = os.path.join(self.host, f"b{len(self.pairs)}")
+        self._mirror(path, dst)
+        inside = os.path.join(self.inside, os.path.basename(dst))
+        self.pairs.append((path, inside))
+        real = os.path.realpath(path)
+        if real != path:
+            self.pairs.append((real, inside))
+        return inside
+
+    def move_in(self, scratch: str):
+        """The run's scratch folder moved into the view (renamed; copied where the file systems differ)."""
+        dst = os.path.join(self.host, "s")
+        try:
+            os.rename(scratch, dst)
+            how = "renamed"
+        except OSError:
+            shutil.copytree(scratch, dst, symlinks=True)
+            how = "copied"
+        self.pairs.append((scratch, os.path.join(self.inside, "s")))
+        return how
+
+    def move_out(self, scratch: str, how: str) -> None:
+        src = os.path.join(self.host, "s")
+        if how == "renamed":
+            os.rename(src, scratch)
+            return
+        for e in os.scandir(scratch):
+            if e.is_dir(follow_symlinks=False):
+                shutil.rmtree(e.path, ignore_errors=True)
+            else:
+                os.unlink(e.path)
+        shutil.copytree(src, scratch, symlinks=True, dirs_exist_ok=True)
+
+    def private_tmp(self, uid: int | None) -> str:
+        """The run's own /tmp in the view (its TMPDIR and HOME), owned by its uid."""
+        t = os.path.join(self.host, "t")
+        os.mkdir(t, 0o700)
+        if uid is not None and _as_root():
+            os.chown(t, uid, settings.SANDBOX_GID)
+        return os.path.join(self.inside, "t")
+
+    def host_path_of(self, path: str) -> str:
+        """Where a host path in a shown folder is during the run, on the host."""
+        inside = self.rewrite(path)
+        return self.host + inside[len(self.inside):] if inside.startswith(self.inside) else path
+
+    def inside_path(self, path: str) -> str:
+        return self.rewrite(path)
+
+    def rewrite(self, arg: str) -> str:
+        """An argument naming a shown path (or one under it) as the run sees it."""
+        for host, inside in sorted(self.pairs, key=lambda p: -len(p[0])):
+            out = _rewrite_arg(arg, host, inside)
+            if out != arg:
+                return out
+        return arg
+
+    def unrewrite(self, text: str) -> str:
+        """The run's output with the view's paths written as the host paths they show."""
+        first: dict[str, str] = {}
+        for host, inside in self.pairs:
+            first.setdefault(inside, host)
+        for inside, host in sorted(first.items(), key=lambda p: -len(p[0])):
+            text = re.sub(re.escape(inside) + r"(?![\w.-])", lambda m, h=host: h, text)
+        return text
+
+    def remove(self) -> None:
+        for d in (self.host, self.proot_tmp):
+            if d:
+                shutil.rmtree(d, ignore_errors=True)
+
+    def _mirror(self, src: str, dst: str) -> None:
+        """``src`` at ``dst``: it and the folders above it do not count (the caller shows it: a build folder is
+        0700), but in it only what others may read is shown (a file or folder closed to others stays closed to the
+        run's uid)."""
+        st = os.stat(src)
+        if stat.S_ISDIR(st.st_mode):
+            os.mkdir(dst, 0o755)
+            os.chmod(dst, 0o755)
+            self._mirror_tree(src, dst)
+        elif stat.S_ISREG(st.st_mode):
+            if not st.st_mode & stat.S_IROTH:
+                with open(dst, "w"):
+                    pass
+                os.chmod(dst, 0o600)
+                return
+            self._place(src, dst, st)
+        else:
+            raise SandboxError(f"cannot show {src} to the sandboxed program: not a file or folder")
+
+    def _mirror_tree(self, src: str, dst: str) -> None:
+        skip = {h for h, _ in self.pairs}
+        with os.scandir(src) as it:
+            for e in it:
+                self.entries += 1
+                if self.entries > VIEW_ENTRIES:
+                    raise SandboxError(f"cannot show {src} to the sandboxed program without bubblewrap: more than "
+                                       f"{VIEW_ENTRIES} entries; let bubblewrap run (`rocmlab doctor` says how)")
+                if e.path in skip:
+                    continue
+                target = os.path.join(dst, e.name)
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode):
+                    os.symlink(os.readlink(e.path), target)
+                elif stat.S_ISDIR(st.st_mode):
+                    if (st.st_mode & 0o005) != 0o005:     # closed to others: shown closed (as a bind would be)
+                        os.mkdir(target, 0o700)
+                        continue
+                    os.mkdir(target, 0o755)
+                    os.chmod(target, 0o755)
+                    self._mirror_tree(e.path, target)
+                elif stat.S_ISREG(st.st_mode) and st.st_mode & stat.S_IROTH:   # what others may not read: not shown
+                    self._place(e.path, target, st)
+
+    def _place(self, src: str, dst: str, st: os.stat_result) -> None:
+        linkable = (st.st_mode & stat.S_IROTH and not st.st_mode & stat.S_IWOTH
+                    and st.st_dev == os.stat(os.path.dirname(dst)).st_dev)
+        if linkable:
+            try:
+                os.link(src, dst)
+                return
+            except OSError:
+                pass
+        self.copied += st.st_size
+        if self.copied > VIEW_COPY_BYTES:
+            raise SandboxError(f"cannot show {src} to the sandboxed program without bubblewrap: more than "
+                               f"{VIEW_COPY_BYTES >> 20} MB to copy; let bubblewrap run (`rocmlab doctor` says how)")
+        shutil.copyfile(src, dst)
+        os.chmod(dst, 0o755 if st.st_mode & 0o111 else 0o644)
+
+
+def unreadable(paths) -> str:
+    """The first of ``paths`` (or of the files and folders in one, up to 2,000 entries each) that a sandboxed run
+    cannot read here, as 'PATH (mode)'; '' when it reads them all. The folders above a path do not count
+    (bubblewrap and the fallback's view show the path itself). As root a run has a uid of its own: what others may
+    read; otherwise this user's own access."""
+    for top in paths:
+        for path in _walk_bounded(str(top), 2000):
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            is_dir = stat.S_ISDIR(st.st_mode)
+            if _as_root():
+                ok = (st.st_mode & 0o005) == 0o005 if is_dir else bool(st.st_mode & stat.S_IROTH)
+            else:
+                ok = os.access(path, os.R_OK | (os.X_OK if is_dir else 0))
+            if not ok:
+                return f"{path} (mode {stat.S_IMODE(st.st_mode):04o})"
+    return ""
+
+
+def _walk_bounded(top: str, limit: int):
+    yield top
+    n = 0
+    if not os.path.isdir(top):
+        return
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            n += 1
+            if n > limit:
+                return
+            yield os.path.join(dirpath, name)
+
+
+def _reachable_folder(path: str) -> bool:
+    real = os.path.realpath(path)
+    cur = "/"
+    for p in real.strip("/").split("/"):
+        cur = os.path.join(cur, p)
+        try:
+            if not os.stat(cur).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
+
+
+def _sweep_views(folder: str, prefix: str = "") -> None:
+    """Remove the views (and a scratch moved into one) of processes that are gone."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for e in entries:
+        m = re.match(re.escape(prefix) + r"(\d+)-", e.name)
+        if not m or not e.is_dir(follow_symlinks=False):
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue
+        except ProcessLookupError:
+            shutil.rmtree(e.path, ignore_errors=True)
+        except (PermissionError, OverflowError):
+            continue
 
 
 def _private_scratch(scratch: str | None, outputs: tuple[str, ...], limits: Limits, uid: int):

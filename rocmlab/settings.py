@@ -94,10 +94,19 @@ SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 STATIC_TIME_LIMIT_S = 15.0
 #: Largest submission file the grader reads (bytes); larger ones are refused with a message.
 SUBMISSION_MAX_BYTES = 1 << 20
+#: Largest source file ``rocmlab hip build|inspect|translate|hipify`` reads (bytes; its size is checked first).
+SOURCE_MAX_BYTES = 16 << 20
 #: Bytes of a learner's program output shown in feedback.
 FEEDBACK_OUTPUT_CHARS = 500
 #: Seconds the sandbox waits for its processes to go after it kills them (interrupts, time limit).
 SANDBOX_KILL_WAIT_S = 2.0
+#: A run that reaches its time limit is the machine's fault, not scored, when the machine starved it: its threads
+#: waited for a CPU at least this many times as long as they ran on one (it got a third of the CPU it was ready to
+#: use, or less: a loaded grading machine), ...
+SANDBOX_STARVED_WAIT_RATIO = 2.0
+#: ... and that wait was at least this fraction of the time limit. A program that hangs asleep (a GPU kernel that
+#: never ends, a deadlock) waits for no CPU, and one that spins on a CPU it has waits little: both stay the learner's.
+SANDBOX_STARVED_MIN_FRACTION = 0.25
 # --- vLLM -----------------------------------------------------------------------------------
 #: The vLLM release the course checks its vLLM facts against (QuickReduce's variables, Lab 04's CPU build).
 VLLM_VERSION = "0.32.0"
@@ -159,6 +168,16 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_BROWSER_ONLY", "the browser view test on a subset: notebook path fragments, comma-separated", ""),
     Variable("ROCMLAB_GPU_STATE", "file recording which learner holds which GPU (workshop)", ""),
     Variable("ROCMLAB_SANDBOX", "auto, or no-bwrap: isolate as if bubblewrap could not run (tests the fallback)", "auto"),
+    Variable("ROCMLAB_SIM_CHECKS", "0 turns the wave64 simulator's sanitizer checks off for this process's runs "
+             "(benchmarks/sim_sanitizer_overhead.py)", "1"),
+    Variable("ROCMLAB_REFERENCES", "off: the course's reference kernels refuse to load (a workshop learner's "
+             "server; the instructor's grader keeps them)", ""),
+    Variable("ROCMLAB_PIDS_LIMIT", "processes and threads per learner in the TLJH recipe (TasksMax)", "1024"),
+    Variable("ROCMLAB_DISK_LIMIT", "a learner's disk cap, set by the hub in the learner's server (shown to them)", ""),
+    Variable("ROCMLAB_LEARNER_PATH", "the sandboxed answer runner's import path (set by the grader, not by hand)", ""),
+    Variable("ROCMLAB_GPU_RUNNER", "yes: the CI recipe's GPU job runs (a repository variable of the workflow)", ""),
+    Variable("ROCMLAB_PORT_VECTOR_SHFL", "not a variable: the port's shim macro for tile shuffles of vector types "
+             "(rocmlab/cuda2hip/shims)", ""),
     Variable("ROCMLAB_FUZZ_SEED", "replay a fuzz test's run with this seed (tests/test_sse_fuzz.py prints it)", ""),
     Variable("ROCMLAB_CUBLAS", "folder holding cuBLAS (the HIP->CUDA path of the SGEMM exercise)", ""),
     Variable("ROCMLAB_HIPBLAS", "a ROCm folder holding include/hipblas (the SGEMM exercise), before /opt/rocm", ""),

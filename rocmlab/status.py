@@ -7,7 +7,8 @@ a verdict          passed, failed, not run, skipped            grader checks, pr
 a grade report     graded, error                               :class:`rocmlab.grader.report.Report`
 a machine check    ok, warn, fail, skip                        :mod:`rocmlab.machine.doctor`
 a build step       ok, failed, timeout, not-linked             ``rocmlab port``'s compile units and links
-a finding          error, warning, info (a severity)           the trap scanner, :mod:`rocmlab.port.scan`
+a finding          error, warning, info (a severity)           the trap scanner, :mod:`rocmlab.cuda2hip.scan`
+a ported run       matched, mismatch, ran, run-failed          ``rocmlab port --run``'s runs
 =================  ==========================================  ===============================================
 
 A verdict's "not run" is the submission's doing (it did not compile, it launches no kernel): it earns
@@ -23,9 +24,10 @@ REPORT: tuple[str, ...] = ("graded", "error")
 HEALTH: tuple[str, ...] = ("ok", "warn", "fail", "skip")
 BUILD: tuple[str, ...] = ("ok", "failed", "timeout", "not-linked")
 SEVERITIES: tuple[str, ...] = ("error", "warning", "info")
+PORT_RUN: tuple[str, ...] = ("matched", "mismatch", "ran", "run-failed")
 
 ALL: dict[str, tuple[str, ...]] = {"verdict": VERDICTS, "report": REPORT, "health": HEALTH, "build": BUILD,
-                                   "severity": SEVERITIES}
+                                   "severity": SEVERITIES, "port run": PORT_RUN}
 
 
 def check_status(value: str, vocabulary: tuple[str, ...], what: str = "status") -> str:

@@ -60,6 +60,8 @@ class AmdReport:
     asm: str = ""
     vgpr_spills: int | None = None      # registers spilled to scratch memory (slow): 0 is what you want
     sgpr_spills: int | None = None
+    total_vgprs: int | None = None      # the unified register file's use: arch VGPRs (aligned) + AGPRs
+    compiler_occupancy: int | None = None   # the compiler's own "; Occupancy:" (waves per SIMD)
 
     @property
     def threads_per_workgroup(self) -> int | None:
@@ -112,7 +114,7 @@ class AmdReport:
         return {"target": self.target, **{k: v for k, v in self.options.items()},
                 "wave": self.wavefront_size, "threads/WG": self.threads_per_workgroup, "VGPRs": self.vgprs,
                 "AGPRs": self.agprs, "spills": self.vgpr_spills, "LDS B": self.lds_bytes,
-                "waves/SIMD": getattr(o, "waves_per_simd", None),
+                "waves/SIMD": getattr(o, "waves_per_simd", None), "compiler's waves/SIMD": self.compiler_occupancy,
                 "loads": ", ".join(f"{n}x {w}" for w, n in self.loads().items()) or "-",
                 "MFMA": ", ".join(f"{n}x {k}" for k, n in self.mfma().items()) or "-"}
 
@@ -134,9 +136,18 @@ def _by_width(instructions: Counter, pattern: str) -> dict[str, int]:
 
 
 def parse_amdgcn(asm: str) -> dict:
-    """Registers, LDS and an instruction histogram from Triton's ``amdgcn`` text."""
+    """Registers, LDS and an instruction histogram from Triton's ``amdgcn`` text.
+
+    ``vgprs`` are the *architectural* VGPRs (the listing's ``; NumVgprs:``), ``agprs`` the AGPRs, and
+    ``total_vgprs`` their sum in the unified register file: the code object's ``.vgpr_count`` is that total on
+    gfx90a and later, so it is never read as the VGPR count. ``compiler_occupancy`` is the listing's own
+    ``; Occupancy:`` (waves per SIMD), shown beside the calculator's."""
     def meta(key):
         m = re.search(rf"\.{key}:\s+(\d+)", asm)
+        return int(m.group(1)) if m else None
+
+    def listing(key):
+        m = re.search(rf"^\s*;\s*{key}:\s+(\d+)\s*$", asm, re.M)
         return int(m.group(1)) if m else None
 
     ins: Counter = Counter()
@@ -147,8 +158,15 @@ def parse_amdgcn(asm: str) -> dict:
         name = s.split()[0]
         if re.fullmatch(r"[sv]_\w+|global_\w+|buffer_\w+|ds_\w+|flat_\w+|scratch_\w+", name):
             ins[name] += 1
-    return dict(wavefront_size=meta("wavefront_size"), vgprs=meta("vgpr_count"), agprs=meta("agpr_count"),
-                sgprs=meta("sgpr_count"), lds_bytes=meta("group_segment_fixed_size"),
+    agprs = listing("NumAgprs")
+    agprs = meta("agpr_count") if agprs is None else agprs
+    total = listing("TotalNumVgprs")
+    total = meta("vgpr_count") if total is None else total
+    vgprs = listing("NumVgprs")
+    if vgprs is None and total is not None:      # no listing: the total less the AGPRs (an upper bound)
+        vgprs = total - (agprs or 0)
+    return dict(wavefront_size=meta("wavefront_size"), vgprs=vgprs, agprs=agprs, total_vgprs=total,
+                compiler_occupancy=listing("Occupancy"), sgprs=meta("sgpr_count"), lds_bytes=meta("group_segment_fixed_size"),
                 scratch_bytes=meta("private_segment_fixed_size"), vgpr_spills=meta("vgpr_spill_count"),
                 sgpr_spills=meta("sgpr_spill_count"), instructions=ins)
 

@@ -13,6 +13,50 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))   # nbtools
 
 
+def _own_rocmlab_home() -> Path:
+    """The whole session (and every program it starts: notebooks, the CLI, pytest-xdist's workers) gets its own
+    ROCMLAB_HOME and ROCMLAB_PROGRESS, so that no test reads or writes the user's real progress record. The
+    user's small caches (compiled headers, the tiny model: tens of MB) are copied in, never their records; the
+    offline ROCm root is used where it is (ROCMLAB_ROCM_ROOT). The folder sits beside the real home, not in
+    /tmp (a sandboxed program gets a /tmp of its own, which would hide it), and is removed at the end."""
+    import atexit
+    import os
+    import shutil
+    import tempfile
+
+    if os.environ.get("ROCMLAB_TEST_HOME"):            # a worker or a program of this session: already set
+        return Path(os.environ["ROCMLAB_TEST_HOME"])
+    from rocmlab.settings import OFFLINE_ROCM_VERSION
+
+    real = Path(os.environ.get("ROCMLAB_HOME") or Path.home() / ".cache" / "rocmlab")
+    real.parent.mkdir(parents=True, exist_ok=True)
+    for old in real.parent.glob("rocmlab-test-home-*"):       # left by a session that was killed
+        try:
+            os.kill(int((old / ".session-pid").read_text()), 0)
+        except ProcessLookupError:
+            shutil.rmtree(old, True)
+        except (OSError, ValueError):
+            pass
+    home = Path(tempfile.mkdtemp(prefix="rocmlab-test-home-", dir=real.parent))
+    os.chmod(home, 0o755)
+    (home / ".session-pid").write_text(str(os.getpid()))
+    atexit.register(shutil.rmtree, home, True)
+    if real.is_dir():
+        for entry in real.iterdir():
+            if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith(("rocm-", ".")):
+                shutil.copytree(entry, home / entry.name, symlinks=True)
+        root = real / f"rocm-{OFFLINE_ROCM_VERSION}"
+        if not os.environ.get("ROCMLAB_ROCM_ROOT") and root.is_dir():
+            os.environ["ROCMLAB_ROCM_ROOT"] = str(root)
+    os.environ["ROCMLAB_HOME"] = os.environ["ROCMLAB_TEST_HOME"] = str(home)
+    os.environ["ROCMLAB_PROGRESS"] = str(home / "progress.json")
+    os.environ.pop("ROCMLAB_EXCHANGE", None)
+    return home
+
+
+TEST_HOME = _own_rocmlab_home()
+
+
 def fake_torch(hip=None, cuda=None, devices=(), version="2.99.0"):
     """A stand-in for the torch module with the attributes platform detection reads."""
     props = list(devices)

@@ -88,6 +88,43 @@ def test_control_a_clean_planted_package_passes(tmp_path):
     assert r["import_loops"] == [] and r["upward_imports"] == [] and r["private_names_across_modules"] == []
 
 
+def test_port_and_hip_do_not_import_each_other(measured):
+    """What both use (the translation and the trap scanner) lives below both, in cuda2hip/."""
+    assert measured["below_violations"] == [], measured["below_violations"]
+    assert ("rocmlab.hip", "rocmlab.port") not in measured["rooms_importing_each_other"]
+    assert measured["rooms"] >= 10 and measured["arrows"] > 0
+
+
+def test_control_port_and_hip_importing_each_other_is_caught(tmp_path):
+    lazy = random.choice([True, False])            # a lazy import is still an arrow
+    up = ("def f():\n    from rocmlab.port import build\n    return build\n" if lazy
+          else "from rocmlab.port import build\n")
+    below = random.choice(["hip", "port"])           # the shared room importing either of the rooms above it
+    root = _plant(tmp_path, {
+        "hip/compile.py": up,
+        "port/build.py": "from rocmlab.hip import compile\nfrom rocmlab.cuda2hip import scan\n",
+        "cuda2hip/scan.py": f"from rocmlab.{below}.x import y\n",
+        f"{below}/x.py": "y = 1\n",
+    })
+    r = arch.measure(root)
+    assert ("rocmlab.hip", "rocmlab.port") in r["rooms_importing_each_other"]
+    assert sorted((n, t) for n, t, _ in r["below_violations"]) == sorted(
+        [("rocmlab.hip.compile", "rocmlab.port.build"), ("rocmlab.cuda2hip.scan", f"rocmlab.{below}.x.y")])
+    assert any({"rocmlab.hip", "rocmlab.port"} <= set(c) for c in r["room_loops"]), r["room_loops"]
+
+
+def test_control_port_above_hip_above_cuda2hip_passes(tmp_path):
+    root = _plant(tmp_path, {
+        "cuda2hip/scan.py": "from rocmlab import settings\n",
+        "settings.py": "",
+        "hip/hipify.py": "from rocmlab.cuda2hip import scan\n",
+        "port/project.py": "from rocmlab.cuda2hip import scan\nfrom rocmlab.hip import hipify\n",
+    })
+    r = arch.measure(root)
+    assert r["below_violations"] == [] and r["rooms_importing_each_other"] == [] and r["room_loops"] == []
+    assert (r["rooms"], r["arrows"]) == (4, 4)
+
+
 def test_one_name_per_idea(measured):
     assert measured["stdlib_shadows"] == [], measured["stdlib_shadows"]
     assert measured["names_used_twice"] == {}, measured["names_used_twice"]
@@ -167,3 +204,72 @@ def test_control_a_loop_through_a_package_init_fails_a_cold_import(tmp_path):
     (pkg / "b.py").write_text("from loopy import f\n\ndef g():\n    return 1\n")
     r = subprocess.run([sys.executable, "-c", "import loopy.b"], capture_output=True, text=True, cwd=tmp_path)
     assert r.returncode != 0 and "circular import" in r.stderr
+
+
+def test_one_package_per_lab_and_none_imports_another(measured):
+    """Each lab's code lives in one package named like its notebook; a lab package never imports another's, and a
+    notebook imports from rocmlab.course only its own lab's package and the shared machinery."""
+    assert measured["cross_lab_imports"] == [], measured["cross_lab_imports"]
+    assert measured["notebook_imports_outside_own_lab"] == [], measured["notebook_imports_outside_own_lab"]
+    assert measured["lab_packages_without_notebook"] == [], measured["lab_packages_without_notebook"]
+    notebooks = {p.stem for p in (ROOT / "labs").glob("*.ipynb")} - {"00-setup"}
+    assert {arch.package_for_notebook(s) for s in notebooks} == set(measured["lab_packages"])
+
+
+def _notebook(path: Path, *sources: str) -> None:
+    import json
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cells = [{"cell_type": "code", "metadata": {}, "source": s, "outputs": [], "execution_count": None} for s in sources]
+    path.write_text(json.dumps({"cells": [{"cell_type": "markdown", "metadata": {}, "source": "# Lab"}, *cells],
+                                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+
+
+def test_control_a_lab_importing_another_lab_and_notebooks_importing_others_labs_are_caught(tmp_path):
+    lazy = random.choice([True, False])                  # a lazy import still ties the labs together
+    up = ("def f():\n    from rocmlab.course.labs.lab04_vllm_on_rocm import plots\n    return plots\n" if lazy
+          else "from rocmlab.course.labs.lab04_vllm_on_rocm import plots\n")
+    root = _plant(tmp_path, {
+        "course/labs/__init__.py": "",
+        "course/labs/lab04_vllm_on_rocm/plots.py": "from rocmlab.course import verdict\n",
+        "course/labs/lab05_quickreduce_tuning/task.py": up,
+        "course/labs/lab05_quickreduce_tuning/plots.py": "from rocmlab.course.labs.lab05_quickreduce_tuning import task\n",
+        "course/labs/lab99_no_notebook/lab.py": "",
+        "course/verdict.py": "",
+    })
+    labs = tmp_path / "labs"
+    # another lab's package, in one of the ways a notebook can name it
+    other = random.choice(["from rocmlab.course.labs.lab04_vllm_on_rocm import plots as viz",
+                           "import rocmlab.course.labs.lab04_vllm_on_rocm.plots",
+                           "from rocmlab.course.labs import lab04_vllm_on_rocm",
+                           'L = needs.module("rocmlab.course.labs.lab04_vllm_on_rocm.plots", lab="Lab 05")'])
+    _notebook(labs / "04-vllm-on-rocm.ipynb", "from rocmlab.course.labs.lab04_vllm_on_rocm import plots")
+    _notebook(labs / "05-quickreduce-tuning.ipynb",
+              "%load_ext rocmlab\nfrom rocmlab.course import needs, verdict\n"
+              "from rocmlab.course.labs.lab05_quickreduce_tuning import task as task05",
+              "%%hip\n__global__ void k() {}\n", other)
+    _notebook(labs / "exercises" / "01-vector-add.ipynb", "from rocmlab.course.labs.lab05_quickreduce_tuning import task")
+    r = arch.measure(root, labs)
+    assert [(n, t) for n, t, _ in r["cross_lab_imports"]] == [
+        ("rocmlab.course.labs.lab05_quickreduce_tuning.task", "rocmlab.course.labs.lab04_vllm_on_rocm.plots")]
+    caught = sorted((nb, cell) for nb, cell, _ in r["notebook_imports_outside_own_lab"])
+    assert caught == [("labs/05-quickreduce-tuning.ipynb", 3), ("labs/exercises/01-vector-add.ipynb", 1)], r
+    assert r["lab_packages_without_notebook"] == ["rocmlab.course.labs.lab99_no_notebook"]
+
+
+def test_control_labs_that_keep_to_their_own_package_pass(tmp_path):
+    root = _plant(tmp_path, {
+        "course/labs/__init__.py": "",
+        "course/labs/lab05_quickreduce_tuning/task.py": "from rocmlab.course import verdict\n",
+        "course/labs/lab05_quickreduce_tuning/plots.py": "from rocmlab.course.labs.lab05_quickreduce_tuning import task\n",
+        "course/verdict.py": "from rocmlab.course import progress\n",
+        "course/progress.py": "",
+    })
+    labs = tmp_path / "labs"
+    _notebook(labs / "05-quickreduce-tuning.ipynb",
+              "from rocmlab.course import verdict\nfrom rocmlab.course.labs.lab05_quickreduce_tuning import plots, task",
+              'T = needs.module("rocmlab.course.labs.lab05_quickreduce_tuning.task", lab="Lab 05")')
+    _notebook(labs / "exercises" / "01-vector-add.ipynb", "from rocmlab.course.exercise import Workbench")
+    r = arch.measure(root, labs)
+    assert r["cross_lab_imports"] == [] and r["notebook_imports_outside_own_lab"] == []
+    assert r["lab_packages_without_notebook"] == [] and r["lab_packages"] == ["rocmlab.course.labs.lab05_quickreduce_tuning"]

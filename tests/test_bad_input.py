@@ -174,9 +174,8 @@ def test_serve_connect_timeout(fake):
     import asyncio
     import socket
 
-    import httpx
-
     from rocmlab.serve import client as C
+    from rocmlab.serve.http_stream import Connections
 
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -194,7 +193,7 @@ def test_serve_connect_timeout(fake):
     good = fake(tokens=3)
 
     async def one(url, t):
-        async with httpx.AsyncClient(timeout=t.http()) as cl:
+        async with Connections(url, t.connect) as cl:
             t0 = time.monotonic()
             out = await C.request_one(cl, url, "fake-model", C.SampleRequest("p", 1, 3), timeouts=t)
             return out, time.monotonic() - t0
@@ -214,19 +213,19 @@ def test_serve_connect_timeout(fake):
         srv.close()
 
 
-def test_serve_request_answered_with_plain_json():
+def test_serve_request_answered_with_plain_json(fake):
     """A server that ignores "stream": true and answers one JSON object: failed with that reason."""
     import asyncio
 
-    import httpx
-
     from rocmlab.serve import client as C
+    from rocmlab.serve.http_stream import Connections
 
     def answer(body):
+        s = fake(body=body)
+
         async def go():
-            transport = httpx.MockTransport(lambda req: httpx.Response(200, content=body))
-            async with httpx.AsyncClient(transport=transport) as cl:
-                return await C.request_one(cl, "http://fake", "m", C.SampleRequest("p", 1, 3))
+            async with Connections(s.url, 5.0) as cl:
+                return await C.request_one(cl, s.url, "m", C.SampleRequest("p", 1, 3))
         return asyncio.run(go())
 
     out = answer(b'{"id": "x", "choices": [{"text": "hello"}], "usage": {"completion_tokens": 1}}')

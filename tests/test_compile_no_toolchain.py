@@ -13,6 +13,16 @@ import pytest
 LABS = Path(__file__).resolve().parents[1] / "labs"
 
 
+@pytest.fixture(autouse=True)
+def _forget_the_hidden_toolchain():
+    """After each test (and after monkeypatch has put the environment back), the toolchain cache is emptied:
+    a test that failed half-way must not leave this worker believing the machine has no compiler."""
+    yield
+    from rocmlab.hip.compile import forget_toolchains
+
+    forget_toolchains()
+
+
 def _hidden_env(tmp_path) -> dict:
     env = dict(os.environ)
     empty = tmp_path / "no-rocm-root"

@@ -29,7 +29,7 @@ def test_a_full_score_on_the_cpu_does_not_read_as_full_marks():
     a = availability(r)
     assert (a.earned, a.runnable, a.possible, a.missing) == (5, 5, 11, 6)
     text = a.text()
-    assert text.startswith("5 of 11 points; 6 need another machine: runs (1), correct (3), bw (2)")
+    assert text.startswith("5 of 11 points; 6 not checked on this machine: runs (1), correct (3), bw (2)")
     assert "not a full score" in text and "no GPU here" in text
     assert "5/5" not in text.split("Here")[0]
 

@@ -20,6 +20,8 @@ import yaml
 from yamllint import linter
 from yamllint.config import YamlLintConfig
 
+from rocmlab.workshop import references
+
 ROOT = Path(__file__).resolve().parents[1]
 BINDER = ROOT / "binder"
 HUB = BINDER / "jupyterhub"
@@ -153,6 +155,11 @@ def policy_problems(values: dict, pvc_docs: list[dict]) -> list[str]:
             out.append(f"exchange-init Job's LEARNERS {learners} differ from allowed_users {allowed}")
     if not values.get("cull", {}).get("enabled"):
         out.append("cull idle servers, or GPUs stay held by learners who left")
+    if str(env.get(references.ENV, "")).lower() != "off":
+        out.append(f"singleuser.extraEnv must set {references.ENV}: 'off' (learners' servers load no reference answers)")
+    gids = values.get("hub", {}).get("config", {}).get("KubeSpawner", {}).get("supplemental_gids", [])
+    if references.GRADER_GID in gids:
+        out.append(f"learners' pods get group {references.GRADER_GID}, which reads the locked reference answers")
     return out
 
 
@@ -177,6 +184,8 @@ def test_values_follow_the_workshop_policy():
     (lambda v, d: d[0]["spec"].update(accessModes=["ReadWriteOnce"]), "ReadWriteMany"),
     (lambda v, d: v["hub"]["config"]["Authenticator"]["allowed_users"].append("learner09"), "LEARNERS"),
     (lambda v, d: v["singleuser"]["image"].update(tag="latest"), "ROCm image"),
+    (lambda v, d: v["singleuser"]["extraEnv"].pop("ROCMLAB_REFERENCES"), "load no reference answers"),
+    (lambda v, d: v["hub"]["config"]["KubeSpawner"]["supplemental_gids"].append(2000), "reads the locked reference"),
 ])
 def test_policy_catches_a_broken_workshop(mutate, expect):
     values, docs = load(HUB / "values.yaml"), _pvc_docs()
@@ -207,6 +216,14 @@ def test_hub_extra_config_gives_the_grading_profile_to_admins_only():
     # bubblewrap in the grading pod needs namespaces: the container's seccomp default refuses them
     assert override["extra_container_config"]["securityContext"]["seccompProfile"] == {"type": "Unconfined"}
     assert "seccompProfile" not in str(learner[0])                        # learners keep the default
+    # the grading pod alone reads the locked references (group GRADER_GID) and loads them (the setting not off);
+    # its environment keeps every other variable the learners' servers have
+    assert references.GRADER_GID in override["supplemental_gids"]
+    assert set(values["hub"]["config"]["KubeSpawner"]["supplemental_gids"]) < set(override["supplemental_gids"])
+    env = override["environment"]
+    assert env[references.ENV] != "off" and references.ENV in values["singleuser"]["extraEnv"]
+    assert {k: v for k, v in env.items() if k != references.ENV} == {
+        k: v for k, v in values["singleuser"]["extraEnv"].items() if k != references.ENV}
 
 
 # ----------------------------------------------------------------------------- shared node: one GPU per learner
@@ -323,7 +340,7 @@ def test_tljh_recipe_has_no_more_learners_than_gpus_and_valid_scripts():
     subprocess.run(["bash", "-n", str(install)], check=True)
     r = subprocess.run([sys.executable, "-m", "rocmlab.workshop.seats", "list", "--state", "/nonexistent/s.json"],
                        capture_output=True, text=True, env=dict(os.environ, ROCMLAB_WORKSHOP_GPUS="8"))
-    assert r.returncode == 0 and r.stdout == "", r.stderr
+    assert r.returncode == 2 and "does not exist" in r.stderr and not Path("/nonexistent").exists(), r.stderr
 
 
 # ----------------------------------------------------------------------------- the ROCm image
@@ -346,11 +363,23 @@ def dockerfile_problems(text: str) -> list[str]:
         out.append("jupyterhub-singleuser is missing (the JupyterHub image needs it)")
     if "useradd -m -u 1000" not in logical:
         out.append("no jovyan user with uid 1000 (Zero to JupyterHub runs the pod as uid 1000)")
+    lock = re.search(rf'if \[ "\$REFERENCES" = withheld \]; then python3 -m rocmlab\.workshop\.references lock '
+                     rf'--group {references.GRADER_GID}; fi', logical)
+    chmods = [m.start() for m in re.finditer(r"chmod -R a\+rX", logical)]
+    if not lock or any(c > lock.start() for c in chmods):
+        out.append(f"no `REFERENCES=withheld` step locking the references to group {references.GRADER_GID} after "
+                   "the last chmod (a chmod after it opens them again)")
     return out
 
 
 def test_rocm_dockerfile_keeps_torch_and_serves_jupyterhub():
     assert dockerfile_problems((BINDER / "Dockerfile.rocm").read_text()) == []
+
+
+def test_dockerfile_check_fails_when_the_reference_lock_is_missing_or_undone():
+    text = (BINDER / "Dockerfile.rocm").read_text()
+    assert any("locking the references" in p for p in dockerfile_problems(text.replace("lock --group", "list --group")))
+    assert any("locking the references" in p for p in dockerfile_problems(text + "RUN chmod -R a+rX /opt/rocmlab\n"))
 
 
 def test_dockerfile_check_fails_on_an_unconstrained_pip_install():

@@ -154,9 +154,20 @@ def test_offline_toolchain_found_names_rocm_7_2_4(machine):
     machine.write("rocm-7.2.4/.rocmlab-ready", "rocm 7.2.4\nhip 7.2.53211\n")
     c = doctor.check_offline_toolchain(detect(p), p)
     assert c.status == "ok" and c.message.startswith("ROCm 7.2.4") and "gfx950" in c.message
-    p.which = lambda t: None                       # no bubblewrap: the root cannot be entered
+    p.which = lambda t: None                       # no bubblewrap, no PRoot: only root (chroot) can enter it
+    from rocmlab import sandbox
     c = doctor.check_offline_toolchain(detect(p), p)
-    assert c.status == "warn" and "bubblewrap" in c.fix
+    if os.geteuid() == 0 and sandbox.fallback_entry(None)[0] == sandbox.CHROOT:
+        assert c.status == "ok"
+    real = sandbox._as_root
+    try:
+        sandbox._as_root = lambda: False           # an ordinary user without bubblewrap and PRoot: cannot
+        c = doctor.check_offline_toolchain(detect(p), p)
+        assert c.status == "warn" and "bubblewrap" in c.message and "apt-get install proot" in c.fix
+        p.which = lambda t: "/usr/bin/proot" if t == "proot" else None      # with PRoot: it can
+        assert doctor.check_offline_toolchain(detect(p), p).status == "ok"
+    finally:
+        sandbox._as_root = real
 
 
 def test_gpu_toolchain_on_cuda(machine):
@@ -197,3 +208,41 @@ def test_isolation_check_names_bubblewrap_or_the_fallback(machine, monkeypatch):
     weak = doctor.check_isolation(plat, machine)
     assert weak.status == "warn" and "WEAKER" in weak.message and "no-bwrap" in weak.message and weak.fix
     assert "isolation" in [c.name for c in doctor.run_checks(machine, plat)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's user is another uid only as root")
+def test_fallback_check_warns_when_the_sandbox_user_cannot_read_the_course(machine, monkeypatch):
+    import shutil
+    import tempfile
+
+    from rocmlab import sandbox
+    monkeypatch.setenv("ROCMLAB_SANDBOX", "no-bwrap")
+    p = probe(machine)
+    top = tempfile.mkdtemp(prefix="rocmlab-doctor-")
+    try:
+        os.chmod(top, 0o755)
+        os.makedirs(os.path.join(top, "cache"))
+        os.makedirs(os.path.join(top, "rocmlab", "machine"))
+        monkeypatch.setenv("ROCMLAB_HOME", os.path.join(top, "cache"))
+        monkeypatch.setattr(doctor, "__file__", os.path.join(top, "rocmlab", "machine", "doctor.py"))
+        c = doctor.check_sandbox_fallback(detect(p), p)
+        assert c.status == "ok" and "reads the course" in c.message          # the control: folders others pass
+        os.chmod(top, 0o700)                                                 # as root's home is
+        c = doctor.check_sandbox_fallback(detect(p), p)
+        assert c.status == "warn" and f"{top} is closed to other users" in c.message
+        assert "the course" in c.message and "the cache" in c.message and "ROCMLAB_HOME" in c.fix
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
+    monkeypatch.setenv("ROCMLAB_SANDBOX", "auto")
+    if sandbox.isolation().namespaces:
+        assert doctor.check_sandbox_fallback(detect(p), p).status == "skip"
+
+
+def test_doctor_env_json_is_json(capsys, monkeypatch):
+    monkeypatch.setenv("ROCMLAB_SANDBOX", "no-bwrap")
+    assert main(["doctor", "--json", "--env"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    got = {v["name"]: v["value"] for v in data["variables"]}
+    assert got["ROCMLAB_SANDBOX"] == "no-bwrap" and "ROCMLAB_HOME" in got
+    assert main(["doctor", "--env"]) == 0
+    assert capsys.readouterr().out.startswith("| variable")         # the control: without --json, the table

@@ -1,5 +1,5 @@
 """rocmlab.hip.faults: the fault messages are recognised (and clean output is not), the faulting
-program builds for AMD and NVIDIA, and on a CPU the fault is reported as not run, with the reason."""
+program builds for AMD and NVIDIA, and on a CPU the fault runs on the simulator (or, asked not to, says why not)."""
 
 from __future__ import annotations
 
@@ -51,9 +51,22 @@ def test_the_faulting_program_compiles_for_nvidia():
     assert r.ok, r.summary()
 
 
-def test_on_a_cpu_the_fault_is_not_run_and_says_why():
+def test_on_a_cpu_the_fault_runs_on_the_simulator_and_says_so():
+    """Issue 44: no 'the binary None is gone (cache cleared?)'. On a CPU no program is linked, so the kernel runs
+    on the simulator, which names the bad access; the control, simulate=False, runs nothing and says why."""
     if current().backend != "cpu":
         pytest.skip("a GPU is here: tests/gpu/run_course_a.py provokes the real fault")
     r = faults.provoke()
-    assert not r.ran and not r.faulted and "no GPU" in r.why_not
-    assert "not run" in r.summary() and r.env["AMD_SERIALIZE_KERNEL"] == "3"
+    assert r.ran and r.faulted and r.diagnosis.recognised, r.output[-800:]
+    assert "simulator" in r.backend and "simulator" in r.diagnosis.runtime and r.env["AMD_SERIALIZE_KERNEL"] == "3"
+    text = r.summary() + r.output
+    assert "is gone" not in text and "cache cleared" not in text and "on the host" not in text
+    off = faults.provoke(simulate=False)
+    assert not off.ran and not off.faulted and "no program was linked" in off.why_not and "no GPU" in off.why_not
+    assert "is gone" not in off.why_not and "not run" in off.summary()
+
+
+def test_a_simulator_line_without_a_bad_access_is_not_a_fault():
+    assert not faults.classify("[cpu: wave64 simulator] ran on the CPU simulator, wavefronts of 64\n").recognised
+    assert faults.classify("[cpu: wave64 simulator] error: address 0x1 is in no hipMalloc buffer: far out of "
+                           "bounds\n").recognised

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from rocmlab.course import lab01
+from rocmlab.course.labs.lab01_hip_programming_model import lab as lab01
 from rocmlab import paths
 from rocmlab.hip import build, occupancy
 from rocmlab.hip import compile as driver

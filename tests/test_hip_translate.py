@@ -115,3 +115,13 @@ def test_hipblas_header_maps_to_the_v2_api():
     out = translate("#include <hipblas/hipblas.h>\n#include \"hipblas.h\"\n").cuda_source
     assert "#include <cublas_v2.h>" in out and '#include "cublas_v2.h"' in out
     assert "cublas.h>" not in out
+
+
+def test_the_sources_own_macros_are_not_unknown_runtime_names():
+    src = ("#define HIP_CHECK(c) do { hipError_t e = (c); if (e) return 1; } while (0)\n"
+           "int main() { float* p; HIP_CHECK(hipMalloc(&p, 4)); hipFooBar(); return 0; }\n")
+    tr = translate(src)
+    assert tr.unknown_names == ["hipFooBar"]       # the control: a HIP name nobody defined is still reported
+    assert "HIP_CHECK(cudaMalloc(&p, 4))" in tr.cuda_source and "cudaError_t e" in tr.cuda_source
+    fwd = hipify("#define CUDA_CHECK(c) (c)\nint main() { CUDA_CHECK(cudaFree(0)); cudaNoSuch(); }\n")
+    assert fwd.unknown_names == ["cudaNoSuch"] and "CUDA_CHECK(hipFree(0))" in fwd.cuda_source

@@ -3,7 +3,7 @@
 import pytest
 
 from rocmlab.hip import hipify
-from rocmlab.port.scan import scan
+from rocmlab.cuda2hip.scan import scan
 
 CUDA = """#include <cuda_runtime.h>
 __global__ void k(const float* x, float* out) {

@@ -9,8 +9,8 @@ import sys
 SCRIPT = r'''
 from rocmlab.course import puzzles as P
 P.setup()
-from rocmlab.course import lab08_kernels as K
-from rocmlab.course.tasks import xcd_remap as X
+from rocmlab.course.labs.lab08_mi300x_package import kernels as K
+from rocmlab.course.labs.lab08_mi300x_package import task as X
 ok = X.grade(K.remap_kernel, record=False)
 assert ok.full_marks and ok.earned == 10, ok.to_text()
 ident = X.grade(K.remap_identity_kernel, record=False)

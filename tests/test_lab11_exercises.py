@@ -6,7 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from rocmlab import grader
-from rocmlab.course import lab11
+from rocmlab.course.labs.lab11_counters_and_faults import lab as lab11
 from rocmlab.grader import speedup
 from rocmlab.grader.spec import CheckSpec
 from rocmlab.hip.toolchain import discover_offline

@@ -3,7 +3,8 @@ gfx942:xnack+ compiles offline."""
 
 import pytest
 
-from rocmlab.course import lab11, progress
+from rocmlab.course import progress
+from rocmlab.course.labs.lab11_counters_and_faults import lab as lab11
 from rocmlab.hip.toolchain import discover_offline
 
 

@@ -3,7 +3,10 @@ with quick sizes (``quick=True``; ``ROCMLAB_QUICK=1``). Notebooks are found on d
 covered. The run is the session's one run of each notebook: the browser's view test (tests/browser) opens the
 same executed copy (test-artifacts/browser/executed/) instead of running it again.
 
-Teaching facts are checked by ``assert`` in the notebooks' own cells, so a wrong fact fails here."""
+Teaching facts are checked by ``assert`` in the notebooks' own cells, so a wrong fact fails here. What a lab
+*shows* is checked as ``pytest --nbval-lax labs/`` checks it, from the same run: every cell tagged
+``nbval-check-output`` must print the text stored in the notebook, compared by nbval's own code after the rules of
+``labs/nbval_sanitize.cfg`` (tools/nbtools.py ``output_differences``; tests/test_nbval.py runs nbval itself)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent / "browser"))
 from views import ROOT, discover, executed  # noqa: E402
 
+from nbtools import output_differences  # noqa: E402  (tools/ is on the path: tests/conftest.py)
+
 NOTEBOOKS = discover()
 
 
@@ -24,6 +29,10 @@ def test_there_are_notebooks_to_run():
 
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT / "labs")))
-def test_notebook_runs_without_an_error(path):
+def test_notebook_runs_and_shows_its_checked_outputs(path):
     out = executed(path)
     assert out.is_file()
+    differ = output_differences(path, out)
+    assert not differ, ("a checked cell shows another text than the one stored (nbval's diff below); if the new "
+                        f"text is right, record it: python tools/nbtools.py record-outputs {path.relative_to(ROOT)}"
+                        "\n\n" + "\n\n".join(differ))

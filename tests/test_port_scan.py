@@ -1,4 +1,4 @@
-"""rocmlab.port.scan: THE trap scanner (token-based, preprocessor-aware, linear)."""
+"""rocmlab.cuda2hip.scan: THE trap scanner (token-based, preprocessor-aware, linear)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rocmlab import settings
-from rocmlab.port.scan import SEVERITIES, scan, scan_project
+from rocmlab.cuda2hip.scan import SEVERITIES, scan, scan_project
 
 DATA = Path(__file__).parent / "data" / "port" / "traps"
 WARP_KINDS = ("warp", "preprocessor")

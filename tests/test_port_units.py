@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from rocmlab.port import diagnose, translate, unit_build
-from rocmlab.port.scan import scan as scan_source
+from rocmlab.cuda2hip import translate
+from rocmlab.port import diagnose, unit_build
+from rocmlab.cuda2hip.scan import scan as scan_source
 
 
 def scan(name: str, text: str) -> list:

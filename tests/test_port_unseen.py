@@ -12,7 +12,8 @@ import pytest
 
 from rocmlab.hip.toolchain import READY_STAMP
 from rocmlab.paths import rocm_root
-from rocmlab.port import port, translate
+from rocmlab.cuda2hip import translate
+from rocmlab.port import port
 from rocmlab.port.baseline import plain_hipify
 from rocmlab.port.unit_build import choose_toolchain
 

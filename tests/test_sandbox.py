@@ -103,8 +103,8 @@ def test_memory_cpu_and_file_limits(scratch):
     assert os.path.getsize(os.path.join(scratch, "big")) <= 1 << 20
     r = run(["sh", "-c", "head -c 8000000 /dev/zero > big2"], scratch=scratch, limits=Limits(file_bytes=1 << 20))
     assert r.signal == "SIGXFSZ" and "file size" in r.explain()
-    r = run(py("while True: pass"), scratch=scratch, limits=Limits(wall_s=10, cpu_s=1))
-    assert r.signal in ("SIGXCPU", "SIGKILL") and not r.timed_out and r.duration_s < 5
+    r = run(py("while True: pass"), scratch=scratch, limits=Limits(wall_s=30, cpu_s=1))
+    assert r.signal in ("SIGXCPU", "SIGKILL") and not r.timed_out     # the CPU limit ended it, not the wall limit
 
 
 def test_limits_are_checked():
@@ -287,8 +287,12 @@ def test_fallback_without_bubblewrap_is_named(monkeypatch, scratch):
     assert "WEAKER" in iso.description and "no-bwrap" in iso.reason and iso.fix
     r = run(py("print('hi')"), scratch=scratch)
     assert r.ok and r.isolation == iso.description and "WEAKER" in r.isolation
-    with pytest.raises(sandbox.SandboxError, match="without bubblewrap"):
-        run(["true"], root=scratch)
+    entry, problem = sandbox.root_entry()          # another root is entered with chroot (root) or PRoot, or it says why not
+    assert entry in (sandbox.CHROOT, sandbox.PROOT) or (entry == "" and "proot" in problem.lower())
+    assert ("chroot" in iso.description) if entry == sandbox.CHROOT else True
+    if not entry:
+        with pytest.raises(sandbox.SandboxError, match="without bubblewrap"):
+            run(["true"], root=scratch)
     monkeypatch.setenv("ROCMLAB_SANDBOX", "auto")
     assert "WEAKER" not in sandbox.isolation().description or sandbox.isolation().reason
 

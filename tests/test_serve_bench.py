@@ -225,3 +225,27 @@ def test_prompt_set_and_bad_prompt_file(tmp_path):
         bench.load_prompts(bad)
     with pytest.raises(ValueError, match="no requests"):
         bench.run("http://127.0.0.1:9", [])
+
+
+def _timed(gap):
+    from rocmlab.serve import fakeserver
+
+    s = fakeserver.start_process(ttft=0.05, gap=gap)    # its own process: its threads do not share our interpreter
+    try:
+        return bench.run(s.url, reqs(8, 21), max_concurrency=4, progress=False)
+    finally:
+        s.stop()
+
+
+def test_the_client_measures_the_exactly_timed_fake_server_exactly():
+    """First chunk 50 ms after the request, then one every 10 ms (scheduled from the request's arrival, so a late
+    chunk does not shift the next): the client's TPOT is 10 ms, its TTFT never under 50 ms; the control, a server
+    20% slower per token, is told apart."""
+    res = _timed(0.010)
+    assert res["completed"] == 8 and res["total_output_tokens"] == 8 * 21
+    # never below what the server scripts (a busy machine can only delay the first chunk: not a speed test)
+    assert res["median_ttft_ms"] >= 50, res["median_ttft_ms"]
+    assert res["median_tpot_ms"] == pytest.approx(10.0, rel=0.08), res["median_tpot_ms"]
+    slower = _timed(0.012)
+    assert slower["median_tpot_ms"] != pytest.approx(10.0, rel=0.08), slower["median_tpot_ms"]
+    assert slower["median_tpot_ms"] == pytest.approx(12.0, rel=0.08), slower["median_tpot_ms"]

@@ -70,7 +70,13 @@ def test_random_prompts_have_exact_lengths_by_the_server_tokenizer(server):
 def test_benchmark_and_vllm_bench_serve_load_into_one_frame(server, tmp_path):
     reqs = bench.random_requests(server.url, 8, 32, 16, seed=1)
     ours = bench.run(server.url, reqs, max_concurrency=2, progress=False)
-    assert ours["completed"] == 8 and ours["total_output_tokens"] == 8 * 16 and ours["mean_tpot_ms"] > 0
+    assert ours["completed"] == 8 and ours["total_output_tokens"] == 8 * 16
+    # TPOT is (latency - TTFT) / 15 per request. It may be 0 on a loaded machine: when the client gets no
+    # CPU until the server has sent every token, all of them arrive in one read (vLLM's client too).
+    # So check the arithmetic, not that time passed.
+    tpots = [(lat - ttft) / 15 for lat, ttft in zip(ours["latencies"], ours["ttfts"], strict=True)]
+    assert all(t >= 0 for t in tpots)
+    assert ours["mean_tpot_ms"] == pytest.approx(1000 * sum(tpots) / 8, rel=1e-9, abs=1e-9)
     cmd = vllm_cpu.bench_serve_command(server.url, server.spec.model, None, "--backend", "vllm",
                                        "--dataset-name", "random", "--random-input-len", "32",
                                        "--random-output-len", "16", "--num-prompts", "8", "--max-concurrency", "2",
@@ -121,13 +127,13 @@ def test_a_broken_model_folder_fails_with_the_servers_log(tmp_path):
 def test_lab04_task_is_graded_on_what_the_live_server_measured(server):
     """Lab 04's graded task against the real server: the figures in its verdicts come from this grade's own
     runs; a request rate far below what the server sustains misses the throughput target."""
-    from rocmlab.course.tasks import serving_target
+    from rocmlab.course.labs.lab04_vllm_on_rocm import task as serving_target
     target = serving_target.Target(n=8, input_len=32, output_len=16, throughput_x=1.5, ttft_x=6.0, seed=1)
     rep = serving_target.grade(target, {"request_rate": 0.5}, server.url, record=False)
     assert rep.check("settings").passed, rep.to_text()
     thr = rep.check("throughput")
-    if thr.status == "skipped":          # a busy machine: identical runs too far apart to grade, and it says so
-        assert "too unsteady" in thr.message and rep.earned == 2, rep.to_text()
+    if thr.status == "skipped":          # a busy machine: the paired rounds disagree, and it says so
+        assert "too noisy" in thr.message and rep.earned == 2, rep.to_text()
         return
     assert thr.status == "failed" and "output tok/s <" in thr.message and server.url in thr.message, rep.to_text()
     assert rep.check("ttft").status in ("passed", "failed") and "one at a time" in rep.check("ttft").message
@@ -136,16 +142,18 @@ def test_lab04_task_is_graded_on_what_the_live_server_measured(server):
 def test_server_killed_mid_sweep_keeps_what_was_measured(server, tmp_path):
     """Last test of the module: it kills the module's server."""
     calls = []
+    killer = threading.Timer(0.5, server.kill)
 
     def requests(rate, conc):
         calls.append(conc)
         if len(calls) == 2:    # a point that lasts seconds even on a quiet machine, killed 0.5 s in
-            threading.Timer(0.5, server.kill).start()
+            killer.start()
             return bench.prompt_requests(24, 200)
         return bench.prompt_requests(8, 16)
 
     t0 = time.monotonic()
     res = bench.sweep(server.url, requests, concurrencies=(4, 2, 1), out=tmp_path / "s.jsonl", progress=False)
+    killer.join(30)            # the kill itself waits for the server to exit
     assert time.monotonic() - t0 < 180
     assert res[0]["completed"] == 8
     assert res[1]["failed"] > 0 and not server.alive()

@@ -82,3 +82,36 @@ def test_bad_inputs_name_the_problem(tmp_path):
         m.plan("llama-3-8b", "RTX 4090")
     with pytest.raises(ValueError, match="unknown dtype"):
         m.plan("llama-3-8b", weights="fp7")
+
+
+GOOD = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2,
+        "vocab_size": 100}
+
+
+@pytest.mark.parametrize("content, words", [
+    (b"this is not json", "not JSON (Expecting value at line 1 column 1)"),
+    (b"\xff\xfe\x00garbage", "not UTF-8 text"),
+    (b"[1, 2, 3]", "holds a JSON list, not a model config's object"),
+    (b"[" * 100000, "not JSON"),
+    (json.dumps({**GOOD, "num_hidden_layers": "two"}).encode(), "num_hidden_layers is 'two', not a whole number"),
+    (json.dumps({**GOOD, "num_attention_heads": 0}).encode(), "num_attention_heads is 0"),
+    (json.dumps({**GOOD, "hidden_size": None}).encode(), "hidden_size is None"),
+])
+def test_serve_plan_with_a_file_that_is_not_a_model_config_says_which_and_the_fix(tmp_path, capsys, content, words):
+    from rocmlab.cli import main
+    f = tmp_path / "model.json"
+    f.write_bytes(content)
+    assert main(["serve", "plan", "--model", str(f)]) == 2
+    err = capsys.readouterr().err
+    assert words in err and "Traceback" not in err, err
+    assert str(f) in err or "model config 'model'" in err, err
+    if "not JSON" in words or "UTF-8" in words or "JSON list" in words:
+        assert "config.json" in err and "llama-3.1-70b" in err, err     # the fix: what to give instead
+
+
+def test_serve_plan_control_a_good_config_file_plans(tmp_path, capsys):
+    from rocmlab.cli import main
+    f = tmp_path / "model.json"
+    f.write_text(json.dumps(GOOD))
+    assert main(["serve", "plan", "--model", str(f), "--gpu", "MI300X"]) == 0
+    assert "model" in capsys.readouterr().out

@@ -59,3 +59,20 @@ def test_simulator_build_is_labelled_and_cached():
     b = build.compile(src, toolchain=simulate.KIND)
     assert a.ok and b.cached and "(cpu: wave64 simulator)" in a.toolchain and a.can_run
     assert not build.compile(src.replace("__ballot", "__builtin_amdgcn_ballot_w64"), toolchain=simulate.KIND).ok
+
+
+def test_iostream_and_plain_asm_in_learner_code():
+    """A program that prints with <iostream> (whose libstdc++ header holds a file-scope __asm) runs on the
+    simulator; inline assembly written in the learner's own code is still refused, with the reason."""
+    tag = f"i{random.randrange(10**6)}"
+    io = CELL.replace("#include <cstdio>", "#include <iostream>").replace(
+        'printf("TAG wave0 %d wave1 %d\\n", h[0], h[99]);', 'std::cout << "TAG wave0 " << h[0] << std::endl;')
+    assert "std::cout" in io
+    shown = []
+    magics.run_cell("hip", "--simulate", io.replace("TAG", tag), None, shown.append)
+    assert f"{tag} wave0 2264" in "\n".join(shown), shown
+    asm = io.replace("int main() {", "__device__ void nop() { asm volatile(\"s_nop 0\"); }\nint main() {", 1)
+    shown.clear()
+    magics.run_cell("hip", "--simulate", asm.replace("TAG", tag), None, shown.append)
+    text = "\n".join(shown)
+    assert "inline GPU assembly" in text and f"{tag} wave0" not in text, text

@@ -1,5 +1,5 @@
 """Fidelity of the CPU simulator where it matters: grading. Every exercise solution runs and passes its
-compare check on the simulator (MFMA and hipBLAS are refused at build time with the reason), every wrong
+compare check on the simulator (MFMA and the course's hipBLAS calls included), every wrong
 submission scores as on MI300X (the hard-coded-32 reduction gives the wrong sum here; it passes on the
 H200), the wave64 traps give MI300X's wrong answers, and the simulator never earns perf points."""
 
@@ -20,7 +20,7 @@ from rocmlab.machine.detect import current
 pytestmark = [pytest.mark.skipif(bool(simulate.problem()), reason=simulate.problem() or "simulator available"),
               pytest.mark.skipif(current().backend != "cpu", reason="the grader simulates only where no GPU is")]
 
-NOT_SIMULATED = {"mfma-gemm": "MFMA", "sgemm-hipblas": "hipBLAS"}
+NOT_SIMULATED: dict = {}   # MFMA (mfma-gemm) and hipBLAS (sgemm-hipblas) are simulated now
 LABEL = "[cpu: wave64 simulator]"
 
 

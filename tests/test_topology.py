@@ -65,7 +65,7 @@ def test_partitions_and_seats():
 
 def test_widget_builds_and_the_dropdown_updates_the_figure():
     pytest.importorskip("ipywidgets")
-    from rocmlab.course import package_model_widget as PW
+    from rocmlab.course.labs.lab08_mi300x_package import package_widget as PW
 
     grid = PW.tile_xcd_grid(4, 4, "row-major", programs=8)
     assert grid[0] == [0, 1, 2, 3] and grid[2] == [None] * 4

@@ -5,7 +5,15 @@
 The layers (README, "Architecture"): toolkits (everything in ``rocmlab/`` except ``course/``,
 ``commands/`` and ``cli.py``) never import ``rocmlab.course`` (its ``widgets/`` included) nor the
 presentation libraries (IPython, ipywidgets, plotly); ``course/`` is the only importer
-of those. ``tests/test_architecture.py`` fails when a rule is broken; this script prints the counts.
+of those. Some rooms sit below others (:data:`BELOW`): ``cuda2hip/`` (the translation and the trap
+scanner) imports neither ``hip/`` nor ``port/``, and ``hip/`` never imports ``port/``, so ``port`` and
+``hip`` never import each other. The course has one package per lab notebook (``labs/NN-name.ipynb`` ->
+``rocmlab.course.labs.labNN_name``): a lab package never imports another lab's package, and a notebook imports
+from ``rocmlab.course`` only its own lab's package and the shared machinery (everything in ``course/`` outside
+``course/labs/``); an exercise notebook (``labs/exercises/``) only the shared machinery.
+``tests/test_architecture.py`` fails when a rule is broken; this
+script prints the counts, with the map of rooms (a room: a package or module directly in ``rocmlab/``;
+an arrow: one room importing another, lazily too; a loop: rooms that reach each other by arrows).
 """
 
 from __future__ import annotations
@@ -25,6 +33,17 @@ PRESENTATION_PACKAGES = ("rocmlab.course",)
 FRONT_ENDS = ("rocmlab.commands", "rocmlab.cli", "rocmlab.course", "rocmlab")
 #: Modules allowed to import presentation libraries lazily, because they are IPython glue by definition.
 GLUE: tuple[str, ...] = ()   # none left: the magics live in course/
+#: Rooms below others: each never imports the rooms listed (lazily neither). What two rooms both use lives
+#: below both, so they never import each other.
+BELOW: dict[str, tuple[str, ...]] = {
+    "rocmlab.cuda2hip": ("rocmlab.hip", "rocmlab.port"),   # the translation and the trap scanner: text only
+    "rocmlab.hip": ("rocmlab.port",),                        # the compiler driver; port builds on it
+}
+
+#: Where the labs' packages live: one per notebook of ``labs/``.
+LAB_PACKAGES = "rocmlab.course.labs"
+#: Where the course machinery every lab shares lives (everything in it outside LAB_PACKAGES).
+COURSE = "rocmlab.course"
 
 
 @dataclass
@@ -198,6 +217,124 @@ def upward_imports(mods: dict[str, Module]) -> list[tuple[str, str, int]]:
     return bad
 
 
+def room(name: str) -> str:
+    """The room a module is in: ``rocmlab.hip.sim.wave`` -> ``rocmlab.hip``; ``rocmlab.settings`` is its own."""
+    return ".".join(name.split(".")[:2])
+
+
+def room_graph(g: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph folded to rooms: room -> the other rooms it imports (``rocmlab/__init__.py``, the
+    front door, is no room)."""
+    rooms: dict[str, set[str]] = {}
+    for n, targets in g.items():
+        if n == "rocmlab":
+            continue
+        rooms.setdefault(room(n), set()).update(room(t) for t in targets if room(t) != room(n))
+    return rooms
+
+
+def mutual_rooms(rg: dict[str, set[str]]) -> list[tuple[str, str]]:
+    """Pairs of rooms that import each other directly."""
+    return sorted({tuple(sorted((a, b))) for a, targets in rg.items() for b in targets if a in rg.get(b, ())})
+
+
+def below_violations(mods: dict[str, Module]) -> list[tuple[str, str, int]]:
+    """(module, what it imports, line) where a room of :data:`BELOW` imports a room above it (lazily too)."""
+    bad = []
+    for n, m in mods.items():
+        above = BELOW.get(room(n), ())
+        for target, line, _in_func in m.imports:
+            if target.startswith("rocmlab.") and room(target) in above:
+                bad.append((n, target, line))
+    return bad
+
+
+# --- the course: one package per lab ----------------------------------------------------------------------------
+
+def lab_package(name: str) -> str | None:
+    """The lab package a module belongs to (``rocmlab.course.labs.lab05_quickreduce_tuning.task`` ->
+    ``rocmlab.course.labs.lab05_quickreduce_tuning``), or None for anything else."""
+    parts = name.split(".")
+    base = LAB_PACKAGES.split(".")
+    if parts[: len(base)] == base and len(parts) > len(base):
+        return ".".join(parts[: len(base) + 1])
+    return None
+
+
+def package_for_notebook(stem: str) -> str:
+    """The package a lab notebook's code lives in: ``05-quickreduce-tuning`` -> ``rocmlab.course.labs.lab05_quickreduce_tuning``."""
+    return f"{LAB_PACKAGES}.lab" + stem.replace("-", "_")
+
+
+def cross_lab_imports(mods: dict[str, Module]) -> list[tuple[str, str, int]]:
+    """(module, what it imports, line) where one lab's package imports another lab's package (lazily too)."""
+    bad = []
+    for n, m in mods.items():
+        mine = lab_package(n)
+        if mine is None:
+            continue
+        for target, line, _in_func in m.imports:
+            theirs = lab_package(target)
+            if theirs is not None and theirs != mine:
+                bad.append((n, target, line))
+    return bad
+
+
+def lab_packages(mods: dict[str, Module]) -> list[str]:
+    return sorted({p for p in map(lab_package, mods) if p})
+
+
+def _cell_code(source: str) -> str:
+    """A code cell as Python: IPython's line magics and shell escapes become ``pass``; a cell magic cell
+    (``%%hip``, ...) holds no Python: ''."""
+    if source.lstrip().startswith("%%"):
+        return ""
+    return "\n".join("pass" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
+
+
+def _names_in_cell(tree) -> list[tuple[str, int]]:
+    """(module, line) for every import in a cell, and every string naming a rocmlab module (``needs.module("...")``,
+    ``importlib.import_module("...")``: an import by name)."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found += [(f"{node.module}.{a.name}", node.lineno) for a in node.names]
+        elif (isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str) and re.fullmatch(r"rocmlab(\.\w+)+", node.args[0].value)):
+            found.append((node.args[0].value, node.lineno))
+    return found
+
+
+def notebook_imports(labs_dir: Path) -> list[tuple[str, int, str]]:
+    """(notebook, cell, module) where a notebook imports from ``rocmlab.course`` something other than its own lab's
+    package and the shared machinery: another lab's package (an exercise notebook: any lab's package)."""
+    bad = []
+    books = sorted(labs_dir.glob("*.ipynb")) + sorted((labs_dir / "exercises").glob("*.ipynb"))
+    for nb in books:
+        own = package_for_notebook(nb.stem) if nb.parent == labs_dir else None
+        cells = json.loads(nb.read_text(encoding="utf-8"))["cells"]
+        for i, cell in enumerate(cells):
+            if cell["cell_type"] != "code":
+                continue
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            try:
+                tree = ast.parse(_cell_code(source))
+            except SyntaxError:
+                continue
+            for target, _line in _names_in_cell(tree):
+                if target == LAB_PACKAGES or target.startswith(LAB_PACKAGES + ".") and lab_package(target) != own:
+                    bad.append((str(nb.relative_to(labs_dir.parent)), i, target))
+    return bad
+
+
+def lab_packages_without_notebook(mods: dict[str, Module], labs_dir: Path) -> list[str]:
+    """Lab packages not named like any notebook of ``labs/``."""
+    named = {package_for_notebook(nb.stem) for nb in labs_dir.glob("*.ipynb")}
+    return [p for p in lab_packages(mods) if p not in named]
+
+
 def literal_count(root: Path, literal: str, allowed: tuple[str, ...] = ("settings.py",)) -> list[tuple[str, int]]:
     """Where a string literal (e.g. "gfx942") is written in code, outside the allowed files (docstrings not counted)."""
     hits = []
@@ -316,17 +453,30 @@ def stray_status_words(root: Path) -> list[tuple[str, int, str]]:
     return hits
 
 
-def measure(root: Path) -> dict:
+def measure(root: Path, labs_dir: Path | None = None) -> dict:
+    """Every count of the report, for the package at ``root`` and the notebooks in ``labs_dir`` (default: the
+    ``labs/`` folder beside the package)."""
     mods = parse(root)
+    labs_dir = labs_dir if labs_dir is not None else root.parent / "labs"
     g = graph(mods, top_level_only=False)   # a lazy import still makes a loop of ideas
     loops = cycles(g)
+    rg = room_graph(g)
     local = [(n, t, line) for n, m in mods.items() for t, line, f in m.imports if f and t.startswith("rocmlab")]
     private = [(n, f"{o}.{a}", line) for n, m in mods.items() for o, a, line in m.private_uses]
     private = [p for p in private if _owner(mods, p[1].rpartition(".")[0]) not in (p[0], None)]
     return {
         "modules": len(mods),
+        "rooms": len(rg),
+        "arrows": sum(len(t) for t in rg.values()),
+        "room_loops": cycles(rg),
+        "rooms_importing_each_other": mutual_rooms(rg),
+        "below_violations": below_violations(mods),
         "import_loops": loops,
         "upward_imports": upward_imports(mods),
+        "lab_packages": lab_packages(mods),
+        "cross_lab_imports": cross_lab_imports(mods),
+        "notebook_imports_outside_own_lab": notebook_imports(labs_dir) if labs_dir.is_dir() else [],
+        "lab_packages_without_notebook": lab_packages_without_notebook(mods, labs_dir) if labs_dir.is_dir() else [],
         "literal_gfx942_outside_settings": literal_count(root, "gfx942"),
         "time_limit_default_definitions": time_limit_definitions(root),
         "timing_implementations": timing_implementations(root),
@@ -350,12 +500,32 @@ def main(argv=None) -> int:
         print(json.dumps(r, indent=1, default=str))
         return 0
     print(f"modules: {r['modules']}")
-    print(f"import loops: {len(r['import_loops'])}")
+    print(f"rooms: {r['rooms']}, arrows between rooms: {r['arrows']}")
+    print(f"loops of rooms: {len(r['room_loops'])}")
+    for c in r["room_loops"]:
+        print("   ", " -> ".join(c))
+    print(f"rooms importing each other: {len(r['rooms_importing_each_other'])}")
+    for a_, b_ in r["rooms_importing_each_other"]:
+        print(f"    {a_} <-> {b_}")
+    print(f"imports upward past a room below (BELOW: {', '.join(BELOW)}): {len(r['below_violations'])}")
+    for n, t, line in r["below_violations"]:
+        print(f"    {n}:{line} imports {t}")
+    print(f"import loops (modules): {len(r['import_loops'])}")
     for c in r["import_loops"]:
         print("   ", " <-> ".join(c))
     print(f"upward imports (toolkit -> presentation): {len(r['upward_imports'])}")
     for n, t, line in r["upward_imports"]:
         print(f"    {n}:{line} imports {t}")
+    print(f"lab packages (one per notebook, in {LAB_PACKAGES}): {len(r['lab_packages'])}")
+    print(f"lab packages importing another lab's package: {len(r['cross_lab_imports'])}")
+    for n, t, line in r["cross_lab_imports"]:
+        print(f"    {n}:{line} imports {t}")
+    print(f"notebooks importing a lab package not their own: {len(r['notebook_imports_outside_own_lab'])}")
+    for nb, cell, t in r["notebook_imports_outside_own_lab"]:
+        print(f"    {nb} cell {cell} imports {t}")
+    print(f"lab packages named like no notebook: {len(r['lab_packages_without_notebook'])}")
+    for p_ in r["lab_packages_without_notebook"]:
+        print(f"    {p_}")
     print(f"literal \"gfx942\" outside settings.py: {len(r['literal_gfx942_outside_settings'])}")
     print(f"time-limit default definitions (=20): {len(r['time_limit_default_definitions'])}")
     print(f"timing implementations (modules that time GPU work themselves): {len(r['timing_implementations'])}")

@@ -15,7 +15,15 @@ def run(args) -> int:
     if args.env:
         from rocmlab import settings
 
-        print(settings.variables_table(with_values=True))
+        if args.json:
+            import json
+            import os
+
+            print(json.dumps({"variables": [{"name": v.name, "meaning": v.meaning, "default": v.default,
+                                             "value": os.environ.get(v.name)} for v in settings.VARIABLES]},
+                             indent=2))
+        else:
+            print(settings.variables_table(with_values=True))
         return 0
     from rocmlab.machine import doctor
     from rocmlab.machine.detect import Probe, detect

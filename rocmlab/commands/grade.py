@@ -37,13 +37,17 @@ def add_parser(sub):
     p = sub.add_parser("grade", help="grade a folder of submissions (grades.csv + per-learner feedback)")
     p.add_argument("submissions", nargs="?", help="folder with LEARNER.hip or LEARNER/EXERCISE.hip")
     g = p.add_mutually_exclusive_group(required=True)
-    g.add_argument("--exercise", help="exercise id (rocmlab grade --list shows them)")
+    g.add_argument("--exercise", help="the graded item: an exercise id, or LAB/TASK for a lab task, a puzzle or a "
+                   "question (rocmlab grade --list shows them all)")
     g.add_argument("--assignment", help="YAML file: name: NAME, exercises: [ID, ...]")
-    g.add_argument("--list", action="store_true", help="list the exercises and exit")
+    g.add_argument("--list", action="store_true", help="list every graded item (exercises, lab tasks, puzzles, "
+                   "questions) and exit")
     p.add_argument("--out", default="grades-out", help="where results/, feedback/ and the CSVs go")
     p.add_argument("--workers", type=_workers, default=max(1, min(4, os.cpu_count() or 1)),
                    help="parallel graders (default: CPU cores, at most 4)")
     p.add_argument("--seed", type=int, default=None, help="fixed input seed (default: a fresh secret one each)")
+    p.add_argument("--seed-file", default=None, help="read the fixed seed from this file (mode 600): unlike --seed it "
+                   "stays off the command line, which every user of the machine can read in /proc")
     p.add_argument("--time-limit", type=settings.time_limit_arg("--time-limit"), default=None,
                    help="seconds per program run (default: the exercise spec's timeout_s, else "
                         f"{settings.RUN_TIME_LIMIT_S:g})")
@@ -56,13 +60,23 @@ def add_parser(sub):
 
 def run(args) -> int:
     from rocmlab.grader import batch
-    from rocmlab.grader.spec import ExerciseError, exercises
+    import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
+    from rocmlab.grader import items
+    from rocmlab.grader.spec import ExerciseError
     from rocmlab.sandbox import Terminated
 
     if args.list:
-        for e in exercises():
-            print(f"{e.id:<22} {e.possible:>4g} points  {e.title}")
+        for it in items.all_items().values():
+            print(f"{it.id:<44} {it.kind:<9} {it.suffix:<6} {it.possible:>4g} points  {it.title}")
         return 0
+    if getattr(args, "seed_file", None):
+        from rocmlab.workshop.grading import SeedFileError, read_seed_file
+
+        try:
+            args.seed = read_seed_file(args.seed_file, args.seed)
+        except SeedFileError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     problem = _check_out(args.out) if args.out else ""
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -70,6 +84,13 @@ def run(args) -> int:
     if args.exchange:
         from rocmlab.workshop.grading import run_exchange
 
+        try:
+            os.stat(args.exchange)
+        except OSError as exc:        # a name too long for the file system, a folder that cannot be entered ...
+            if not isinstance(exc, FileNotFoundError):
+                shown = args.exchange if len(args.exchange) <= 120 else args.exchange[:60] + "..." + args.exchange[-20:]
+                print(f"error: --exchange {shown}: {exc.strerror}: give the exchange folder's path", file=sys.stderr)
+                return 2
         return run_exchange(args)
     if not args.submissions:
         print("error: give the SUBMISSIONS folder (or --exchange DIR)", file=sys.stderr)

@@ -6,7 +6,10 @@ not UTF-8 text, a bad option such as ``--timeout nan``).
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
+import stat
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -18,13 +21,42 @@ class SourceError(ValueError):
     """A source file that cannot be read as text; the message names the fix."""
 
 
-def read_source(path: Path) -> str:
+_KINDS = ((stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
+          (stat.S_ISSOCK, "socket"), (stat.S_ISDIR, "folder"))
+
+
+def _not_regular(path: Path, mode: int) -> SourceError:
+    kind = next((name for test, name in _KINDS if test(mode)), "special file")
+    return SourceError(f"{path} is a {kind}, not a source file: give the path of a .hip or .cu text file")
+
+
+def read_source(path: Path, max_bytes: int = settings.SOURCE_MAX_BYTES) -> str:
     """The text of a HIP/CUDA source file: UTF-8 (a BOM is dropped), or SourceError naming the bad
-    byte's line and the fix (a latin-1 file: convert it with iconv)."""
+    byte's line and the fix (a latin-1 file: convert it with iconv). A FIFO, a device or a socket is refused
+    before it is opened (reading one could block forever), and a file over ``max_bytes`` before it is read (its
+    size from fstat)."""
     try:
-        data = path.read_bytes()
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise _not_regular(path, st.st_mode)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
     except OSError as exc:
         raise SourceError(f"{path} cannot be read ({exc.strerror or exc}): check its permissions") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):          # replaced between the look and the open
+            raise _not_regular(path, st.st_mode)
+        if st.st_size > max_bytes:
+            raise SourceError(f"{path} is {st.st_size / 2**20:.0f} MB: a HIP/CUDA source may be at most "
+                              f"{max_bytes >> 20} MB here (is it the right file?)")
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read(max_bytes + 1)
+    except OSError as exc:
+        raise SourceError(f"{path} cannot be read ({exc.strerror or exc}): check its permissions") from None
+    finally:
+        os.close(fd)
+    if len(data) > max_bytes:
+        raise SourceError(f"{path} grew past {max_bytes >> 20} MB while it was read: give a source file")
     if b"\0" in data:
         raise SourceError(f"{path} is a binary file (it has NUL bytes), not a HIP/CUDA source: give the .hip or .cu "
                           "text file")
@@ -37,9 +69,31 @@ def read_source(path: Path) -> str:
                           "and give fixed.hip") from None
 
 
+def join_flag_values(args: list[str]) -> list[str]:
+    """``-f "-O2"`` as ``--flags=-O2``: a flags value that starts with '-' (as the README writes it), which argparse
+    would take for an option. Arguments after ``--`` (the program's) are left as they are."""
+    out, i = [], 0
+    while i < len(args):
+        a = args[i]
+        if a == "--":
+            return out + args[i:]
+        if a in ("-f", "--flags") and i + 1 < len(args) and args[i + 1].startswith("-") and args[i + 1] != "--":
+            out.append(f"--flags={args[i + 1]}")
+            i += 2
+            continue
+        out.append(a)
+        i += 1
+    return out
+
+
+class _VerbParser(argparse.ArgumentParser):
+    def parse_known_args(self, args=None, namespace=None):
+        return super().parse_known_args(None if args is None else join_flag_values(list(args)), namespace)
+
+
 def add_parser(sub):
     p = sub.add_parser("hip", help="build, run, inspect or translate a HIP/CUDA source file")
-    verbs = p.add_subparsers(dest="verb", metavar="VERB")
+    verbs = p.add_subparsers(dest="verb", metavar="VERB", parser_class=_VerbParser)
     for name, text in (("build", "build (cached), and run where a GPU can"),
                        ("inspect", "registers, LDS, occupancy per kernel (and --isa: the listing)"),
                        ("translate", "print the CUDA source the HIP->CUDA path compiles")):
@@ -73,6 +127,14 @@ def run(args) -> int:
     if not path.is_file():
         print(f"error: {path} is not a file: give the path of a .hip or .cu source", file=sys.stderr)
         return 2
+    if args.verb != "translate":
+        from rocmlab.paths import HomeError, cache_dir
+
+        try:
+            cache_dir()                   # builds are cached there: a ROCMLAB_HOME that is a file is said now
+        except HomeError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     try:
         src = read_source(path)
     except SourceError as exc:

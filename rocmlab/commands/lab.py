@@ -1,10 +1,26 @@
-"""rocmlab lab: open JupyterLab on the course's labs/ folder."""
+"""rocmlab lab: open JupyterLab on the course's labs/ folder, with the course's JupyterLab settings.
+
+The settings live in the package (``rocmlab/jupyter/``) and reach JupyterLab through its own search paths,
+so nothing is written into the learner's settings (they can still change everything):
+
+- ``labextensions/rocmlab-hip-highlight``: ``.hip``, ``.cu`` and ``.cuh`` files open in the editor with C++
+  highlighting (a tiny prebuilt extension, no build step);
+- ``labconfig/default_setting_overrides.d/rocmlab.json``: no news pop-up and no update check on the first
+  start (``@jupyterlab/apputils-extension:notification``).
+
+A wheel installs the same two folders under ``share/jupyter`` and ``etc/jupyter``, so a plain ``jupyter lab``
+(a JupyterHub's single-user servers) gets them too.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sys
+from pathlib import Path
+
+#: The course's JupyterLab data and config folder (labextensions/, labconfig/).
+JUPYTER_DIR = Path(__file__).resolve().parents[1] / "jupyter"
 
 
 def add_parser(sub):
@@ -20,6 +36,16 @@ def command(labs: str, extra: list[str]) -> list[str]:
     if os.geteuid() == 0 and "--allow-root" not in extra:
         cmd.append("--allow-root")   # jupyter refuses root without it (containers run as root)
     return cmd
+
+
+def jupyter_env(env: dict | None = None) -> dict:
+    """``env`` (default: this process's) with the course's folder first on JUPYTER_PATH (its labextensions/)
+    and JUPYTER_CONFIG_PATH (its labconfig/): what ``rocmlab lab`` and the browser tests start JupyterLab with."""
+    env = dict(os.environ if env is None else env)
+    for var in ("JUPYTER_PATH", "JUPYTER_CONFIG_PATH"):
+        rest = [p for p in env.get(var, "").split(os.pathsep) if p and p != str(JUPYTER_DIR)]
+        env[var] = os.pathsep.join([str(JUPYTER_DIR), *rest])
+    return env
 
 
 def run(args) -> int:
@@ -46,4 +72,4 @@ def run(args) -> int:
         print("error: JupyterLab is not installed here; run ./go setup (or pip install jupyterlab)", file=sys.stderr)
         return 2
     cmd = command(labs, args.jupyter_args)
-    os.execv(cmd[0], cmd)
+    os.execve(cmd[0], cmd, jupyter_env())

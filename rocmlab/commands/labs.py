@@ -16,13 +16,21 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    problem = course_labs.check_dest_name(args.dest)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     dest = Path(args.dest).expanduser()
+    skipped: list[Path] = []
     try:
-        copied, kept = course_labs.copy_labs(dest)
+        copied, kept = course_labs.copy_labs(dest, skipped=skipped)
     except course_labs.LabsCopyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"copied {len(copied)} files into {dest}" + (f"; kept {len(kept)} you already had there (never overwritten)"
                                                         if kept else ""))
+    for s in skipped:
+        print(f"skipped {s}: it is a symbolic link inside {dest} (never written through); remove it to get "
+              "that part of the labs", file=sys.stderr)
     print(f"open them with: rocmlab lab --labs {dest}   (or in your JupyterLab's file browser)")
     return 0

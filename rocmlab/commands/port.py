@@ -1,7 +1,7 @@
 """rocmlab port: hipify a whole CUDA project, fix what hipify leaves broken, compile it, report.
 
-Exit status: 0 when every translation unit compiled, 1 when some did not (the report says
-why), 2 for bad input (the message names the fix).
+Exit status: 0 when every translation unit compiled (and, with --run, every program ran and matched what it
+was compared with), 1 when some did not (the report says why), 2 for bad input (the message names the fix).
 """
 
 from __future__ import annotations
@@ -24,10 +24,20 @@ def add_parser(sub):
     p.add_argument("-I", "--include", action="append", default=[], metavar="DIR",
                    help="an include folder (repeatable): inside SRC, or outside it, relative to SRC (-I ../../Common) "
                         "or absolute; headers from outside are read, never written, and ported into OUT/external/")
+    p.add_argument("-D", "--define", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="a macro for the build and the trap scan (repeatable), as nvcc -D")
+    p.add_argument("--run", action="store_true",
+                   help="build each program, run it (on the AMD GPU here, else the wave64 CPU simulator) under the "
+                        "sandbox, and compare with the CUDA original: run here with nvcc on an NVIDIA machine, else "
+                        "the outputs recorded in the manifest")
+    p.add_argument("--manifest", default=None, metavar="RUNS.json",
+                   help="the runs: arguments, input files, recorded CUDA outputs and tolerance per program "
+                        "(default SRC/rocmlab-port-run.json; format in rocmlab.port.run_compare)")
     p.add_argument("--engine", choices=("torch", "perl"), default="torch",
                    help="the renaming engine: torch.utils.hipify (default) or ROCm's hipify-perl")
     p.add_argument("--no-compat", action="store_true",
-                   help="offline only: compile without the warp-sync compatibility header (HIP 5.2 as it is)")
+                   help="accepted and ignored: there is no compatibility header any more (ROCm 7.2's own headers have "
+                        "the warp-sync builtins)")
     p.add_argument("--no-compile", action="store_true", help="translate, fix and scan only")
     p.add_argument("--toolchain", choices=("auto", "rocm", "offline"), default="auto")
     p.add_argument("--force", action="store_true", help="replace the contents of a non-empty OUT_DIR")
@@ -49,7 +59,8 @@ def run(args) -> int:
     try:
         result = port(args.src, args.out, args.target, workers=args.workers, compat=not args.no_compat,
                       compile=not args.no_compile, include=args.include, report=args.report,
-                      toolchain=args.toolchain, force=args.force, progress=progress, engine=args.engine)
+                      toolchain=args.toolchain, force=args.force, progress=progress, engine=args.engine,
+                      defines=args.define, run=args.run, manifest=args.manifest)
     except PortInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -58,5 +69,7 @@ def run(args) -> int:
         return 2
     print(json.dumps(result.to_json(), indent=1) if args.json else result.text())
     if result.compiled and result.n_compiled < result.n_units:
+        return 1
+    if result.ran and any(not r.runs or r.matches is False for r in result.runs):
         return 1
     return 0

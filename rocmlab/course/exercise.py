@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab import grader
+from rocmlab.course.my_work import read_my_work
 from rocmlab.grader.report import availability
 from rocmlab.hip import hipify
 
@@ -66,7 +67,7 @@ class Workbench:
     def source(self) -> str:
         if not self.hip_path.exists():
             raise FileNotFoundError(f"{self.hip_path} does not exist yet: run start() first")
-        return self.hip_path.read_text()
+        return read_my_work(self.hip_path)
 
     def grade(self, source: str | None = None):
         """Grade the learner's file (or ``source``) on this machine; returns the grader's Report."""
@@ -134,7 +135,9 @@ def notebook_cells(ex) -> list[tuple]:
                "checks run your program on rocmlab's CPU simulator with MI300X's wavefronts of 64 (labelled "
                "`[cpu: wave64 simulator]`). A check this machine cannot run (timing, MFMA, hipBLAS) is "
                "*skipped* and says why: it neither earns nor loses points, and the score line says how many "
-               "points need another machine. Your best grade is kept: `rocmlab progress` lists it."),
+               "points were not checked on this machine and the reason (no AMD GPU for a timing, MFMA or "
+               "hipBLAS check, or timings too noisy to judge). Your best grade is kept: `rocmlab progress` "
+               "lists it."),
         ("code", "quick = None  # None means quick sizes on a CPU or when ROCMLAB_QUICK is 1", ["parameters"]),
         ("code", "from IPython.display import HTML, Markdown, display\n\n"
                  "from rocmlab.course.exercise import Workbench\n"
@@ -145,7 +148,8 @@ def notebook_cells(ex) -> list[tuple]:
                  "plat = current()\n"
                  "print(plat.summary())\n"
                  f"bench = Workbench({ex.id!r})\n"
-                 "path = bench.start()   # keeps your edits if the file exists: bench.start(overwrite=True) starts over\n"
+                 "# keeps your edits if the file exists; bench.start(overwrite=True) starts over\n"
+                 "path = bench.start()\n"
                  "print('edit this file:', path)"),
         ("md", "## The CUDA starter and what the port makes of it\n\nLeft: CUDA; right: the HIP file you edit (as "
                "the port wrote it). Yellow lines are the traps the port scanner knows."),
@@ -162,6 +166,6 @@ def notebook_cells(ex) -> list[tuple]:
         ("code", "solution = bench.grade(bench.exercise.solution)\n"
                  "print(bench.score(solution))\n"
                  "assert solution.full_marks, solution.to_text()\n"
-                 f"headline({(ex.id + ' solution').__repr__()}, "
-                 "f'{solution.earned:g}/{solution.available:g} (of {solution.possible:g})', 'points')"),
+                 "points = f'{solution.earned:g}/{solution.available:g} (of {solution.possible:g})'\n"
+                 f"headline({(ex.id + ' solution').__repr__()}, points, 'points')"),
     ]

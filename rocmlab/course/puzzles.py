@@ -1,4 +1,6 @@
-"""Lab 06's Triton puzzles, after Triton-Puzzles: write a kernel, see "yours / expected" side by side.
+"""The Triton puzzle runner every puzzle lab shares (after Triton-Puzzles): write a kernel, see "yours / expected"
+side by side. Each lab's package defines and registers its own puzzles (Lab 06's in
+``rocmlab.course.labs.lab06_triton_on_amd.puzzles``, Labs 09 and 10 likewise), naming its kernels module.
 
 Every check draws **fresh random inputs and sizes** (a seed the learner does not choose; sizes that are
 not multiples of the block, so masks matter), runs the learner's kernel on the GPU at hand or in
@@ -15,7 +17,6 @@ NaN into the result.
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import sys
@@ -24,6 +25,8 @@ from dataclasses import dataclass, field
 from collections.abc import Callable
 
 import torch
+
+from rocmlab.course.triton_rounding import round_like_the_gpu
 
 #: Elements of NaN before and after every buffer.
 GUARD = 4096
@@ -40,45 +43,6 @@ def setup() -> str:
     os.environ["TRITON_INTERPRET"] = "1"
     round_like_the_gpu()
     return "interpreter"
-
-
-#: Narrow float types whose conversion from float32/float16 the interpreter gets wrong (see round_like_the_gpu).
-_NARROW = {"bf16": torch.bfloat16, "fp8e4b8": torch.float8_e4m3fnuz, "fp8e4nv": torch.float8_e4m3fn,
-           "fp8e5": torch.float8_e5m2}
-
-
-def round_like_the_gpu() -> bool:
-    """Make Triton's CPU interpreter round float32/float16 -> bfloat16 and FP8 to nearest even, as the GPUs do.
-
-    Triton 3.x's interpreter converts these in numpy bit by bit: bfloat16 is truncated, and a rounding up that
-    carries into the exponent is lost for FP8 (63.5 becomes 32 in e4m3fnuz, half the right value). Lab 10's
-    FP8 checks would fail the correct kernel on those values. This routes exactly those conversions through
-    torch's casts (round to nearest even, with the carry; explicit round-toward-zero requests are left alone).
-    Returns False where the interpreter is not the one this was written against (nothing is changed)."""
-    try:
-        import numpy as np
-        from triton.runtime import interpreter as interp
-    except ImportError:   # pragma: no cover - triton is a course dependency
-        return False
-    orig = getattr(interp, "_convert_float", None)
-    if orig is None or not hasattr(interp, "_ir"):
-        return False
-    if getattr(orig, "_rocmlab_rounding", False):
-        return True
-    rtz = getattr(interp._ir.ROUNDING_MODE, "RTZ", None)
-
-    def convert(input, input_dtype, output_dtype, rounding_mode):
-        name = getattr(output_dtype, "name", "")
-        if (name in _NARROW and getattr(input_dtype, "name", "") in ("fp32", "fp16")
-                and (rounding_mode is None or rounding_mode != rtz)):
-            t = torch.from_numpy(np.ascontiguousarray(input, dtype=np.float32).reshape(-1).copy()).to(_NARROW[name])
-            bits = t.view(torch.int16).numpy().view(np.uint16) if name == "bf16" else t.view(torch.uint8).numpy()
-            return bits.reshape(np.shape(input))
-        return orig(input, input_dtype, output_dtype, rounding_mode)
-
-    convert._rocmlab_rounding = True
-    interp._convert_float = convert
-    return True
 
 
 def device() -> str:
@@ -114,10 +78,9 @@ class Puzzle:
     rtol: float = 1e-5
     solution: str = ""              # name in `module`
     order: int = 0
-    # Labs 09 and 10 extend the machinery (Lab 06's puzzles keep the defaults):
-    lab: str = "06-triton-on-amd"   # the notebook stem the puzzle belongs to (progress, self_test, grade)
+    lab: str = ""                   # the notebook stem the puzzle belongs to (progress, self_test, grade)
     points: float = 1.0
-    module: str = "rocmlab.course.puzzle_kernels"   # where the reference and wrong kernels live
+    module: str = ""                # the lab's module of reference and wrong kernels (its package's kernels.py)
     wrongs: tuple[str, ...] = ()    # names of typical wrong kernels in `module` (default: solution + "_wrong")
     bound: Callable | None = None   # (case, expected) -> allowed |yours - expected| per value (overrides atol/rtol)
     bound_text: str = ""            # the error bound in words, shown to the learner
@@ -155,26 +118,55 @@ def make_case(inputs: dict, out_shape, grid, order: list[str], meta: dict, out_d
     return Case(ins, out, buf, grid, args, meta)
 
 
-def _t(case: Case, k: str) -> torch.Tensor:
-    return case.inputs[k].detach().cpu().float()
-
-
-#: lab (notebook stem) -> its puzzles, in order. Lab 06's are also :data:`PUZZLES`.
-LABS: dict[str, dict[str, Puzzle]] = {"06-triton-on-amd": {}}
-PUZZLES: dict[str, Puzzle] = LABS["06-triton-on-amd"]
+#: lab (notebook stem) -> its puzzles, in order; each lab's ``puzzles`` module registers its own when imported.
+LABS: dict[str, dict[str, Puzzle]] = {}
 
 
 def register(p: Puzzle) -> Puzzle:
-    """Add a puzzle to its lab's list (numbered in order within the lab); keys are unique across labs."""
+    """Add a puzzle to its lab's list (numbered in order within the lab); keys are unique across labs. A puzzle
+    names its lab (the notebook stem) and the module of its reference kernels."""
     if any(p.key in ps for ps in LABS.values()):
         raise ValueError(f"puzzle key {p.key!r} is already taken")
+    if not p.lab or not p.module:
+        raise ValueError(f"puzzle {p.key!r} must name its lab and its kernels module (lab=, module=)")
     puzzles = LABS.setdefault(p.lab, {})
     p.order = len(puzzles) + 1
     puzzles[p.key] = p
+    _register_item(p)
     return p
 
 
-_add = register
+def _register_item(p: Puzzle) -> None:
+    """Make the puzzle a graded item (:mod:`rocmlab.grader.items`): what ``rocmlab handin``, the Hand in button
+    and ``rocmlab grade --exchange`` name. A puzzle is an item as soon as it exists, so the hand-in path needs
+    no registry of its own for it."""
+    from rocmlab.grader import items
+    from rocmlab.grader.items import Item
+
+    name = p.signature.split("(")[0].removeprefix("def ").strip()
+    items.register(Item(f"{p.lab}/{p.key}", "puzzle", p.lab, p.key, float(p.points), f"{p.lab}: {p.title}", name,
+                        _regrade(p.key)))
+
+
+def _regrade(key: str):
+    """The instructor's re-grade of puzzle ``key``: the learner's source runs in the sandbox
+    (:class:`rocmlab.grader.pyanswer.Answer`), the check and its seed stay in the grader's process."""
+    def regrade(source: str, seed: int, time_limit_s):
+        import time
+
+        from rocmlab.grader import items
+        from rocmlab.grader.pyanswer import Answer
+        from rocmlab.grader.report import CheckResult
+
+        started = time.monotonic()
+        p = find(key)
+        item = items.get(f"{p.lab}/{key}")
+        r = check(key, Answer(source, item.name, triton=True, time_limit_s=time_limit_s), seed)
+        result = CheckResult("matches", "compare", "passed" if r.passed else "failed",
+                             item.possible if r.passed else 0.0, item.possible, r.message,
+                             "" if r.passed else hint(key, 1))
+        return items.report(item, [result], "cpu (Triton CPU interpreter)", seed, started)
+    return regrade
 
 
 def find(key: str) -> Puzzle:
@@ -183,111 +175,6 @@ def find(key: str) -> Puzzle:
             return ps[key]
     known = ", ".join(k for ps in LABS.values() for k in ps)
     raise KeyError(f"unknown puzzle {key!r}: choose one of {known}")
-
-
-_add(Puzzle(
-    "add-constant", "Add a constant",
-    "One program, one block: `z[i] = x[i] + 10` for `i < N0`. The block `B0` is larger than `N0`.",
-    "def add_kernel(x_ptr, z_ptr, N0, B0: tl.constexpr):",
-    lambda g: dict(N0=rand_int(g, 60, 127)),
-    lambda s, g: make_case(dict(x=randn(g, s["N0"]), N0=s["N0"]), (s["N0"],), (1,), ["x", "z", "N0"], dict(B0=128)),
-    lambda c: _t(c, "x") + 10,
-    ("`offs = tl.arange(0, B0)` are the element indices; load `x_ptr + offs`, store to `z_ptr + offs`.",
-     "B0 > N0: pass `mask=offs < N0` to both tl.load and tl.store, or the kernel writes past the end of z."),
-    solution="add_const"))
-
-_add(Puzzle(
-    "add-vectors", "Add two vectors, many programs",
-    "`z = x + y` for vectors of length `N0`, one program per block of `B0` (grid `cdiv(N0, B0)`).",
-    "def add_vec_kernel(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):",
-    lambda g: dict(N0=rand_int(g, 1000, 3000)),
-    lambda s, g: make_case(dict(x=randn(g, s["N0"]), y=randn(g, s["N0"]), N0=s["N0"]), (s["N0"],),
-                       (cdiv(s["N0"], 256),), ["x", "y", "z", "N0"], dict(B0=256)),
-    lambda c: _t(c, "x") + _t(c, "y"),
-    ("Program `tl.program_id(0)` handles elements `pid * B0 + tl.arange(0, B0)`.",
-     "The last block is partial: mask with `offs < N0`."),
-    solution="add_vec"))
-
-_add(Puzzle(
-    "outer-sum", "Outer sum (broadcasting)",
-    "`z[i, j] = x[i] + y[j]`, z of shape `(N0, N1)` stored row-major, one program with blocks `B0 x B1`.",
-    "def outer_sum_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):",
-    lambda g: dict(N0=rand_int(g, 20, 40), N1=rand_int(g, 41, 64)),
-    lambda s, g: make_case(dict(x=randn(g, s["N0"]), y=randn(g, s["N1"]), N0=s["N0"], N1=s["N1"]),
-                       (s["N0"], s["N1"]), (1,), ["x", "y", "z", "N0", "N1"], dict(B0=64, B1=64)),
-    lambda c: _t(c, "x")[:, None] + _t(c, "y")[None, :],
-    ("`x[:, None] + y[None, :]` broadcasts a column and a row to a `B0 x B1` tile.",
-     "Element (i, j) of a row-major `(N0, N1)` array is at `i * N1 + j`; mask both dimensions."),
-    solution="outer_sum"))
-
-_add(Puzzle(
-    "relu-outer", "ReLU of an outer product, a 2-D grid",
-    "`z[i, j] = max(x[i] * y[j], 0)`, z `(N0, N1)`, a 2-D grid of programs with blocks `B0 x B1` "
-    "(`program_id(0)` rows, `program_id(1)` columns). Note that `B0 != B1`.",
-    "def relu_outer_kernel(x_ptr, y_ptr, z_ptr, N0, N1, B0: tl.constexpr, B1: tl.constexpr):",
-    lambda g: dict(N0=rand_int(g, 40, 90), N1=rand_int(g, 40, 90)),
-    lambda s, g: make_case(dict(x=randn(g, s["N0"]), y=randn(g, s["N1"]), N0=s["N0"], N1=s["N1"]),
-                       (s["N0"], s["N1"]), (cdiv(s["N0"], 32), cdiv(s["N1"], 16)), ["x", "y", "z", "N0", "N1"],
-                       dict(B0=32, B1=16)),
-    lambda c: torch.clamp(_t(c, "x")[:, None] * _t(c, "y")[None, :], min=0),
-    ("Rows `tl.program_id(0) * B0 + tl.arange(0, B0)`, columns `tl.program_id(1) * B1 + tl.arange(0, B1)`.",
-     "`tl.maximum(v, 0.0)` is the ReLU; mask rows and columns."),
-    solution="relu_outer"))
-
-_add(Puzzle(
-    "row-sum", "Sum each row (a loop and a reduction)",
-    "`z[i] = sum_j x[i, j]` for x `(N0, T)`; one program per `B0` rows; `T` is larger than `B1`, so loop over "
-    "the columns in blocks of `B1`.",
-    "def row_sum_kernel(x_ptr, z_ptr, N0, T, B0: tl.constexpr, B1: tl.constexpr):",
-    lambda g: dict(N0=rand_int(g, 20, 50), T=rand_int(g, 150, 300)),
-    lambda s, g: make_case(dict(x=randn(g, s["N0"], s["T"]), N0=s["N0"], T=s["T"]), (s["N0"],),
-                       (cdiv(s["N0"], 16),), ["x", "z", "N0", "T"], dict(B0=16, B1=64)),
-    lambda c: _t(c, "x").sum(1),
-    ("Accumulate in `acc = tl.zeros([B0], dtype=tl.float32)`; `for t in range(0, T, B1):` loads a `B0 x B1` tile.",
-     "`tl.sum(tile, axis=1)`; masked loads need `other=0.0` so padding adds nothing."),
-    atol=1e-4, rtol=1e-4, solution="row_sum"))
-
-_add(Puzzle(
-    "softmax", "Numerically stable softmax",
-    "`z[i, :] = softmax(x[i, :])` for x `(N0, T)`, `T <= B1`, one program per row. The inputs are large "
-    "(up to about 150): `exp` overflows float32 above 88.",
-    "def softmax_kernel(x_ptr, z_ptr, N0, T, B1: tl.constexpr):",
-    lambda g: dict(N0=rand_int(g, 8, 24), T=rand_int(g, 100, 256)),
-    lambda s, g: make_case(dict(x=randn(g, s["N0"], s["T"], scale=30.0, shift=60.0), N0=s["N0"], T=s["T"]),
-                       (s["N0"], s["T"]), (s["N0"],), ["x", "z", "N0", "T"], dict(B1=256)),
-    lambda c: torch.softmax(_t(c, "x").double(), 1).float(),
-    ("softmax(x) = softmax(x - max(x)): subtract the row's `tl.max(x, axis=0)` before `tl.exp`.",
-     "Load the padding as `-inf` (`other=-float('inf')`): exp(-inf) = 0 adds nothing to the sum."),
-    atol=1e-6, rtol=1e-4, solution="softmax"))
-
-_add(Puzzle(
-    "matmul", "Tiled matrix multiply with tl.dot",
-    "`z = x @ y`, x `(M, K)`, y `(K, N)`, one program per `BM x BN` tile of z, looping over K in steps of `BK`; "
-    "no size is a multiple of its block.",
-    "def matmul_kernel(x_ptr, y_ptr, z_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):",
-    lambda g: dict(M=rand_int(g, 33, 70), N=rand_int(g, 33, 70), K=rand_int(g, 40, 100)),
-    lambda s, g: make_case(dict(x=randn(g, s["M"], s["K"]), y=randn(g, s["K"], s["N"]), M=s["M"], N=s["N"], K=s["K"]),
-                       (s["M"], s["N"]), (cdiv(s["M"], 16), cdiv(s["N"], 16)), ["x", "y", "z", "M", "N", "K"],
-                       dict(BM=16, BN=16, BK=16)),
-    lambda c: (_t(c, "x").double() @ _t(c, "y").double()).float(),
-    ("Accumulate `acc += tl.dot(a, b)` over `for k0 in range(0, K, BK):` with `a` a `BM x BK` tile, `b` `BK x BN`.",
-     "Mask the K edge with `other=0.0` in both loads; store with a row and column mask."),
-    # tl.dot on NVIDIA uses TF32 for float32 inputs by default: about 1e-3 relative per product
-    atol=5e-2, rtol=1e-2, solution="matmul"))
-
-_add(Puzzle(
-    "gather", "Gather rows (an embedding lookup)",
-    "`z[i, :] = table[idx[i], :]`, table `(V, D)`, idx `(N0,)` int32, one program per output row, `D <= BD`.",
-    "def gather_kernel(table_ptr, idx_ptr, z_ptr, N0, D, BD: tl.constexpr):",
-    lambda g: dict(V=rand_int(g, 60, 120), N0=rand_int(g, 20, 50), D=rand_int(g, 20, 64)),
-    lambda s, g: make_case(dict(table=randn(g, s["V"], s["D"]),
-                            idx=torch.randint(0, s["V"], (s["N0"],), generator=g, dtype=torch.int32),
-                            N0=s["N0"], D=s["D"]),
-                       (s["N0"], s["D"]), (s["N0"],), ["table", "idx", "z", "N0", "D"], dict(BD=64)),
-    lambda c: _t(c, "table")[c.inputs["idx"].detach().cpu().long()],
-    ("`r = tl.load(idx_ptr + tl.program_id(0))` is the row of the table to copy.",
-     "Row r starts at `table_ptr + r * D`; mask `d < D`."),
-    solution="gather_rows"))
 
 
 @dataclass
@@ -300,13 +187,17 @@ class Result:
     sizes: dict = field(default_factory=dict)
     mode: str = ""
     allowed: torch.Tensor | None = None    # the per-value error bound, where the puzzle states one
+    answered: bool = True                  # False: no kernel, or one that stored nothing ("not answered yet")
+    view: str = ""                         # what each program touched (rocmlab.course.puzzle_view), HTML
+    notes: tuple = ()                      # the interpreter's warnings (overflow...), shown folded
+    kernel: object = field(default=None, repr=False, compare=False)   # the learner's kernel: Hand in sends it
 
     def __bool__(self) -> bool:
         return self.passed
 
     def __str__(self) -> str:
         p = find(self.key)
-        mark = "PASS" if self.passed else "not yet"
+        mark = "PASS" if self.passed else "not yet" if self.answered else "not answered yet"
         return f"puzzle {p.order} ({p.title}): {mark}: {self.message}"
 
     def __repr__(self) -> str:
@@ -319,17 +210,39 @@ class Result:
         return out
 
     def _repr_html_(self) -> str:
+        from rocmlab.course.verdict import element     # the course's one verdict element
+
         p = find(self.key)
-        color = "#1a7f37" if self.passed else "#b35900"
-        head = (f"<div style='font-family:sans-serif'><b>Puzzle {p.order}: {html.escape(p.title)}</b> "
-                f"<span style='color:{color}'>{'✔ pass' if self.passed else '✘ not yet'}</span> "
-                f"<small>({html.escape(self.mode)}; sizes {html.escape(str(self.sizes))})</small><br>"
-                f"{html.escape(self.message)}</div>")
-        if self.yours is None or self.expected is None:
-            return head
-        bad = _bad(p, self.yours, self.expected, self.allowed)
-        return head + ("<div style='display:flex;flex-wrap:wrap;gap:0.5em 2em'>" + _table("yours", self.yours, bad)
-                       + _table("expected", self.expected, None) + "</div>")
+        ok = self.passed if self.answered else None
+        pts = f"{p.points if self.passed else 0:g}/{p.points:g} points" if self.answered else ""
+        extra = ""
+        if self.yours is not None and self.expected is not None and self.answered:
+            bad = _bad(p, self.yours, self.expected, self.allowed)
+            extra = ("<div style='display:flex;flex-wrap:wrap;gap:0.5em 2em'>" + _table("yours", self.yours, bad)
+                     + _table("expected", self.expected, None) + "</div>")
+        details = [("puzzle", f"{p.order}: {p.title}"), ("ran in", self.mode), ("sizes", str(self.sizes)),
+                   ("interpreter warnings", "\n".join(self.notes) + "\n" if self.notes else "")]
+        return element(ok, self.message, pts, extra=extra + self.view, details=details)
+
+    def _ipython_display_(self) -> None:
+        """The verdict, then a **Hand in** button for the learner's kernel (the instructor re-grades it in a
+        sandbox on fresh inputs); no button for an unanswered puzzle or a sandboxed re-grade."""
+        from IPython.display import HTML, display
+
+        display(HTML(self._repr_html_()))
+        if self.kernel is not None and self.answered:
+            from rocmlab.course.handin import handin_box
+
+            display(handin_box(item_id(self.key), self.kernel))
+
+
+def item_id(key: str) -> str:
+    """The graded item of puzzle ``key`` (``LAB/KEY``): what `rocmlab handin` and the Hand in button name."""
+    for lab, ps in LABS.items():
+        if key in ps:
+            return f"{lab}/{key}"
+    find(key)                # raises the clear "no puzzle named ..." error
+    raise KeyError(key)
 
 
 def _mismatch(y: torch.Tensor, e: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
@@ -369,21 +282,84 @@ def _seed(seed) -> int:
     return int(seed) if seed is not None else int.from_bytes(os.urandom(4), "little")
 
 
+def not_a_triton_kernel(kernel) -> str:
+    """'' for a Triton kernel (``@triton.jit``, possibly autotuned), else the learner's message: a puzzle is
+    solved by a kernel, and torch code behind a ``[grid]`` is not one."""
+    runtime = getattr(sys.modules.get("triton"), "runtime", None)    # never imported here: see setup()
+    interpreter = sys.modules.get("triton.runtime.interpreter")
+    kinds = tuple(k for k in (getattr(runtime, "JITFunction", None), getattr(runtime, "Autotuner", None),
+                              getattr(runtime, "Heuristics", None),
+                              getattr(interpreter, "InterpretedFunction", None)) if k is not None)
+    if kinds and type(kernel) in kinds:
+        return ""
+    return (f"this is a {type(kernel).__name__}, not a Triton kernel: write the puzzle as a @triton.jit kernel "
+            "(torch code that fills z is not a solution; the instructor's re-grade runs only Triton kernels)")
+
+
+def _is_answer(kernel) -> bool:
+    from rocmlab.grader.pyanswer import Answer
+
+    return isinstance(kernel, Answer)
+
+
+def _launch_in_sandbox(answer, case: Case) -> None:
+    """Run the learner's kernel (a :class:`rocmlab.grader.pyanswer.Answer`) on ``case`` in the sandbox and copy
+    back every buffer as the kernel left it, guard zones included."""
+    from rocmlab.grader.pyanswer import AnswerError
+
+    (value, err), = answer.tensor_calls([{"op": "launch", "args": list(case.args), "grid": list(case.grid),
+                                          "meta": dict(case.meta)}])
+    if err:
+        raise AnswerError(err)
+    if not isinstance(value, list) or len(value) != len(case.args):
+        raise AnswerError("the kernel's buffers did not come back")
+    for mine, back in zip(case.args, value, strict=True):
+        if isinstance(mine, torch.Tensor):
+            st = mine.untyped_storage()
+            bst = back.untyped_storage() if isinstance(back, torch.Tensor) else None
+            if bst is None or bst.nbytes() != st.nbytes() or back.dtype != mine.dtype:
+                raise AnswerError("the kernel's buffers came back changed in size or type")
+            st.copy_(bst)
+
+
 def check(key: str, kernel, seed: int | None = None) -> Result:
-    """Run ``kernel`` on fresh random inputs for puzzle ``key`` and compare with the reference."""
+    """Run ``kernel`` on fresh random inputs for puzzle ``key`` and compare with the reference. The result
+    shown in a notebook carries a **Hand in** button for the learner's own kernel."""
+    r = _check(key, kernel, seed)
+    if kernel is not None and not _is_answer(kernel) and not not_a_triton_kernel(kernel):
+        r.kernel = kernel
+    return r
+
+
+def _check(key: str, kernel, seed: int | None) -> Result:
     p = find(key)
     g = torch.Generator().manual_seed(_seed(seed))
     sizes = p.draw(g)
     case = p.build(sizes, g)
     mode = "GPU" if device() == "cuda" else "Triton CPU interpreter"
+    remote = _is_answer(kernel)
+    if remote:
+        mode = "Triton CPU interpreter, sandboxed re-grade"
+    elif kernel is not None and not_a_triton_kernel(kernel):
+        return Result(key, False, not_a_triton_kernel(kernel), sizes=sizes, mode=mode)
+    from rocmlab.course import puzzle_view
     try:
-        kernel[case.grid](*case.args, **case.meta)
-        if device() == "cuda":
-            torch.cuda.synchronize()
+        with puzzle_view.recording() as trace, warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", RuntimeWarning)    # kept for the details, not printed in red
+            if remote:
+                _launch_in_sandbox(kernel, case)
+            else:
+                kernel[case.grid](*case.args, **case.meta)
+            if device() == "cuda":
+                torch.cuda.synchronize()
     except Exception as exc:   # noqa: BLE001 - a learner's kernel can fail in many ways: report it
         msg = str(exc).strip().splitlines()
         return Result(key, False, f"the kernel did not run: {type(exc).__name__}: {msg[-1] if msg else ''}",
                       sizes=sizes, mode=mode)
+    notes = tuple(dict.fromkeys(f"{w.category.__name__}: {w.message}" for w in caught))
+    buffers = [puzzle_view.Buffer.of(k, v, getattr(v, "_rocmlab_guard", None))
+               for k, v in case.inputs.items() if isinstance(v, torch.Tensor)]
+    view = puzzle_view.view_html(trace, buffers + [puzzle_view.Buffer.of("z", case.out, case.out_buf)])
     yours = case.out.detach().cpu().float()
     expected = p.reference(case)
     allowed = p.bound(case, expected) if p.bound is not None else None
@@ -391,12 +367,16 @@ def check(key: str, kernel, seed: int | None = None) -> Result:
     if not torch.isnan(guard).all():
         n = int((~torch.isnan(guard)).sum())
         return Result(key, False, f"your kernel wrote {n} values outside z: mask the store (tl.store(..., mask=...))",
-                      yours, expected, sizes, mode)
+                      yours, expected, sizes, mode, view=view, notes=notes)
+    if torch.isnan(yours).all() and not any(c.kind == "store" for c in trace.calls):   # GPU: no trace
+        return Result(key, False, "your kernel stored nothing in z yet. Write the kernel's body "
+                                  "(it ends with tl.store(z_ptr + ..., value, mask=...)) and run the cell again",
+                      yours, expected, sizes, mode, answered=False, view=view, notes=notes)
     if torch.isnan(yours).any():
         n = int(torch.isnan(yours).sum())
         return Result(key, False, f"{n} of {yours.numel()} outputs are NaN: never written (a missing or "
                                   "misplaced store), an unmasked load past the end, an overflow such as inf/inf, or 0/0 (a softmax row "
-                                  "whose every score is -inf)", yours, expected, sizes, mode)
+                                  "whose every score is -inf)", yours, expected, sizes, mode, view=view, notes=notes)
     bad = _bad(p, yours, expected, allowed)
     if bad.any():
         idx = tuple(int(v) for v in bad.nonzero()[0])
@@ -404,12 +384,12 @@ def check(key: str, kernel, seed: int | None = None) -> Result:
         within = f", allowed {float(allowed[idx]):.3g} there" if allowed is not None else ""
         return Result(key, False, f"{int(bad.sum())} of {yours.numel()} values differ (first at {idx}: yours "
                                   f"{float(yours[idx]):.4g}, expected {float(expected[idx]):.4g}{within}; "
-                                  f"max error {err:.3g})", yours, expected, sizes, mode, allowed)
+                                  f"max error {err:.3g})", yours, expected, sizes, mode, allowed, view=view, notes=notes)
     ok = f"all {yours.numel()} values match on fresh inputs"
     if allowed is not None:
         err = (yours.double() - expected.double()).abs()
         ok += f" (max error {float(err.max()):.3g}; worst use of the bound {float((err / allowed.double()).max()):.2f})"
-    return Result(key, True, ok, yours, expected, sizes, mode, allowed)
+    return Result(key, True, ok, yours, expected, sizes, mode, allowed, view=view, notes=notes)
 
 
 def hint(key: str, level: int = 1) -> str:
@@ -439,7 +419,7 @@ def reference_kernel(key: str, wrong: bool | str = False):
     return getattr(_kernels_module(p), name)
 
 
-def self_test(seed: int | None = None, lab: str = "06-triton-on-amd") -> list[dict]:
+def self_test(seed: int | None = None, *, lab: str) -> list[dict]:
     """Each puzzle's reference must pass and each of its wrong kernels must fail, on the same fresh inputs.
     One row per puzzle; ``wrongs`` lists every wrong kernel with the message a learner would see."""
 
@@ -465,11 +445,11 @@ def wrong_rows(rows: list[dict]) -> list[dict]:
                  caught=w["caught"], message=w["message"]) for r in rows for w in r["wrongs"]]
 
 
-def grade(kernels: dict, seed: int | None = None, lab: str = "06-triton-on-amd", record: bool = False) -> list[Result]:
+def grade(kernels: dict, seed: int | None = None, *, lab: str, record: bool = False) -> list[Result]:
     """Check every puzzle of ``lab`` the learner has a kernel for (``{key: kernel}``); missing ones score 0.
     ``record=True`` keeps the points in the learner's progress (``rocmlab progress``)."""
     results = [check(k, kernels[k], seed) if kernels.get(k) is not None else
-               Result(k, False, "no kernel given") for k in LABS[lab]]
+               Result(k, False, "no kernel given yet", answered=False) for k in LABS[lab]]
     if record:
         from rocmlab.course import progress
         from rocmlab.machine.detect import current

@@ -1,7 +1,7 @@
 """The grader: ``check(exercise_id, source)`` runs an exercise's checks on a HIP submission.
 
 Checks (one small unit each, :mod:`rocmlab.grader.checks`): ``static`` (on what the compiler sees: the
-token stream of the code compiled for the AMD target, from THE trap scanner :mod:`rocmlab.port.scan`:
+token stream of the code compiled for the AMD target, from THE trap scanner :mod:`rocmlab.cuda2hip.scan`:
 no CUDA left, no warp-size assumptions, errors checked, required APIs), ``compile`` (for the AMD target,
 always possible offline; only system headers and ``exercise_io.h`` may be read), ``run`` (in
 :func:`rocmlab.sandbox.run`: its own unprivileged user, read-only system, only its scratch folder
@@ -18,7 +18,6 @@ whole report ``status="error"`` with the fix: never scored, never cached.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shutil
 import tempfile
@@ -95,8 +94,7 @@ def check(exercise_id: str, source: str, *, plat=None, seed: int | None = None, 
 def _not_scored(report, results: list[CheckResult], specs, msg: str) -> Report:
     """A report with status "error": the checks that ran stay visible (the learner sees the static findings),
     none is scored, and it is never cached."""
-    ran = [dataclasses.replace(r, points=0.0, message=f"{r.message} (not scored: a fault of the machine "
-                               "stopped this grade)") for r in results]
+    ran = [r.not_scored() for r in results]
     return report(ran + [CheckResult(s.id, s.type, "not run", 0.0, s.points, f"not graded: {msg}")
                          for s in specs[len(results):]], "error", msg)
 

@@ -1,11 +1,15 @@
 """Grade a folder of submissions: in parallel, resumable, with atomic writes and gradebook CSVs.
 
-Layout: ``SUBMISSIONS/<learner>/<exercise-id>.hip`` (several exercises) or ``SUBMISSIONS/<learner>.hip`` /
-``SUBMISSIONS/<learner>/<any>.hip`` (one exercise, given with ``--exercise``). Results go to ``OUT/``:
+Every graded item can be graded here (:mod:`rocmlab.grader.items`: exercises, lab tasks, puzzles, questions),
+each re-graded in the sandbox with a fresh seed. An item id with a ``/`` (``08-mi300x-package/xcd-remap``) is
+written with a ``+`` in every file name (``FLAT``: ``08-mi300x-package+xcd-remap``), as the exchange does.
 
-- ``results/<learner>__<exercise>.json``: one report each, written to a temporary file and renamed, so a
+Layout: ``SUBMISSIONS/<learner>/<FLAT>.<suffix>`` (several items) or ``SUBMISSIONS/<learner>.hip`` /
+``SUBMISSIONS/<learner>/<any>.hip`` (one item, given with ``--exercise``). Results go to ``OUT/``:
+
+- ``results/<learner>__<FLAT>.json``: one report each, written to a temporary file and renamed, so a
   killed run leaves only whole results; a rerun skips every result whose source hash still matches;
-- ``feedback/<learner>/<exercise>.txt`` and ``.html``: what the learner reads (the same text as the widget);
+- ``feedback/<learner>/<FLAT>.txt`` and ``.html``: what the learner reads (the same text as the widget);
 - ``grades.csv``: nbgrader's gradebook columns (assignment, duedate, timestamp, student_id, last_name,
   first_name, email, raw_score, late_submission_penalty, score, max_score), one row per learner;
 - ``grades_by_check.csv``: otter-grader's shape (file, one column per check, total, possible).
@@ -37,10 +41,10 @@ from pathlib import Path
 import yaml
 
 from rocmlab import settings
-from rocmlab.grader.spec import load
+from rocmlab.grader import items
 from rocmlab.sandbox import sigterm_raises_terminated
 
-SUFFIXES = (".hip", ".cpp", ".cu")
+SUFFIXES = items.SUFFIXES
 #: A hand-in larger than this is not read (a HIP exercise is a few KB; the static analysis has a time limit).
 MAX_SUBMISSION_BYTES = 2 << 20
 
@@ -62,7 +66,7 @@ class Job:
 
     @property
     def key(self) -> str:
-        return f"{self.learner}__{self.exercise}"
+        return f"{self.learner}__{items.flat(self.exercise)}"
 
 
 def load_assignment(path) -> tuple[str, list[str]]:
@@ -238,7 +242,8 @@ def _learner_jobs(learner: str, group: list[tuple[os.DirEntry, str]], exercises:
         if is_file:
             cand = files if single else []
         else:
-            cand = [p for p in files if p.stem == ex] or (files if single else [])
+            cand = [p for p in files if p.stem == items.flat(ex)] or (files if single else [])
+        cand = [p for p in cand if items.get(ex).accepts(p.suffix)] if len(cand) > 1 else cand
         if len(cand) > 1:
             names = ", ".join(shown(str(p.relative_to(path)), 40) for p in cand[:4])
             jobs.append(refuse(ex, path, f"more than one source file for {ex} ({names}): hand in one, named "
@@ -255,14 +260,15 @@ def _learner_jobs(learner: str, group: list[tuple[os.DirEntry, str]], exercises:
                     sha = _refused_sha(str(exc))
                 jobs.append(Job(learner, ex, str(cand[0]), sha, str(exc)))
         else:
-            bad = [p for p in links if p.stem == ex or (single and (p.suffix in SUFFIXES or p == path))]
+            bad = [p for p in links if p.stem == items.flat(ex) or (single and (p.suffix in SUFFIXES or p == path))]
             if bad:
                 jobs.append(Job(learner, ex, str(bad[0]), _link_sha(bad[0]),
                                 f"{shown(bad[0].name)} is a symbolic link: the grader does not follow links; "
                                 "hand in the file itself"))
             else:
                 why = f" ({problem})" if problem else ""
-                jobs.append(refuse(ex, path, f"nothing handed in for {ex}: expected {learner}/{ex}.hip{why}"))
+                jobs.append(refuse(ex, path, f"nothing handed in for {ex}: expected {learner}/{items.flat(ex)}"
+                                             f"{items.get(ex).suffix}{why}"))
     return jobs
 
 
@@ -271,11 +277,11 @@ def find_jobs(submissions, exercises: list[str]) -> list[Job]:
     if not root.is_dir():
         raise BatchError(f"no submissions folder {root}: pass a folder with one file or folder per learner")
     for e in exercises:
-        load(e)  # raises with the list of known ids
+        items.get(e)  # raises with the list of known ids
     jobs = [j for learner, group in _top_entries(root).items() for j in _learner_jobs(learner, group, exercises)]
     if not any(not j.refused or not j.refused.startswith("nothing handed in") for j in jobs):
         raise BatchError(f"no submissions found in {root} for {', '.join(exercises)}: expected "
-                         "LEARNER.hip or LEARNER/EXERCISE.hip")
+                         "LEARNER.hip or LEARNER/ITEM.SUFFIX")
     return jobs
 
 
@@ -297,28 +303,31 @@ def atomic_write(path: Path, text: str) -> None:
 
 
 def _grade_one(job: Job, out: str, seed: int | None, time_limit_s: float | None) -> dict:
-    from rocmlab import grader
-
+    item = items.get(job.exercise)
     try:
+        suffix = Path(job.path).suffix
         if job.refused:
-            report = grader.refused(job.exercise, job.refused)
+            report = items.refused(job.exercise, job.refused)
+        elif suffix in SUFFIXES and not item.accepts(suffix):
+            report = items.refused(job.exercise, f"{shown(Path(job.path).name)} is a {suffix} file; {item.id} takes "
+                                                 f"a {item.suffix} answer: hand in {items.flat(item.id)}{item.suffix}")
         else:
             source = read_submission(job.path).decode(errors="replace")
-            report = grader.check(job.exercise, source, seed=seed, time_limit_s=time_limit_s)
+            report = items.grade(job.exercise, source, seed=seed, time_limit_s=time_limit_s)
         d = report.to_json()
         text, page = report.to_text(), report.to_html()
     except BatchError as exc:   # the hand-in changed since it was listed (now a link, too large): the learner's
-        report = grader.refused(job.exercise, str(exc))
+        report = items.refused(job.exercise, str(exc))
         d, text, page = report.to_json(), report.to_text(), report.to_html()
-    except Exception as exc:   # a grader bug: reported, never cached (status error)
+    except Exception as exc:   # a grader bug or a fault of the machine: reported, never cached (status error)
         d = {"exercise": job.exercise, "status": "error", "error": f"{type(exc).__name__}: {exc}", "earned": 0.0,
-             "available": 0.0,
-             "possible": grader.load(job.exercise).possible, "checks": []}
+             "available": 0.0, "possible": item.possible, "checks": []}
         text, page = f"{job.exercise}: not graded: {d['error']}", f"<p>not graded: {d['error']}</p>"
     d.update(learner=job.learner, sha=job.sha, path=job.path)
     outp = Path(out)
-    atomic_write(outp / "feedback" / job.learner / f"{job.exercise}.txt", text + "\n")
-    atomic_write(outp / "feedback" / job.learner / f"{job.exercise}.html", page)
+    flat = items.flat(job.exercise)
+    atomic_write(outp / "feedback" / job.learner / f"{flat}.txt", text + "\n")
+    atomic_write(outp / "feedback" / job.learner / f"{flat}.html", page)
     atomic_write(outp / "results" / f"{job.key}.json", json.dumps(d))   # last: its presence means done
     return d
 
@@ -423,6 +432,20 @@ def csv_text(value: str) -> str:
     return "'" + value if value.startswith(_FORMULA_START) else value
 
 
+def _check_ids(item_id: str, results: dict) -> list[str]:
+    """The check ids of an item: an exercise's spec, else the checks its results name (in first-seen order)."""
+    from rocmlab.grader.spec import load
+
+    item = items.get(item_id)
+    if item.regrade is None:                    # an exercise: its spec's checks
+        return [c.id for c in load(item_id).checks]
+    ids: list[str] = []
+    for (_, e), r in sorted(results.items()):
+        if e == item_id:
+            ids += [c["id"] for c in r.get("checks", []) if isinstance(c, dict) and c.get("id") not in ids]
+    return ids
+
+
 def write_csvs(out: Path, jobs: list[Job], assignment: str) -> None:
     results = {}
     for j in jobs:
@@ -433,7 +456,7 @@ def write_csvs(out: Path, jobs: list[Job], assignment: str) -> None:
     learners = sorted({j.learner for j in jobs})
     exercises = sorted({j.exercise for j in jobs})
 
-    max_score = sum(load(e).possible for e in exercises)
+    max_score = sum(items.get(e).possible for e in exercises)
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(NBGRADER_COLUMNS)
@@ -444,7 +467,7 @@ def write_csvs(out: Path, jobs: list[Job], assignment: str) -> None:
                     f"{max_score:g}"])
     atomic_write(out / "grades.csv", buf.getvalue())
 
-    check_cols = [f"{e}:{c.id}" for e in exercises for c in load(e).checks]
+    check_cols = [f"{e}:{c}" for e in exercises for c in _check_ids(e, results)]
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["file", *check_cols, "total", "possible", "available"])

@@ -131,6 +131,8 @@ def _machine_fault(res, target: str = "", flags=(), plat=None) -> str:
 
     if res.ok:
         return ""
+    if getattr(res, "machine_fault", ""):      # the compiler's user could not read a file (the driver checked)
+        return res.machine_fault
     if not res.toolchain_kind:
         return res.cannot_run_reason or res.log
     if not target:
@@ -309,15 +311,25 @@ def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
 def _run_verdict(r: dict) -> tuple[str, str]:
     status, msg = _verdict(r)
     if r.get("simulated"):     # the feedback names the backend that earned (or lost) the points
+        found = sim.findings(r["done"].stderr)
+        shown = "; ".join(f"{tool}: {text}" for tool, text in found[:2]) + (
+            f" (and {len(found) - 2} more finding(s))" if len(found) > 2 else "")
         stopped = sim.stopped_message(r["done"].stderr)
-        if stopped and status == "failed":
+        if found and status == "passed":     # the sanitizer saw what MI300X would hide: a failed check
+            status, msg = "failed", (f"the program ran, but the simulator's sanitizer found {len(found)} problem(s) "
+                                     f"a GPU would hide: {shown}")
+        elif stopped and status == "failed":
             msg = f"{msg}: {stopped}" if r["done"].returncode != sim.STOPPED_EXIT else f"stopped: {stopped}"
+            if found:
+                msg += f"; the sanitizer found: {shown}"
         msg = sim.label(msg)
     return status, msg
 
 
 def _verdict(r: dict) -> tuple[str, str]:
     done = r["done"]
+    if done.starved:
+        raise MachineFault("the program " + done.explain())
     if done.timed_out:
         return "failed", "the program " + done.explain()
     if "bad_alloc" in done.stderr or "out of memory" in done.stderr.lower():
@@ -373,11 +385,43 @@ def _simulate(ctx: Context, spec: CheckSpec) -> CheckResult | None:
     if s is None:
         return None
     if not s.ok:
-        why = "; ".join(d.message for d in s.errors[:2]) or s.summary()
-        ctx.run = {"status": "skipped", "arrays": None, "format_error": ""}
-        return result(spec, ctx, "skipped", sim.label(f"no GPU here, and the CPU simulator cannot run this: {why}"))
+        return _simulator_failed(ctx, spec, s)
     ctx.sim_build = s
     return None
+
+
+def _simulator_failed(ctx: Context, spec: CheckSpec, s) -> CheckResult:
+    """The simulator's build of code that compiled for the target failed. Never "skipped" for the learner's
+    own choice: skipped only where the exercise's own solution cannot be simulated either (MFMA, hipBLAS: the
+    machine's limit); failed where the learner's code causes it (a construct the solution does without, or a
+    compile error only the host build sees); a machine fault (not scored) where the simulator cannot build even
+    a minimal program here."""
+    from rocmlab.hip import build
+
+    why = "; ".join((f"line {d.line}: " if d.line else "") + d.message for d in s.errors[:2]) or s.summary()
+    ctx.run = {"status": "failed", "arrays": None, "format_error": ""}
+    if sim.unsupported(ctx.source):       # something the simulator does not model (MFMA, a library, assembly)
+        try:
+            solution_runs = not sim.unsupported(ctx.exercise.solution)
+        except OSError:                   # no solution here (a learner's environment): the machine's limit
+            solution_runs = False
+        if not solution_runs:
+            ctx.run["status"] = "skipped"
+            return result(spec, ctx, "skipped", sim.label(f"no GPU here, and the CPU simulator cannot run this: "
+                                                          f"{why}"))
+        return result(spec, ctx, "failed", sim.label(
+            f"no GPU here, and the CPU simulator, which runs this exercise here, cannot run your program: {why}. "
+            "The exercise needs none of it: write it without, or grade on an AMD GPU"))
+    probe = build.compile(PROBE_SOURCE, lang="hip", target=s.target, toolchain=sim.KIND, plat=None,
+                          name="grader-sim-probe")
+    if not probe.ok:
+        raise MachineFault("the CPU simulator cannot build even a minimal program here: " + "; ".join(
+            d.message for d in (probe.errors or probe.diagnostics)[:2]))
+    return result(spec, ctx, "failed", sim.label(
+        f"your program compiles for {ctx.build.target}, but the CPU simulator, which runs it here as MI300X would, "
+        f"cannot build it: {why}. The simulator compiles your file once, as the gfx942 device pass sees it "
+        "(__HIP_DEVICE_COMPILE__ is 1 in host code too), against the HIP API this course uses: make it build "
+        "that way, or grade on an AMD GPU"))
 
 
 def check_run(ctx: Context, spec: CheckSpec) -> CheckResult:

@@ -56,6 +56,13 @@ class CheckResult:
     def passed(self) -> bool:
         return self.status == "passed"
 
+    def not_scored(self) -> CheckResult:
+        """This check as it stays visible in a grade a fault of the machine stopped: no points, the reason said."""
+        from dataclasses import replace
+
+        return replace(self, points=0.0, message=f"{self.message} (not scored: a fault of the machine stopped this "
+                                                 "grade)")
+
 
 @dataclass
 class Report:
@@ -104,7 +111,7 @@ class Report:
         if self.status == "error":
             return f"{self.exercise}: NOT GRADED (a problem of this machine, not of your code): {self.error}"
         skipped = self.possible - self.available
-        more = f"; {skipped:g} more need another machine: see the skipped checks" if skipped else ""
+        more = f"; {skipped:g} more not checked here: each skipped check says why" if skipped else ""
         return (f"{self.exercise}: {self.earned:g}/{self.available:g} points on the checks this machine runs"
                 f" ({self.possible:g} in all{more})  [{self.backend}: {self.device}]")
 
@@ -162,7 +169,7 @@ class Availability:
             return head + " (no check was skipped on this machine)"
         ids = ", ".join(f"{cid} ({p:g})" for cid, _, p, _ in self.skipped)
         first = next((r for _, t, _, r in self.skipped if t == "run"), self.skipped[0][3])
-        return (f"{head}; {self.missing:g} need another machine: {ids}. Why: {_short_reason(first)}. "
+        return (f"{head}; {self.missing:g} not checked on this machine: {ids}. Why: {_short_reason(first)}. "
                 f"Here {self.earned:g}/{self.runnable:g} is the most this machine can check, not a full score.")
 
     def html(self) -> str:

@@ -58,7 +58,12 @@ class Exercise:
 
     @property
     def solution(self) -> str:
-        return (self.folder / "solution.hip").read_text()
+        try:
+            return (self.folder / "solution.hip").read_text()
+        except PermissionError:       # a workshop learner's server: the file is locked (rocmlab.workshop.references)
+            from rocmlab.withheld import SolutionWithheld
+
+            raise SolutionWithheld(f"the solution of {self.id}") from None
 
     @property
     def readme(self) -> str:

@@ -30,6 +30,8 @@ from rocmlab.hip import hipify
 def _run_verdict(r: dict) -> tuple[str, str]:
     """("passed", "") when the timed program ended cleanly with a readable output, else ("failed", why)."""
     done = r["done"]
+    if done.starved:
+        raise MachineFault("the program " + done.explain())
     if done.timed_out or done.signal or done.returncode != 0:
         return "failed", "the program " + done.explain()
     if r["format_error"] or r["arrays"] is None:

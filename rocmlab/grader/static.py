@@ -1,6 +1,6 @@
 """Static rules over what the compiler sees, not over raw text.
 
-:func:`analyze` runs THE trap scanner (:func:`rocmlab.port.scan.scan`, token-based and preprocessor-aware:
+:func:`analyze` runs THE trap scanner (:func:`rocmlab.cuda2hip.scan.scan`, token-based and preprocessor-aware:
 the code compiled for the AMD target in the device and host passes) on the submission, with
 ``exercise_io.h`` as the only include folder and an empty project folder (so ``#include "..."`` reaches
 nothing else). It runs in a forked child with a time limit (``settings.STATIC_TIME_LIMIT_S``): a file built
@@ -32,7 +32,7 @@ from pathlib import Path
 from rocmlab import sandbox, settings
 from rocmlab.grader.spec import COMMON_DIR, common_header_hash
 from rocmlab.paths import cache_dir
-from rocmlab.port.scan import ScanReport, Tok, scan, tokenize
+from rocmlab.cuda2hip.scan import ScanReport, Tok, scan, tokenize
 
 SUBMISSION = "submission.hip"
 #: Characters of one statement the ``requires`` regular expressions see (keeps them linear overall).
@@ -61,6 +61,9 @@ class Analysis:
     constants: dict[str, str] = field(default_factory=dict)   # the folded constants: name -> literal
     preprocessor: str = ""             # whose preprocessor decided what is compiled (clang's, or the scanner's)
     files_read: list[str] = field(default_factory=list)      # what clang's preprocessor read
+    #: (line, text) of assembler directives that read files, found in clang's preprocessed output of the
+    #: submission (macros expanded, string escapes decoded): what the assembler would see
+    asm_reads: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def launches(self) -> list[tuple[int, str]]:
@@ -210,12 +213,24 @@ def _child(conn, source, target, root):
         conn.close()
 
 
+def _starved_or_not(pid: int, limit: float, what: str) -> None:
+    """At a time-out of ``pid`` (still running): raise :class:`rocmlab.sandbox.MachineBusy` when the machine starved
+    it (its threads waited for a CPU far longer than they ran: :func:`rocmlab.sandbox.starved`), so that a busy
+    grading machine never refuses a learner's file; return when it had the CPU (the file's own fault)."""
+    account = sandbox.tree_cpu_account(pid)
+    if account and sandbox.starved(True, account[0], account[1], limit):
+        raise sandbox.MachineBusy(f"{what} did not finish in {limit:g} s because the machine was too busy: it got "
+                                  f"{account[0]:.1f} s on a CPU and waited {account[1]:.1f} s for one. A fault of "
+                                  "the machine, not of the file: not scored; grade again when the machine is less busy")
+
+
 def analyze(source: str, target: str | None = None, *, time_limit_s: float | None = None, flags=()) -> Analysis:
     """The scanner's view of ``source`` for ``target`` (an NVIDIA target is scanned as the default AMD one:
     the checks are about the AMD port). Where an AMD compiler is here, the scanner judges what clang compiles:
     :func:`clang_view` (clang's own preprocessor, in the sandbox, with the build's ``flags``) decides which
     lines are compiled. Raises :class:`AnalysisError` when it cannot finish in time, or clang's preprocessor
-    stops (the submission's own ``#error``, a missing header: the learner's failure)."""
+    stops (the submission's own ``#error``, a missing header: the learner's failure); and
+    :class:`rocmlab.sandbox.MachineBusy` when the time ran out because the machine starved it (not scored)."""
     target = target if target in settings.AMD_TARGETS else settings.DEFAULT_TARGET
     limit = time_limit_s or settings.STATIC_TIME_LIMIT_S
     if not flags:                         # the grader's include folder (exercise_io.h only), as the build has it
@@ -234,6 +249,7 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
     send.close()
     try:
         if not recv.poll(limit):
+            _starved_or_not(proc.pid, limit, "the static analysis")
             raise AnalysisError(f"the static analysis did not finish in {limit:g} s (a very large or macro-heavy "
                                 "file?): make the file smaller")
         try:
@@ -251,6 +267,7 @@ def analyze(source: str, target: str | None = None, *, time_limit_s: float | Non
     value.preprocessor = "clang (its own preprocessor output, in the sandbox)" if view is not None else \
         "rocmlab's scanner (no AMD compiler here, or clang's preprocessor stopped on the file)"
     value.files_read = view.files if view is not None else []
+    value.asm_reads = view.asm_reads if view is not None else []
     return value
 
 
@@ -309,6 +326,7 @@ def include_dir() -> str:
 class ClangView:
     lines: set[int]          # the submission's lines clang's preprocessor kept (device or host pass)
     files: list[str]         # every file the preprocessor read (from its line markers)
+    asm_reads: list[tuple[int, str]] = field(default_factory=list)   # see Analysis.asm_reads
 
 
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"')
@@ -348,14 +366,20 @@ def clang_view(source: str, target: str, flags=(), time_limit_s: float | None = 
         return None
     lines: set[int] = set()
     files: set[str] = set()
+    reads: set[tuple[int, str]] = set()
     limit = time_limit_s or settings.STATIC_TIME_LIMIT_S
 
     def one(kind: str):
         # not cached (a preprocessed file is megabytes): read what is needed, then remove the build folder
-        o = driver.compile_source(source, tc, lang="hip", output_kind=kind, target=target, flags=flags,
-                                  stem=SUBMISSION.rsplit(".", 1)[0], time_limit=limit, use_cache=False)
+        with sandbox.machine_faults() as faults:      # this thread's runs: a starved one is the machine's
+            o = driver.compile_source(source, tc, lang="hip", output_kind=kind, target=target, flags=flags,
+                                      stem=SUBMISSION.rsplit(".", 1)[0], time_limit=limit, use_cache=False)
+        if faults:
+            shutil.rmtree(o.directory, ignore_errors=True)
+            raise sandbox.MachineBusy(f"clang's preprocessor: {faults[0]}")
         try:
-            return o, (marker_lines(o.read(), SUBMISSION) if o.ok else None)
+            text = o.read() if o.ok else ""
+            return o, ((*marker_lines(text, SUBMISSION), asm_file_reads(text, SUBMISSION)) if o.ok else None)
         finally:
             shutil.rmtree(o.directory, ignore_errors=True)
 
@@ -367,10 +391,63 @@ def clang_view(source: str, target: str, flags=(), time_limit_s: float | None = 
                                 "file?): make the file smaller")
         if not o.ok:       # the learner's own failure (#error, <cuda_runtime.h>): the compile check fails on it;
             return None    # the static rules still judge the file with the scanner's own preprocessor
-        got, read = marks
+        got, read, asm = marks
         lines |= got
         files |= read
-    return ClangView(lines, sorted(files))
+        reads |= set(asm)
+    return ClangView(lines, sorted(files), sorted(reads))
+
+
+_STRING = re.compile(r'(?:u8|u|U|L)?R"([^()\\ ]{0,16})\((.*?)\)\1"|(?:u8|u|U|L)?"((?:\\.|[^"\\\n])*)"', re.DOTALL)
+_ESCAPE = re.compile(r"\\(x[0-9A-Fa-f]+|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[0-7]{1,3}|.)", re.DOTALL)
+_SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v", "e": "\x1b"}
+
+
+def c_unescape(body: str) -> str:
+    """A C string literal's body as the compiler stores it (``\\x2e`` -> ``.``, ``\\056`` -> ``.``): what the
+    assembler reads from an ``asm("...")`` string."""
+    def one(m):
+        e = m.group(1)
+        if e[0] in "xuU" and len(e) > 1:
+            return chr(int(e[1:], 16) & 0x10FFFF)
+        if e[0] in "01234567":
+            return chr(int(e, 8))
+        return _SIMPLE_ESCAPES.get(e, e)
+    return _ESCAPE.sub(one, body)
+
+
+def asm_file_reads(text: str, name: str) -> list[tuple[int, str]]:
+    """(line, text) for each assembler directive that reads a file (``.incbin``, ``.include``) or can spell one
+    (``.macro``, ``.irp``, ...) in the string literals of ``clang -E`` output from file ``name``: macros are
+    expanded there, and each literal is read after its escapes (adjacent literals joined, as the compiler
+    joins them). Linear."""
+    out: list[tuple[int, str]] = []
+    cur, num, tail, tail_line = "", 0, "", 0
+    for out_line in text.split("\n"):
+        m = _MARKER.match(out_line)
+        if m:
+            num, cur = int(m.group(1)), m.group(2)
+            continue
+        if cur == name:
+            last = 0
+            for s in _STRING.finditer(out_line):
+                if out_line[last:s.start()].strip():      # something between two literals: a new run
+                    tail, tail_line = "", 0
+                last = s.end()
+                body = s.group(2) if s.group(2) is not None else c_unescape(s.group(3) or "")
+                tail, tail_line = (tail + body.lower())[-64:], tail_line or num
+                if any(x in tail for x in _ASM_READS):
+                    out.append((tail_line, "`.incbin`/`.include` in inline assembly reads a file (after the "
+                                           "compiler's escape processing): remove it"))
+                    tail = ""
+                elif any(x in tail for x in _ASM_BUILDS):
+                    out.append((tail_line, "assembler macros and loops (.macro, .irp, .rept, .altmacro) in inline "
+                                           "assembly can spell a directive that reads a file: remove them"))
+                    tail = ""
+            if out_line[last:].strip():
+                tail, tail_line = "", 0
+        num += 1
+    return out
 
 
 _COND_OPEN = {"if", "ifdef", "ifndef"}
@@ -449,11 +526,20 @@ def errors_checked(a: Analysis, options: dict) -> list[tuple[int, str]]:
     # macros whose body checks the last error count as a check after a launch
     checkers = {d[2].text for d in a.directives
                 if len(d) > 3 and d[1].text == "define" and any(t.text in _ERRCHK for t in d[3:])}
+    discarding = _discarding_macros(a.directives)
     for i, t in enumerate(toks):
-        if (t.kind == "id" and t.text not in _NOT_CHECKED_OK and i + 1 < n and toks[i + 1].text == "("
-                and (i == 0 or toks[i - 1].text in _STATEMENT_START) and _HIP_API.fullmatch(t.text)):
-            kind = "hipblasStatus_t" if t.text.startswith("hipblas") else "hipError_t"
+        if not (t.kind == "id" and t.text not in _NOT_CHECKED_OK and i + 1 < n and toks[i + 1].text == "("
+                and _HIP_API.fullmatch(t.text)):
+            continue
+        kind = "hipblasStatus_t" if t.text.startswith("hipblas") else "hipError_t"
+        if i == 0 or toks[i - 1].text in _STATEMENT_START:
             problems.append((t.line, f"the {kind} that {t.text}() returns is ignored: wrap it in a check macro"))
+        elif _discarded(toks, i):
+            problems.append((t.line, f"the {kind} that {t.text}() returns is thrown away ((void), static_cast<void> "
+                                     "or std::ignore): a discarded error is not checked; wrap it in a check macro"))
+        elif i >= 2 and toks[i - 1].text == "(" and toks[i - 2].text in discarding:
+            problems.append((t.line, f"the macro {toks[i - 2].text} never looks at the {kind} that {t.text}() returns "
+                                     "(it only evaluates or discards it): compare it with hipSuccess and report it"))
     launch_lines = {line for line, _ in a.launches}
     seen = set()
     for i, t in enumerate(toks):
@@ -470,6 +556,33 @@ def errors_checked(a: Analysis, options: dict) -> list[tuple[int, str]]:
         if not any(w in _ERRCHK or w in checkers for w in window):
             problems.append((t.line, "no hipGetLastError() right after this kernel launch: launch errors go unseen"))
     return sorted(problems)
+
+
+#: Tokens that show a macro's body looks at the status it is given.
+_USES_STATUS = {"!=", "==", "if", "?", "switch", "hipSuccess", "HIPBLAS_STATUS_SUCCESS", "hipGetErrorString",
+                "hipGetErrorName", "assert", "throw", "return", "abort", "exit", "!"}
+
+
+def _discarded(toks: list[Tok], i: int) -> bool:
+    """The call at ``toks[i]`` is the operand of ``(void)``, ``static_cast<void>(...)`` or ``std::ignore =``."""
+    j = i - 1
+    while j >= 0 and toks[j].text == "(":      # (void)((hipMalloc(...)))
+        j -= 1
+    before = [x.text for x in toks[max(0, j - 4):j + 1]]
+    return (before[-3:] == ["(", "void", ")"] or before[-4:] == ["static_cast", "<", "void", ">"]
+            or before[-2:] == ["ignore", "="])
+
+
+def _discarding_macros(directives: list[list[Tok]]) -> set[str]:
+    """Function-like macros of the submission whose body never looks at its argument's value
+    (``#define CHECK(x) (void)(x)``, ``#define CHECK(x) x``)."""
+    out = set()
+    for d in directives:
+        if len(d) > 3 and d[1].text == "define" and d[3].text == "(" and d[3].col == d[2].col + len(d[2].text):
+            close = next((k for k in range(4, len(d)) if d[k].text == ")"), None)
+            if close is not None and not any(x.text in _USES_STATUS for x in d[close + 1:]):
+                out.add(d[2].text)
+    return out
 
 
 def statements(a: Analysis) -> list[str]:
@@ -551,12 +664,14 @@ def compile_inputs(a: Analysis, source: str | None = None) -> list[tuple[int, st
     problems = []
     for f in a.files_read:                 # what clang's preprocessor read: system headers and exercise_io.h only
         if f.startswith("<") or f == SUBMISSION or f.startswith(_SYSTEM_PREFIXES) or (
-                os.path.basename(f) == "exercise_io.h" and "/grader-include/" in f):
+                os.path.basename(f) == "exercise_io.h"
+                and ("/grader-include/" in f or os.path.dirname(f) == include_dir())):
             continue
         problems.append((0, f"the preprocessor read {f}: only system headers (<...>) and \"exercise_io.h\" may be "
                             "included"))
     lines = _directive_view(source) if source is not None else None
     directives = [t for t in lines if t and t[0].text == "#"] if lines is not None else a.directives
+    problems += getattr(a, "asm_reads", [])
     for d in directives:
         if len(d) < 2:
             continue
@@ -580,7 +695,8 @@ def compile_inputs(a: Analysis, source: str | None = None) -> list[tuple[int, st
     for i, t in enumerate(toks):
         low = t.text.lower()
         if t.kind == "str":
-            body = low[low.find('"') + 1:low.rfind('"')] if low.count('"') >= 2 else low
+            text = t.text    # escapes decoded first, as the compiler does (\x2e is "."), then lower case
+            body = c_unescape(text[text.find('"') + 1:text.rfind('"')]).lower() if text.count('"') >= 2 else low
             run_text, run_line = run_text[-16:] + body, run_line or t.line     # the tail only: linear
             if any(x in run_text for x in _ASM_READS) and run_line not in flagged:
                 flagged.add(run_line)
@@ -596,4 +712,9 @@ def compile_inputs(a: Analysis, source: str | None = None) -> list[tuple[int, st
             if t.line not in flagged:
                 flagged.add(t.line)
                 problems.append((t.line, "`.incbin`/`.include` (an assembler directive that reads a file): remove it"))
-    return sorted(set(problems))
+    out, seen = [], set()
+    for ln, text in sorted(set(problems)):      # one problem per line (the preprocessed view's comes first)
+        if not ln or ln not in seen:
+            seen.add(ln)
+            out.append((ln, text))
+    return out

@@ -87,6 +87,7 @@ class BuildResult:
     notes: list[str] = field(default_factory=list)
     flags: tuple[str, ...] = ()
     root: str | None = None        # the ROCm root an offline build links against (and runs in)
+    machine_fault: str = ""        # a failure that is the machine's, not the source's (never cached nor scored)
 
     @property
     def errors(self) -> list[Diagnostic]:
@@ -231,7 +232,7 @@ def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=
     kind = mode
     if mode == "exe" and link is not True and not can_run and tc.kind != "nvcc":
         kind = "check"
-        why += "; no program was linked (its device code was compiled and its host code checked): link=True links one"
+        why += "; so no program was linked here (its device code was compiled and its host code checked)"
     out = driver.compile_source(source, tc, lang=lang, output_kind=kind, target=target, flags=flags,
                                 stem=name or "cell", use_cache=use_cache)
     unknown = list((out.translation or {}).get("unknown_names", []))
@@ -242,7 +243,7 @@ def compile(source: str, *, lang: str = "hip", target: str | None = None, flags=
                       out.cached, time.monotonic() - start, can_run and out.ok, why if out.ok else "the build failed",
                       lang, mode, tc.kind, source, out.compiled_source,
                       str(Path(out.directory) / out.source_file), list(out.command), out.key, name, unknown, notes,
-                      flags, tc.root)
+                      flags, tc.root, out.machine_fault)
     return _remember(res)
 
 

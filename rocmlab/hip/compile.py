@@ -44,6 +44,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -67,7 +68,9 @@ COMPILER_FILE_BYTES = 128 << 20
 #: The build cache's size cap: after each new entry the least recently used ones go until it is under this.
 CACHE_MAX_BYTES = 2 << 30
 #: The PATH the offline compiler sees inside the root.
-_ROOT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+#: HIP_PATH: hipcc finds its install from /proc/self/exe, which a chroot without /proc (the sandbox's fallback in a
+#: container) lacks; /usr is what it finds there anyway.
+_ROOT_ENV = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp", "HIP_PATH": "/usr"}
 
 
 # --- toolchain choice ------------------------------------------------------------------------
@@ -125,6 +128,19 @@ def choose(lang: str, target: str, plat=None, toolchain=None) -> tuple[Toolchain
     return None, f"no {want} found for target {target}: " + "; or ".join(f for f in fixes if f)
 
 
+def gpu_target(kind: str, plat=None) -> str:
+    """The target a ``kind`` toolchain builds for when none is given: the GPU here where it is one that toolchain
+    builds for (AMD: its gfx; NVIDIA: its sm), else settings.DEFAULT_NVIDIA_TARGET (nvcc) or DEFAULT_TARGET."""
+    plat = resolve_platform(plat)
+    dev = plat.device
+    if kind == "nvcc":
+        here = dev.target_id if plat.backend == "cuda" and dev and dev.target_id.startswith("sm_") else ""
+        return here or settings.DEFAULT_NVIDIA_TARGET
+    if plat.backend == "rocm" and dev and dev.target.startswith("gfx"):
+        return dev.target
+    return settings.DEFAULT_TARGET
+
+
 def available(target: str | None = None) -> str:
     """'' when this machine can compile for the AMD ``target`` (default: settings.DEFAULT_TARGET),
     else the reason and the fix. Labs ask this before a cell that needs an AMD compiler."""
@@ -166,7 +182,7 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, targets=(), flag
     if tc.kind == simulate.KIND:
         runtime = simulator_runtime(tc) if output_kind == "exe" else ""
         return simulate.command(tc, inputs, output, output_kind=output_kind, flags=flags, pre=pre, libs=libs,
-                                runtime=runtime)
+                                runtime=runtime, target=targets[0] if targets else "")
     if tc.kind == "nvcc":
         if len(targets) != 1:
             raise ValueError("nvcc builds for one target at a time here: pass one sm_XX")
@@ -266,13 +282,17 @@ def link_check_log(log: str) -> tuple[str, bool]:
     return "\n".join(out) + ("\n" if out else ""), not failed
 
 
+_RUNTIME_LOCK = threading.Lock()     # a build started ahead (rocmlab.course.labs.lab01_hip_programming_model.lab) is waited for, not repeated
+
+
 def simulator_runtime(tc: Toolchain) -> str:
     """The CPU simulator's runtime (rocmlab/hip/sim/runtime.cpp) compiled once per version, in the cache."""
     obj = cache_dir() / "hipsim" / tc.version / "runtime.o"
-    if not obj.is_file():
-        r = compile_file(tc, simulate.RUNTIME_SOURCE, obj, flags=["-O2"], cwd=simulate.SIM_DIR)
-        if not r.ok:
-            raise RuntimeError(f"the simulator's runtime does not compile (a rocmlab bug): {r.log[-2000:]}")
+    with _RUNTIME_LOCK:
+        if not obj.is_file():
+            r = compile_file(tc, simulate.RUNTIME_SOURCE, obj, flags=["-O2"], cwd=simulate.SIM_DIR)
+            if not r.ok:
+                raise RuntimeError(f"the simulator's runtime does not compile (a rocmlab bug): {r.log[-2000:]}")
     return str(obj)
 
 
@@ -342,6 +362,16 @@ def _env(tc_root: str | None, env: dict | None) -> dict:
         return dict(_ROOT_ENV, **(env or {}))
     base = {k: os.environ[k] for k in ("PATH", "CUDA_HOME", "CUDA_PATH", "ROCM_PATH", "HIP_PATH") if k in os.environ}
     return dict(base, **(env or {}))
+
+
+def _unreadable_inputs(cmd, tc: Toolchain, work: Path) -> str:
+    """'' when the compiler's user could read every folder and file the command names, else which one it could
+    not and the fix (a fault of the machine: the build is not cached, and the grader does not score it)."""
+    bad = sandbox.unreadable(_host_paths([str(c) for c in ["", *cmd]], tc, exclude=(str(work),)))
+    if not bad:
+        return ""
+    return (f"the compiler's user cannot read {bad} (a fault of this machine, not of the source): make it readable "
+            "by others (chmod o+r, and o+x for a folder), then build again")
 
 
 def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=(), env=None,
@@ -479,7 +509,7 @@ class FileResult:
     explain: str = ""
 
 
-def _file_result(tc, cmd_for, out: Path, cwd: Path, time_limit, src_name: str = "") -> FileResult:
+def file_result(tc, cmd_for, out: Path, cwd: Path, time_limit, src_name: str = "") -> FileResult:
     """Run ``cmd_for(output path)`` with a private scratch folder beside ``out`` (so parallel
     compiles never share one), then move the output into place. ``cwd`` (the project) is bound
     read-only: sources and headers are read from there."""
@@ -514,12 +544,12 @@ def _abs(p, cwd: Path) -> Path:
 
 def compile_file(tc: Toolchain, src, obj, *, targets=None, include_dirs=(), defines=(), flags=(), cwd=None,
                  time_limit: float | None = None) -> FileResult:
-    """Compile one translation unit to an object (``-c``) for ``targets`` (default:
-    settings.DEFAULT_TARGET), through the sandbox. ``cwd``: the project folder (writable)."""
+    """Compile one translation unit to an object (``-c``) for ``targets`` (default: the GPU here, else
+    settings.DEFAULT_TARGET: :func:`gpu_target`), through the sandbox. ``cwd``: the project folder (writable)."""
     cwd = Path(cwd or Path(src).parent).resolve()
     obj = _abs(obj, cwd)
-    targets = tuple(targets or ((settings.DEFAULT_NVIDIA_TARGET,) if tc.kind == "nvcc" else (settings.DEFAULT_TARGET,)))
-    return _file_result(tc, lambda o: command(tc, [_abs(src, cwd)], o, output_kind="obj", targets=targets,
+    targets = tuple(targets or (gpu_target(tc.kind),))
+    return file_result(tc, lambda o: command(tc, [_abs(src, cwd)], o, output_kind="obj", targets=targets,
                                               flags=flags, include_dirs=[_abs(d, cwd) for d in include_dirs],
                                               defines=defines),
                         obj, cwd, time_limit, Path(src).name)
@@ -530,7 +560,7 @@ def link(tc: Toolchain, objects, output, *, libs=(), flags=(), cwd=None, time_li
     cwd = Path(cwd or Path(output).parent).resolve()
     out = _abs(output, cwd)
     objs = [_abs(o, cwd) for o in objects]
-    return _file_result(tc, lambda o: command(tc, objs, o, output_kind="link", flags=flags, libs=libs),
+    return file_result(tc, lambda o: command(tc, objs, o, output_kind="link", flags=flags, libs=libs),
                         out, cwd, time_limit)
 
 
@@ -540,7 +570,7 @@ def archive(tc: Toolchain, objects, output, *, cwd=None, time_limit: float | Non
     out = _abs(output, cwd)
     out.unlink(missing_ok=True)
     objs = [_abs(o, cwd) for o in objects]
-    return _file_result(tc, lambda o: command(tc, objs, o, output_kind="archive"), out, cwd, time_limit or 120.0)
+    return file_result(tc, lambda o: command(tc, objs, o, output_kind="archive"), out, cwd, time_limit or 120.0)
 
 
 # --- sources with a cache (cells) -------------------------------------------------------------
@@ -561,6 +591,7 @@ class Outcome:
     duration_s: float
     compiled_source: str
     translation: dict | None = None   # unknown_names, notes of the HIP<->CUDA step
+    machine_fault: str = ""           # why a failure is the machine's, not the source's ('' otherwise): not cached
 
     @property
     def output(self) -> str:
@@ -767,13 +798,20 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
         raise
     log = (done.stdout + done.stderr).replace(str(work) + os.sep, "")
     ok = done.ok and out.exists()
+    if ok and done.shown and output_kind in ("asm", "pre-device", "pre-host"):
+        # the sandbox's fallback showed the compiler a folder at another path: the listing names the host's
+        out.write_text(done.host_paths(out.read_text(errors="replace")))
     diags = parse_diagnostics(log, src.name)
     if not ok and not any(d.severity == "error" for d in diags):
         diags.append(Diagnostic(None, None, "error", f"the compiler {done.explain()}" if not done.ok
                                 else "the compiler made no output"))
-    res = Outcome(ok, log, diags, str(final), src.name, out.name, cmd, key, False, 0.0, compiled, trans)
-    # a failure of the machine (time limit, a signal, the sandbox) is not the source's: never cached
-    machine_fault = done.timed_out or done.returncode is None or done.returncode < 0 or "bwrap:" in log
+    # a failure of the machine is not the source's: never cached. Told apart by what the machine refuses (a time
+    # limit, a signal, the sandbox, a file the compiler's user may not read), never by the compiler's words alone
+    fault = "" if ok else _unreadable_inputs(cmd, tc, work)
+    if fault:
+        diags.append(Diagnostic(None, None, "error", fault))
+    res = Outcome(ok, log, diags, str(final), src.name, out.name, cmd, key, False, 0.0, compiled, trans, fault)
+    machine_fault = bool(fault) or done.timed_out or done.returncode is None or done.returncode < 0 or "bwrap:" in log
     if use_cache and (ok or not machine_fault):
         (work / "outcome.json").write_text(json.dumps(_outcome_json(res)))
         try:

@@ -10,7 +10,9 @@ later API call than the kernel that caused it, unless launches are serialised.
 
 :func:`provoke` builds :data:`OOB_SOURCE` (a kernel writing far past its buffer) with
 :func:`rocmlab.hip.build.compile` and runs it through :func:`rocmlab.hip.build.run` (the sandbox:
-its own process, limits), so the caller survives; :func:`classify` reads the output.
+its own process, limits), so the caller survives; :func:`classify` reads the output. Without a GPU no
+program is linked (nothing could run it), so the same source runs on rocmlab's CPU simulator, which stops
+the kernel at the bad access and names the thread, block and kernel (labelled as the simulator's).
 """
 
 from __future__ import annotations
@@ -68,6 +70,11 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(r"hipErrorIllegalAddress|an illegal memory access was encountered|cudaErrorIllegalAddress",
             "CUDA / HIP", "a kernel read or wrote outside its allocations; reported by the next synchronising "
             "call, after which the context is unusable"),
+    Pattern(r"\[cpu: wave64 simulator\] error: .*(?:out of bounds|no hipMalloc buffer|past the end)",
+            "rocmlab's CPU simulator (wavefronts of 64)",
+            "the simulator checked every access of the kernel and stopped it at the first one outside its "
+            "buffers, naming the thread, block and kernel; on an MI300X the same bug is a 'Memory access fault "
+            "by GPU node-N' that aborts the whole process"),
 )
 
 #: The knobs for finding the kernel that faulted, and what each does.
@@ -142,12 +149,12 @@ class FaultRun:
         return f"[{self.backend}] the program ended with {how}; {self.diagnosis.summary()}"
 
 
-def provoke(plat=None, serialize: bool = True, log_level: int = 1) -> FaultRun:
+def provoke(plat=None, serialize: bool = True, log_level: int = 1, simulate: bool | None = None) -> FaultRun:
     """Build and run :data:`OOB_SOURCE` on the GPU at hand, isolated, and read what happened.
 
     ``serialize`` sets AMD_SERIALIZE_KERNEL=3 and HIP_LAUNCH_BLOCKING=1 (CUDA_LAUNCH_BLOCKING=1 on NVIDIA);
-    ``log_level`` is AMD_LOG_LEVEL. On a CPU the program is compiled for the default target and not run:
-    the result says why."""
+    ``log_level`` is AMD_LOG_LEVEL. ``simulate`` (default: where there is no GPU) runs the kernel on the
+    CPU simulator; ``simulate=False`` on a CPU runs nothing, and the result says why."""
 
     plat = plat or current()
     env = {"AMD_LOG_LEVEL": str(log_level)}
@@ -157,14 +164,16 @@ def provoke(plat=None, serialize: bool = True, log_level: int = 1) -> FaultRun:
     if not res.ok:
         return FaultRun(plat.label, False, why_not="it did not compile here:\n" + res.summary(include_run=False),
                         env=env)
+    simulate = (plat.backend == "cpu") if simulate is None else simulate
+    if not simulate and plat.backend == "cpu":
+        return FaultRun(plat.label, False, env=env, why_not=(
+            f"this machine has no GPU, so no program was linked (the kernel was compiled for {res.target} "
+            "offline) and nothing can fault; run it on the CPU simulator (simulate=True) or on a GPU"))
     try:
-        done = build.run(res, timeout_s=settings.RUN_TIME_LIMIT_S, env=dict(os.environ, **env), simulate=False)
+        done = build.run(res, timeout_s=settings.RUN_TIME_LIMIT_S, env=dict(os.environ, **env), simulate=simulate)
     except build.CannotRun as exc:
-        why = str(exc)
-        if plat.backend == "cpu":
-            why = ("this machine has no GPU, so no kernel runs and nothing can fault (the program was compiled "
-                   f"for {res.target} offline): {why}")
-        return FaultRun(plat.label, False, why_not=why, env=env)
+        return FaultRun(plat.label, False, why_not=str(exc), env=env)
     out = (done.stdout or "") + "\n" + (done.stderr or "")
-    return FaultRun(plat.label, True, returncode=done.returncode, signal=done.signal, output=out,
+    backend = f"{plat.label}; the kernel ran on the CPU simulator" if simulate else plat.label
+    return FaultRun(backend, True, returncode=done.returncode, signal=done.signal, output=out,
                     diagnosis=classify(out), env=env)

@@ -12,7 +12,8 @@ Debian's HIP headers for NVIDIA do not compile against CUDA 13 (DESIGN.md), so i
    ``__any``/``__all`` -> their ``_sync`` forms with a full 32-lane mask; ``hipThreadIdx_x`` and
    friends; ``HIP_DYNAMIC_SHARED``; headers.
 3. Every HIP name the translation does not know is reported in ``unknown_names``: nothing HIP is
-   passed through silently.
+   passed through silently. A name the source ``#define``s itself (a ``HIP_CHECK`` macro) is the source's own,
+   not the runtime's: it is left alone and not reported.
 
 Line numbers are preserved (a translated line N is the HIP line N), so nvcc's diagnostics
 point at the learner's own lines. :func:`hipify` is the forward direction (CUDA -> HIP) for
@@ -28,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-VERSION = 3   # part of the build cache key: bump when the translation changes
+VERSION = 5   # part of the build cache key: bump when the translation changes
 FULL_MASK = "0xffffffffu"
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -36,6 +37,7 @@ _IDENT = re.compile(r"[A-Za-z_]\w*")
 _OPAQUE = re.compile(r'^[ \t]*#[ \t]*include[^\n]*|//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
                      re.DOTALL | re.MULTILINE)
 _INCLUDE = re.compile(r'^(\s*#\s*include\s*)([<"])([^>"]+)([>"])', re.MULTILINE)
+_DEFINE = re.compile(r"^[ \t]*#[ \t]*define[ \t]+([A-Za-z_]\w*)", re.MULTILINE)
 
 HIP_HEADERS = {
     "hip/hip_runtime.h": "cuda_runtime.h",
@@ -63,6 +65,13 @@ HIP_ONLY = {
     "__HIP_PLATFORM_NVIDIA__": "__CUDACC__",
     "__HIP_PLATFORM_NVCC__": "__CUDACC__",
     "HIP_KERNEL_NAME": "",          # unwrapped by the launch rule
+    "HIP_SYMBOL": "",               # HIP_SYMBOL(sym) -> (sym): CUDA's *Symbol calls take the symbol itself
+    "hipKernelNodeParams": "cudaKernelNodeParams",   # not in torch's tables
+    # HIP's header guards, which a port tests where CUDA code tested CUDA's (rocmlab port's MACRO_FIXES)
+    "HIP_INCLUDE_HIP_HIP_RUNTIME_H": "__CUDA_RUNTIME_H__",
+    "HIP_INCLUDE_HIP_HIP_RUNTIME_API_H": "__CUDA_RUNTIME_API_H__",
+    "HIP_INCLUDE_HIP_DRIVER_TYPES_H": "__DRIVER_TYPES_H__",
+    "HIP_INCLUDE_HIP_HIP_FP16_H": "__CUDA_FP16_H__",
     "unsafeAtomicAdd": "atomicAdd",  # the hardware float atomic on AMD; atomicAdd is one already on NVIDIA
     "safeAtomicAdd": "atomicAdd",
 }
@@ -228,6 +237,7 @@ def translate(hip_source: str) -> Translation:
     unknown: list[str] = []
     notes: list[str] = []
     replaced: dict[str, str] = {}
+    own = set(_DEFINE.findall(hip_source))      # the source's own macros (HIP_CHECK): not runtime names
     text = _rewrite_includes(hip_source, inv_h, unknown, hip_side=True)
     text = _rewrite_launches(text, notes)
     if "hipLaunchKernelGGL" in hip_source:
@@ -247,7 +257,7 @@ def translate(hip_source: str) -> Translation:
         if w in inv:
             replaced[w] = inv[w]
             return inv[w]
-        if w in PASSTHROUGH:
+        if w in PASSTHROUGH or w in own:
             return w
         if (_HIPISH.match(w) or _AMD_ONLY.match(w)) and w not in unknown:
             unknown.append(w)
@@ -279,6 +289,7 @@ def hipify(cuda_source: str) -> Translation:
     _, _, fwd, fwd_h = tables()
     unknown: list[str] = []
     replaced: dict[str, str] = {}
+    own = set(_DEFINE.findall(cuda_source))     # the source's own macros (CUDA_CHECK): not runtime names
     text = _rewrite_includes(cuda_source, fwd_h, unknown, hip_side=False)
 
     def name(m: re.Match) -> str:
@@ -286,7 +297,7 @@ def hipify(cuda_source: str) -> Translation:
         if w in fwd:
             replaced[w] = fwd[w]
             return fwd[w]
-        if re.match(r"^(?:cuda|CUDA_|cu[A-Z])", w) and w not in unknown:
+        if re.match(r"^(?:cuda|CUDA_|cu[A-Z])", w) and w not in unknown and w not in own:
             unknown.append(w)
         return w
 

@@ -1,12 +1,12 @@
 """Port CUDA to HIP, then show what the port still gets wrong on AMD (the notebook-facing view).
 
-There is ONE translation, :func:`rocmlab.port.translate.translate` (a single file is a
+There is ONE translation, :func:`rocmlab.cuda2hip.translate.translate` (a single file is a
 one-file project), with two renaming engines:
 
 - ``torch``: PyTorch's ``torch.utils.hipify`` (always here: it ships with every torch build);
 - ``perl``: ROCm's ``hipify-perl`` (on PATH in ROCm images, or in the offline ROCm root).
 
-and ONE trap scanner, :func:`rocmlab.port.scan.scan`, the same ones ``rocmlab port`` and the
+and ONE trap scanner, :func:`rocmlab.cuda2hip.scan.scan`, the same ones ``rocmlab port`` and the
 grader use. :func:`hipify_source` ports a string, :func:`hipify_file` a file,
 :func:`hipify_folder` a folder. Each returns a :class:`Port`: the HIP text, the renames made,
 and the trap report on the output, with a side-by-side diff for notebooks.
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab.html_table import html_table
-from rocmlab.port.scan import Finding, scan_project, strip_comments_and_strings
-from rocmlab.port.translate import (CUDA_SUFFIXES, EngineError, fix_traps, hipify_perl_command, hipify_texts,
-                                    translate)
+from rocmlab.cuda2hip.scan import Finding, scan_project, strip_comments_and_strings
+from rocmlab.cuda2hip.translate import (CUDA_SUFFIXES, EngineError, fix_traps, hipify_perl_command,
+                                        hipify_texts, translate)
 
 TOOLS = ("torch", "perl")
 _TOOL_ALIASES = {"hipify-perl": "perl"}
@@ -154,7 +154,7 @@ def _translate(sources: dict[str, str], tool: str):
 
 
 def _scan(hip_texts: dict[str, str]):
-    """THE scanner (rocmlab.port.scan) over the ported files, as a one-folder project."""
+    """THE scanner (rocmlab.cuda2hip.scan) over the ported files, as a one-folder project."""
     return scan_project("/rocmlab-hipify", sources=hip_texts, include_dirs=["."])
 
 

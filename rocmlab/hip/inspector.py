@@ -22,7 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rocmlab import sandbox, settings
+from rocmlab import sandbox
 from rocmlab.hip import build as _build
 from rocmlab.hip import compile as driver
 from rocmlab.hip.resources import (
@@ -76,11 +76,12 @@ def inspect(source_or_build, target: str | None = None, *, lang: str = "hip", fl
             plat=None, use_cache: bool = True) -> Inspection:
     """Compile device code only and return resources and the ISA listing for every kernel.
 
-    ``target``: the build's, else settings.DEFAULT_TARGET for HIP. With no compiler for the
-    target, the result has ``ok=False`` and a diagnostic that names the fix (it never raises)."""
+    ``target``: the build's, else the GPU here (AMD: its gfx; NVIDIA: its sm), else settings.DEFAULT_TARGET
+    (:func:`rocmlab.hip.build.default_target`). With no compiler for the target, the result has ``ok=False`` and a
+    diagnostic that names the fix (it never raises)."""
     src, lang, flags, b_target = _source_of(source_or_build, lang, flags)
     plat = driver.resolve_platform(plat)
-    target = target or b_target or (settings.DEFAULT_TARGET if lang == "hip" else _build.default_target(lang, plat))
+    target = target or b_target or _build.default_target(lang, plat)
     flags = _build.validate_args(lang, "obj", target, flags)
     base = target.split(":")[0]
     tc, fix = _build.choose_toolchain(lang, base, plat, toolchain)
@@ -125,7 +126,7 @@ def _nvidia_listing(tc, src: str, lang: str, target: str, flags, use_cache: bool
 
 def resources(source_or_build, target: str | None = None, **kw) -> list[KernelResources]:
     """VGPRs, SGPRs, AGPRs, LDS, scratch, spills, wavefront size and the compiler's occupancy for
-    each kernel (``target``: the build's, else settings.DEFAULT_TARGET). Raises :class:`rocmlab.hip.build.HipError` (with the compiler's errors) if it
+    each kernel (``target``: the build's, else the GPU here, else settings.DEFAULT_TARGET). Raises :class:`rocmlab.hip.build.HipError` (with the compiler's errors) if it
     does not compile."""
     return _compiled(inspect(source_or_build, target, **kw)).kernels
 

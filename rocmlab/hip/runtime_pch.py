@@ -55,7 +55,12 @@ _REFUSED = ("precompiled file", "precompiled header", "AST file", "PCH file")
 
 
 def applies(source: str, flags=()) -> bool:
-    """Whether a cell's build may read the runtime headers from a PCH (see the module docstring)."""
+    """Whether a cell's build may read the runtime headers from a PCH (see the module docstring). Never where the
+    sandbox shows the compiler a path at another path (as root without bubblewrap): a PCH records its header's path."""
+    from rocmlab import sandbox
+
+    if not sandbox.paths_kept():
+        return False
     flags = [str(f) for f in flags]
     for i, f in enumerate(flags):
         if f.startswith(_PATH_FLAGS):

@@ -45,15 +45,30 @@ TARGETS = ("gfx942", "gfx950", "gfx90a")
 STOPPED_EXIT = 86
 #: Seconds before the sandbox's limit at which the runtime names the thread that is still running.
 WATCHDOG_MARGIN_S = 1.0
+#: Learner code calls the runtime's sanitizer at every load and store (initcheck, racecheck, memcheck), and
+#: carries line tables so that a finding names its source line (runtime.cpp, "the sanitizer").
+#: (The compiler front end's own options: the driver's -fsanitize-coverage would also link UBSan's runtime, whose
+#: signal handler would take over the simulator's fault messages; the callbacks are the runtime's own.)
+SANITIZER_FLAGS = ("-Xclang", "-fsanitize-coverage-type=1", "-Xclang", "-fsanitize-coverage-trace-loads",
+                   "-Xclang", "-fsanitize-coverage-trace-stores", "-gline-tables-only")
+#: The symbolizer inside the offline root that turns a finding's code address into the learner's line.
+SYMBOLIZER = "/usr/bin/llvm-symbolizer-22"
+#: The sanitizer's finding lines on stderr: "[cpu: wave64 simulator] racecheck: line 12: ...".
+FINDING = re.compile(r"^\[cpu: wave64 simulator\] (initcheck|racecheck|memcheck|synccheck): (.*)$", re.MULTILINE)
 #: CPU threads that run blocks (the sandbox allows SANDBOX_CPU_PER_WALL x the wall time of CPU).
 WORKERS = 2
 
 _PROVIDED_HEADERS = {"hip/hip_runtime.h", "hip/hip_runtime_api.h", "hip/hip_cooperative_groups.h"}
+#: GPU library headers the simulator provides (a CPU reference of the calls the course uses: sim/include/hipblas).
+_PROVIDED_LIBRARIES = {"hipblas/hipblas.h", "hipblas.h"}
+#: The hipBLAS names that header provides.
+HIPBLAS_PROVIDED = ("hipblasCreate", "hipblasDestroy", "hipblasSetStream", "hipblasGetStream", "hipblasSgemm",
+                    "hipblasHandle_t", "hipblasStatus_t", "hipblasOperation_t")
 _LIBRARY_PREFIXES = ("hipblas", "rocblas", "hipcub", "rocprim", "rocwmma", "hipfft", "rocfft", "hiprand", "rocrand",
                      "hipsparse", "rocsparse", "hipsolver", "rocsolver", "rccl", "miopen", "thrust", "rocthrust",
                      "hiprtc", "composable_kernel", "ck/")
 #: Compiler flags for the GPU compile that mean nothing on the host (dropped, with a note).
-_DEVICE_FLAGS = re.compile(r"^(--offload-arch=.*|--cuda-.*|-munsafe-fp-atomics|-mno-unsafe-fp-atomics|-m(no-)?cumode|"
+_DEVICE_FLAGS = re.compile(r"^(-lhipblas|-lrocblas|--offload-arch=.*|--cuda-.*|-munsafe-fp-atomics|-mno-unsafe-fp-atomics|-m(no-)?cumode|"
                            r"-f(no-)?gpu-rdc|-save-temps|--save-temps|-Rpass.*|-mwavefrontsize64|-mno-wavefrontsize64|"
                            r"-fgpu-.*|-mllvm|--rocm-path=.*|-x|hip)$")
 
@@ -61,15 +76,19 @@ _DEVICE_FLAGS = re.compile(r"^(--offload-arch=.*|--cuda-.*|-munsafe-fp-atomics|-
 _OPAQUE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
 
+#: The AMD builtins the simulator runs (sim/include/hip/hip_runtime.h: the MFMA the course uses, its lane layout).
+SIMULATED_BUILTINS = ("__builtin_amdgcn_mfma_f32_16x16x16f16",)
+_SIMULATED_BUILTIN = "|".join(SIMULATED_BUILTINS)
+
 _NOT_SIMULATED = [
-    (re.compile(r"\b__builtin_amdgcn_mfma\w*|\b__builtin_amdgcn_smfmac\w*"),
+    (re.compile(rf"\b(?!(?:{_SIMULATED_BUILTIN})\b)__builtin_amdgcn_mfma\w*|\b__builtin_amdgcn_smfmac\w*"),
      "MFMA matrix-core intrinsics ({name}) are not simulated: their results depend on the matrix cores' "
      "operand layouts, which the simulator does not model. Run it on an AMD GPU (MI300X); the ISA view still "
      "shows the v_mfma instructions"),
-    (re.compile(r"\b__builtin_amdgcn_\w+"),
+    (re.compile(rf"\b(?!(?:{_SIMULATED_BUILTIN})\b)__builtin_amdgcn_\w+"),
      "the AMD GPU builtin {name} is not simulated: run it on an AMD GPU, or use the HIP intrinsic it implements "
      "(__shfl, __ballot, __lane_id, ...)"),
-    (re.compile(r"\b(?:hipblas|rocblas)\w*"),
+    (re.compile(rf"\b(?!(?:{'|'.join(HIPBLAS_PROVIDED)})\b)(?:hipblas|rocblas)\w*"),
      "hipBLAS/rocBLAS ({name}) is not simulated (it is a GPU library): run it on an AMD GPU, or compare with a "
      "kernel of your own"),
     (re.compile(r"\b(?:hipTextureObject_t|hipCreateTextureObject|hipSurfaceObject_t|tex1Dfetch|tex[123]D\w*|"
@@ -103,6 +122,8 @@ def unsupported(source: str) -> list[tuple[int, str]]:
         header = m.group(1).strip()
         line = _line_of(source, m.start())
         low = header.lower()
+        if header in _PROVIDED_LIBRARIES:
+            continue
         if low.startswith(_LIBRARY_PREFIXES):
             found[(line, "include")] = (f"<{header}> is a GPU library the simulator does not provide: run this program "
                                         "on an AMD GPU (the static checks and the ISA view work here)")
@@ -175,7 +196,54 @@ def rewrite(source: str) -> str:
                    + "\n" * newlines]
         last = m.end()
     pieces.append(out[last:])
-    return "".join(pieces)
+    return note_shared("".join(pieces))
+
+
+_STATIC_SHARED = re.compile(r"\b__shared__\b")
+
+
+def _declarators(decl: str) -> list[str]:
+    """The names a declaration (``float a[4][5], b[8]``, no ``;``) declares: split at top-level commas."""
+    parts, depth, cur = [], 0, ""
+    for ch in decl:
+        depth += ch in "([<{"
+        depth -= ch in ")]>}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    names = []
+    for part in parts:
+        m = re.search(r"([A-Za-z_]\w*)\s*(?:\[|=|$)", part.strip())
+        if m and m.group(1) not in ("__shared__", "thread_local", "static"):
+            names.append(m.group(1))
+    return names
+
+
+def note_shared(source: str) -> str:
+    """Each static ``__shared__`` declaration followed, on its own line, by a one-time note of where the
+    variable lives (``::hipsim::lds_note``): the sanitizer then knows which bytes are LDS. Line numbers kept."""
+    code = _mask(source)
+    inserts = []
+    for m in _STATIC_SHARED.finditer(code):
+        line_start = code.rfind("\n", 0, m.start()) + 1
+        if code[line_start:m.start()].lstrip().startswith("#"):      # inside a macro: left alone
+            continue
+        end = code.find(";", m.end())
+        if end < 0 or "{" in code[m.end():end] or "}" in code[m.end():end]:
+            continue
+        names = _declarators(code[m.end():end])
+        if not names:
+            continue
+        notes = " ".join(f"[[maybe_unused]] static const int hipsim_lds_{end}_{k} = "
+                         f'::hipsim::lds_note(&{name}, sizeof({name}), "{name}");'
+                         for k, name in enumerate(names))
+        inserts.append((end + 1, " " + notes))
+    for pos, text in reversed(inserts):
+        source = source[:pos] + text + source[pos:]
+    return source
 
 
 def translate(source: str) -> Translation:
@@ -197,9 +265,10 @@ def _pp_safe(msg: str) -> str:
 
 @lru_cache(maxsize=1)
 def runtime_version() -> str:
-    """A hash of the runtime and its headers: part of the toolchain's version, so the build cache sees changes."""
+    """A hash of the runtime, its headers and this module (its compile line: the sanitizer's flags, the macros):
+    part of the toolchain's version, so the build cache sees changes."""
     h = hashlib.sha256()
-    for p in sorted([RUNTIME_SOURCE, *INCLUDE_DIR.rglob("*.h")]):
+    for p in sorted([RUNTIME_SOURCE, *INCLUDE_DIR.rglob("*.h"), Path(__file__)]):
         h.update(p.name.encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:12]
@@ -239,14 +308,27 @@ def pch_command(tc: Toolchain, header, output, *, flags=()) -> list[str]:
             "-x", "c++-header", str(header), "-o", str(output)]
 
 
-def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=(), libs=(), runtime: str = "") -> list[str]:
+def target_defines(target: str = "") -> list[str]:
+    """The target's own predefined macros, as its device pass has them (the header has the rest)."""
+    t = target if target in TARGETS else TARGETS[0]
+    return [f"-D__{t}__=1", f'-D__amdgcn_processor__="{t}"', f'-D__amdgcn_target_id__="{t}"']
+
+
+def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=(), libs=(), runtime: str = "",
+            target: str = "") -> list[str]:
     """The host compile line: ``-x c++`` against the simulator's header, linked with its runtime (the object
-    :func:`rocmlab.hip.compile.simulator_runtime` keeps in the cache)."""
+    :func:`rocmlab.hip.compile.simulator_runtime` keeps in the cache). Learner code sees the gfx942 device
+    pass's predefined macros (:func:`target_defines`, the header). Inline assembly in learner code is refused
+    before the build (:func:`unsupported`) and, for a grade, in clang's preprocessed view (``.incbin`` and the
+    like, :mod:`rocmlab.grader.static`): not with ``-fno-gnu-inline-asm``, which also refuses the file-scope
+    ``__asm`` in libstdc++'s own ``<iostream>``."""
     kept, _ = host_flags(flags)
     opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
+    own = [str(i) for i in inputs] == [str(RUNTIME_SOURCE)]     # the runtime itself: its fiber switch is assembly
+    learner = [] if own else [*SANITIZER_FLAGS, *target_defines(target)]
     base = [tc.compiler, "-std=c++17", *opt, "-pthread", "-fno-strict-aliasing", "-Wno-unused-result",
             "-Werror=vla-cxx-extension", "-Wno-macro-redefined", f"-I{INCLUDE_DIR}", "-include", "hip/hip_runtime.h",
-            *pre, *kept]
+            *learner, *pre, *kept]
     if output_kind == "obj":
         return [*base, "-x", "c++", *inputs, "-c", "-o", str(output)]
     if output_kind != "exe":
@@ -259,7 +341,49 @@ def run_env(timeout_s: float, env: dict | None = None) -> dict:
     out = dict(env or {})
     out.setdefault("HIPSIM_DEADLINE_S", f"{max(timeout_s - WATCHDOG_MARGIN_S, timeout_s * 0.8):.2f}")
     out.setdefault("HIPSIM_WORKERS", str(min(WORKERS, os.cpu_count() or 1)))
+    out.setdefault("HIPSIM_SYMBOLIZER", SYMBOLIZER)
+    # ROCMLAB_SIM_CHECKS=0 turns the sanitizer off for this process's runs (benchmarks/sim_sanitizer_overhead.py)
+    out.setdefault("HIPSIM_CHECKS", "0" if os.environ.get("ROCMLAB_SIM_CHECKS", "1") == "0" else "1")
     return out
+
+
+_COUNTERS = re.compile(r"^\[cpu: wave64 simulator\] counters: kernel (?P<kernel>\S+) \(launched at line (?P<line>\d+), "
+                       r"(?P<launches>\d+) launch\(es\)\):(?P<values>.*)$", re.MULTILINE)
+
+
+def counters(stderr: str) -> dict[str, dict[str, int]]:
+    """The counts a run with ``HIPSIM_COUNTERS=1`` printed, per kernel (``name@line`` where one name is launched
+    from several lines): ``{"transpose": {"SQ_LDS_BANK_CONFLICT": 992, ...}}``. Counted by the simulator."""
+    out: dict[str, dict[str, int]] = {}
+    found = list(_COUNTERS.finditer(stderr))
+    names = [m.group("kernel") for m in found]
+    for m in found:
+        key = m.group("kernel") if names.count(m.group("kernel")) == 1 else f"{m.group('kernel')}@{m.group('line')}"
+        values = dict(kv.split("=", 1) for kv in m.group("values").split())
+        out[key] = {k: int(v) for k, v in values.items()} | {"launches": int(m.group("launches"))}
+    return out
+
+
+_TRACE = re.compile(r"^\[cpu: wave64 simulator\] trace: line (?P<line>\d+) (?P<space>lds|global) (?P<rw>read|write) "
+                    r"(?P<size>\d+) bytes:(?P<lanes>.*)$", re.MULTILINE)
+
+
+def trace(stderr: str) -> list[dict]:
+    """The wave instructions a run with ``HIPSIM_COUNTERS=1 HIPSIM_TRACE=1`` traced (wavefront 0 of block (0,0,0),
+    in order): ``{"line", "space" (lds|global), "rw", "size", "lanes": {lane: address}}``; an LDS address is the
+    byte offset in its variable (or in the dynamic shared memory)."""
+    out = []
+    for m in _TRACE.finditer(stderr):
+        lanes = {int(a): int(b) for a, b in (kv.split(":") for kv in m.group("lanes").split())}
+        out.append({"line": int(m.group("line")), "space": m.group("space"), "rw": m.group("rw"),
+                    "size": int(m.group("size")), "lanes": lanes})
+    return out
+
+
+def findings(stderr: str) -> list[tuple[str, str]]:
+    """(tool, text) of each sanitizer finding a simulated run printed (initcheck, racecheck, memcheck,
+    synccheck), in order."""
+    return [(m.group(1), m.group(2)) for m in FINDING.finditer(stderr)]
 
 
 def stopped_message(stderr: str) -> str:

@@ -107,9 +107,17 @@ def offline_problem(probe: Probe | None = None) -> str:
     root = offline_root(probe)
     if not (root / READY_STAMP).is_file() or not (root / "usr/bin/hipcc").exists():
         return f"no offline ROCm {OFFLINE_ROCM_VERSION} root at {root}: {NO_TOOLCHAIN_FIX['offline']}"
-    if not probe.find("bwrap"):
-        return ("the offline ROCm root needs bubblewrap to run its compiler: apt-get install -y bubblewrap "
-                "(Debian/Ubuntu), or dnf install bubblewrap")
+    if not os.access(root / "usr" / "bin", os.R_OK | os.X_OK):
+        return (f"this user cannot read the offline ROCm root {root}: build one as this user (ROCMLAB_HOME=DIR "
+                "bash scripts/setup/20-rocm-root.sh) or point ROCMLAB_ROCM_ROOT at a copy it can read")
+    from rocmlab import sandbox
+
+    if probe.find("bwrap") and sandbox.isolation().namespaces:
+        return ""
+    entry, why = sandbox.fallback_entry(probe.find("proot"))
+    if not entry:
+        return ("the offline ROCm root needs bubblewrap to run its compiler (apt-get install -y bubblewrap), or "
+                f"where user namespaces are refused (a container): {why}")
     return ""
 
 

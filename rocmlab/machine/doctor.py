@@ -18,12 +18,15 @@ import grp
 import json
 import os
 import re
+import stat
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from rocmlab import sandbox
-from rocmlab.hip.toolchain import discover, discover_offline, offline_problem
+from rocmlab.hip.toolchain import READY_STAMP, discover, discover_offline, offline_problem
 from rocmlab.machine import system
 from rocmlab.machine.detect import Platform, Probe, detect
+from rocmlab.paths import rocm_root
 from rocmlab.settings import OFFLINE_ROCM_VERSION
 from rocmlab.status import HEALTH, check_status
 
@@ -329,9 +332,61 @@ def check_isolation(plat: Platform, probe: Probe) -> Check:
     return Check("isolation", "warn", f"{iso.description}: {iso.reason}", iso.fix)
 
 
+def _blocking_folder(path: Path) -> Path | None:
+    """The first folder above (or at) ``path`` that a user other than its owner cannot pass through, else None."""
+    cur = Path("/")
+    for part in path.resolve().parts[1:]:
+        cur = cur / part
+        try:
+            if not cur.stat().st_mode & stat.S_IXOTH:
+                return cur
+        except OSError:
+            return cur
+    return None
+
+
+def check_sandbox_fallback(plat: Platform, probe: Probe) -> Check:
+    """Without bubblewrap (a container without user namespaces): what breaks or slows the fallback, with the fix.
+    As root the sandbox's uid must read the course (the package's include folders, the cache); else the root file
+    system must be enterable (chroot as root, PRoot otherwise) and readable by this user."""
+    from rocmlab.paths import cache_dir
+
+    name = "sandbox without bubblewrap (containers)"
+    iso = sandbox.isolation()
+    if iso.namespaces:
+        return Check(name, "skip", "bubblewrap runs here: the fallback is not used")
+    problems, fixes = [], []
+    root = rocm_root()
+    if (root / READY_STAMP).is_file():
+        if iso.root_entry == "":
+            problems.append(f"the offline ROCm root cannot be entered: {iso.root_problem.split(': ', 1)[0]}")
+            fixes.append(iso.root_problem.split(": ", 1)[-1])
+        if not os.access(root / "usr" / "bin", os.R_OK | os.X_OK):
+            problems.append(f"this user cannot read the offline ROCm root {root}")
+            fixes.append("point ROCMLAB_ROCM_ROOT at a copy this user can read, or build one as this user "
+                         "(ROCMLAB_HOME=DIR bash scripts/setup/20-rocm-root.sh)")
+    if os.geteuid() == 0:
+        for what, path, move in (
+                ("the course (rocmlab's package)", Path(__file__).resolve().parents[1],
+                 "move the checkout to a folder other users can pass through (e.g. /opt/rocmlab)"),
+                ("the cache (ROCMLAB_HOME)", cache_dir(),
+                 "set ROCMLAB_HOME to a folder other users can pass through (e.g. /var/cache/rocmlab)")):
+            blocked = _blocking_folder(path)
+            if blocked is not None:
+                problems.append(f"the sandbox's user cannot read {what} at {path}: {blocked} is closed to other "
+                                "users, so every compile and run is shown copies or links of it (slower, and no "
+                                "precompiled headers)")
+                fixes.append(f"{move}, or let bubblewrap run")
+    if not problems:
+        how = {sandbox.CHROOT: "chroot", sandbox.PROOT: "PRoot"}.get(iso.root_entry, "")
+        return Check(name, "ok", "the sandbox's user reads the course and the cache"
+                     + (f"; the offline ROCm root is entered with {how}" if how else ""))
+    return Check(name, "warn", "; ".join(problems), "; ".join(fixes))
+
+
 CHECKS = (check_platform, check_backend, check_torch_installed, check_torch_build, check_rocm_api, check_version_match,
           check_device_nodes, check_groups, check_ldd, check_hsa_override, check_visible_devices, check_wsl,
-          check_offline_toolchain, check_gpu_toolchain, check_isolation, check_optional_parts)
+          check_offline_toolchain, check_gpu_toolchain, check_isolation, check_sandbox_fallback, check_optional_parts)
 
 
 def run_checks(probe: Probe | None = None, plat: Platform | None = None) -> list[Check]:

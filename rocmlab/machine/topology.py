@@ -14,7 +14,7 @@ modes from AMD's documentation (``datasets/sources.csv``: ``amd-mi300x-workload-
 - Partitions: compute (SPX 1, DPX 2, QPX 4, CPX 8 logical GPUs per package) and memory (NPS1: one pool
   interleaved over all HBM stacks; NPS4: four 48 GB pools, one per I/O die).
 
-Never imports IPython, ipywidgets or plotly (the widget is ``rocmlab.course.package_model_widget``).
+Never imports IPython, ipywidgets or plotly (the widget is ``rocmlab.course.labs.lab08_mi300x_package.package_widget``).
 """
 
 from __future__ import annotations

@@ -5,11 +5,13 @@
 >>> print(result.text())                                                  # doctest: +SKIP
 
 Steps (each its own module): read SRC safely (:mod:`.inputs`), hipify with torch.utils.hipify
-keeping the tree and fix what it leaves mechanically broken (:mod:`.translate`), scan every
-file for warp-32 / wave64 and preprocessor traps (:mod:`.traps`), compile every translation
-unit in parallel and link each main (:mod:`.build`), and write an HTML + JSON report
-(:mod:`.report`). :mod:`.baseline` runs plain torch.utils.hipify on the same files for
-comparison; :mod:`.notebook` shows a port in JupyterLab.
+keeping the tree and fix what it leaves mechanically broken (:mod:`rocmlab.cuda2hip.translate`), scan
+every file for warp-32 / wave64 and preprocessor traps (:mod:`rocmlab.cuda2hip.scan`), compile every
+translation unit in parallel and link each main (:mod:`.unit_build`, through :mod:`rocmlab.hip.compile`),
+and write an HTML + JSON report (:mod:`.page`). :mod:`.baseline` runs plain torch.utils.hipify on the same files for
+comparison; :mod:`.run_compare` runs each ported program (``--run``: on the AMD GPU, else the wave64 CPU
+simulator) and compares it with the CUDA original or its recorded outputs; :mod:`.notebook` shows a port in
+JupyterLab.
 """
 
 from rocmlab.port.inputs import PortInputError

@@ -22,7 +22,7 @@ from rocmlab import settings
 from rocmlab.port import diagnose, unit_build
 from rocmlab.port.inputs import check_request, collect
 from rocmlab.port.project import include_dirs
-from rocmlab.port.translate import hipify_perl_texts, included_sources, torch_hipify_folder
+from rocmlab.cuda2hip.translate import hipify_perl_texts, included_sources, torch_hipify_folder
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from rocmlab.hip.compile import is_clang_error
-from rocmlab.port.scan import scan, strip_comments_and_strings
+from rocmlab.cuda2hip.scan import scan, strip_comments_and_strings
 
 _MAIN = re.compile(r"\bint\s+main\s*\(")
 _ERROR = re.compile(r"^(?P<file>[^:\n]+):(?P<line>\d+):(?P<col>\d+): (?:fatal )?error: (?P<msg>.*)$", re.MULTILINE)

@@ -53,6 +53,18 @@ def _overlap(src: Path, out: Path) -> bool:
     return src == out or src in out.parents or out in src.parents
 
 
+#: Longest path and file name this system takes (Linux: 4096 and 255 bytes); an OUT near them leaves no room.
+PATH_MAX, NAME_MAX = 4096, 255
+
+
+def _check_length(out: str):
+    long_name = max((len(part.encode()) for part in out.split("/")), default=0)
+    if len(out.encode()) >= PATH_MAX - 256 or long_name > NAME_MAX:
+        raise PortInputError(f"--out is too long ({len(out)} characters, a folder name of {long_name}; this system "
+                             f"takes paths under {PATH_MAX} bytes and names of at most {NAME_MAX}, and the port "
+                             "adds its own files below OUT): choose a shorter output folder, e.g. --out ./hip-port")
+
+
 def check_request(src, out) -> tuple[Path, Path]:
     """SRC and OUT resolved, or PortInputError."""
     if src is None or str(src).strip() == "":
@@ -66,6 +78,7 @@ def check_request(src, out) -> tuple[Path, Path]:
     if out is None or str(out).strip() == "":
         raise PortInputError("no output folder given: pass --out OUT_DIR (a new folder outside SRC)")
     src_r = src_p.resolve()
+    _check_length(str(out))
     out_r = Path(out).expanduser().resolve()
     if _overlap(src_r, out_r):
         raise PortInputError(f"--out '{out}' overlaps the source folder '{src}' ({out_r} vs {src_r}): the port "

@@ -4,7 +4,7 @@ The HTML page needs no JavaScript and nothing from the network: its three charts
 status, traps by severity, first errors by category) are inline SVG bars, and every chart is
 also a table, so the page stays small (well under 500 KB). It opens on the project's own traps;
 traps in headers read from outside SRC, and traps in code never compiled for the target, are
-grouped below and folded (``<details>``). In a notebook, :mod:`rocmlab.course.port_view` shows the
+grouped below and folded (``<details>``). In a notebook, :mod:`rocmlab.course.labs.lab02_porting_cuda_to_hip.port_view` shows the
 same page inline.
 """
 
@@ -14,6 +14,7 @@ import html
 import json
 from pathlib import Path
 
+from rocmlab.html_table import keep_values_whole
 from rocmlab.port import diagnose
 from rocmlab.port.inputs import PortInputError
 
@@ -25,7 +26,8 @@ def _table(header, rows, cls="") -> str:
     head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(c if isinstance(c, _Raw) else f"<td>{html.escape(str(c))}</td>" for c in r)
                    + "</tr>" for r in rows)
-    return f"<table class='rp {cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    # a value (a trap's name, file:line) stays on one line; prose wraps at its spaces
+    return keep_values_whole(f"<table class='rp {cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 class _Raw(str):
@@ -98,6 +100,23 @@ def _traps_html(result) -> str:
     return "".join(parts)
 
 
+_YES = {True: ("yes", "#1a7f37"), False: ("no", "#cf222e"), None: ("-", "#6e7781")}
+
+
+def _runs_html(result) -> str:
+    """--run: compiles / runs / matches the original per run, the first difference, and the traps it exposed."""
+    parts = ["<h2 id='runs'>Runs: does the port compute what the CUDA original computes?</h2>"]
+    rows = []
+    for r in result.runs:
+        traps = [f"{t['path']}:{t['line']} {t['rule']} ({t['how']})" for t in r.exposed]
+        traps += [f"{t['path']}:{t['line']} {t['rule']} (flagged in its files)" for t in r.suspects[:6]]
+        rows.append([r.program, " ".join(r.args), r.backend or "-", *[_badge(*_YES[v]) for v in
+                     (r.compiles, r.runs, r.matches)], r.first_difference or r.note, r.reference, "; ".join(traps)])
+    parts.append(_table(["program", "arguments", "ran on", "compiles", "runs", "matches the original",
+                         "first difference", "compared with", "traps"], rows))
+    return "".join(parts)
+
+
 def body_html(result, charts: str = "") -> str:
     """The report's content as an HTML fragment (used by the page and by the notebook view)."""
     s = result.summary()
@@ -137,6 +156,8 @@ def body_html(result, charts: str = "") -> str:
         parts.append(_table(["main", "program", "status", "category", "error"],
                             [[link.main, link.program, _badge(link.status, STATUS_COLOURS.get(link.status, "#000")),
                               link.category, link.error] for link in result.links]))
+    if getattr(result, "ran", False):
+        parts.append(_runs_html(result))
     parts.append("<h2>Mechanical fixes</h2>")
     if result.fixes:
         parts.append(_table(["where", "fix", "before", "after", "why"],

@@ -13,10 +13,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmlab import settings
-from rocmlab.port import diagnose, translate, unit_build
+from rocmlab.cuda2hip import translate
+from rocmlab.port import diagnose, run_compare, unit_build
 from rocmlab.port.inputs import SOURCE_SUFFIXES, TU_SUFFIXES, PortInputError, Problem, check_request, collect
 from rocmlab.port.page import write_reports
-from rocmlab.port.scan import scan_project
+from rocmlab.cuda2hip.scan import scan_project
 
 REPORT_JSON = "rocmlab-port.json"
 REPORT_HTML = "rocmlab-port.html"
@@ -29,7 +30,7 @@ HEADER_SUFFIXES = (*SOURCE_SUFFIXES, ".inl", ".hxx", ".hh", ".cuh")
 
 @dataclass(frozen=True)
 class PortTrap:
-    """One finding of the scanner (:mod:`rocmlab.port.scan`) in the port, pointed back at the CUDA source."""
+    """One finding of the scanner (:mod:`rocmlab.cuda2hip.scan`) in the port, pointed back at the CUDA source."""
     path: str          # ported file, relative to OUT
     line: int
     column: int
@@ -63,6 +64,8 @@ class PortResult:
     traps: list[PortTrap] = field(default_factory=list)
     units: list[unit_build.UnitResult] = field(default_factory=list)
     links: list[unit_build.LinkResult] = field(default_factory=list)
+    runs: list[run_compare.RunResult] = field(default_factory=list)   # --run: ran and compared with CUDA
+    ran: bool = False
     problems: list[Problem] = field(default_factory=list)
     libraries: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
@@ -110,6 +113,14 @@ class PortResult:
             "traps_own": self.traps_by_severity("own"), "traps_included": self.traps_by_severity("included"),
             "traps_never_compiled": self.traps_by_severity(compiled=False), "categories": self.categories(),
             "problems": len(self.problems), "libraries": self.libraries,
+            **({"runs": {"programs": len({r.program for r in self.runs}), "runs": len(self.runs),
+                         "compiles": sum(r.compiles is True for r in self.runs),
+                         "built": sum(r.built for r in self.runs),
+                         "ran": sum(bool(r.runs) for r in self.runs),
+                         "matched": sum(r.matches is True for r in self.runs),
+                         "mismatched": sum(r.matches is False for r in self.runs),
+                         "nothing_to_compare": sum(r.matches is None and bool(r.runs) for r in self.runs),
+                         "backends": sorted({r.backend for r in self.runs if r.backend})}} if self.ran else {}),
         }
 
     def to_json(self) -> dict:
@@ -122,6 +133,7 @@ class PortResult:
             "scan_config": self.scan_config,
             "fixes": [f.__dict__ for f in self.fixes], "traps": [t.to_json() for t in self.traps],
             "units": [u.to_json() for u in self.units], "links": [link.to_json() for link in self.links],
+            "runs": [r.to_json() for r in self.runs],
             "problems": [p.__dict__ for p in self.problems],
             "libraries": [dict(zip(("key", "cuda", "rocm", "header", "link", "get"), (k, *diagnose.LIBRARIES[k]), strict=False))
                           for k in self.libraries],
@@ -146,6 +158,25 @@ class PortResult:
         for link in self.links:
             if link.status != "ok":
                 lines.append(f"  NOT LINKED {link.main} [{link.category}] {link.error[:160]}")
+        if self.ran:
+            r = s["runs"]
+            lines.append(f"ran {r['ran']}/{r['runs']} runs of {r['programs']} programs "
+                         f"({', '.join(r['backends']) or 'nowhere'}): {r['matched']} match the CUDA original, "
+                         f"{r['mismatched']} do not, {r['nothing_to_compare']} with nothing recorded to compare")
+            for x in self.runs:
+                yes = {True: "yes", False: "NO", None: "-"}
+                lines.append(f"  RUN {x.program} {' '.join(x.args)}: compiles {yes[x.compiles]}"
+                             + ("" if x.built else " (the program to run was not built)") + f", runs {yes[x.runs]}, "
+                             f"matches {yes[x.matches]}" + (f" [{x.status}]" if x.status != "matched" else ""))
+                if x.first_difference:
+                    lines.append(f"       first difference: {x.first_difference}")
+                if x.note:
+                    lines.append(f"       note: {x.note[:300]}")
+                for t in x.exposed:
+                    lines.append(f"       exposed trap: {t['path']}:{t['line']} {t['rule']} ({t['how']})")
+                if x.suspects:
+                    lines.append("       flagged statically in its files: " + "; ".join(
+                        f"{t['path']}:{t['line']} {t['rule']}" for t in x.suspects[:6]))
         for t in self.traps:
             if t.severity == "error" and t.origin == "own":
                 lines.append(f"  TRAP {t.path}:{t.line} {t.rule}: {t.snippet[:80]}"
@@ -268,7 +299,8 @@ def _external_headers(proj, ext_dirs: list[Path], problems: list[Problem]) -> tu
 
 def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None, compat: str | bool = "auto",
          compile: bool = True, include=(), report: str | None = None, toolchain: str = "auto",
-         force: bool = False, progress=None, engine: str = "torch", defines=None) -> PortResult:
+         force: bool = False, progress=None, engine: str = "torch", defines=None, run: bool = False,
+         manifest=None, run_timeout_s: float = run_compare.RUN_TIMEOUT_S) -> PortResult:
     """Port the CUDA project in ``src`` to HIP in ``out`` and compile it for ``target``.
 
     ``target``: one of settings.AMD_TARGETS, or several comma-separated. ``include``: -I folders,
@@ -277,7 +309,10 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
     (torch.utils.hipify) or "perl" (ROCm's hipify-perl). ``compat`` is accepted for old callers and
     ignored (ROCm 7.2's headers have the warp-sync builtins).
     ``compile=False`` only translates and scans. ``report`` is the HTML report's path (default
-    OUT/rocmlab-port.html). SRC is only read, never written.
+    OUT/rocmlab-port.html). SRC is only read, never written. ``defines``: ``-D`` macros for the build and the
+    scan, as ``{"NAME": "value"}`` or ``["NAME=value", "NAME"]``. ``run``: build each program and run it (on the
+    AMD GPU, else the wave64 CPU simulator) and compare with the CUDA original (:mod:`.run_compare`);
+    ``manifest``: the runs' arguments, inputs and recorded CUDA outputs (default SRC/rocmlab-port-run.json).
     """
     t_start = time.monotonic()
     targets = tuple(a.strip() for a in (target.split(",") if isinstance(target, str) else target) if a.strip())
@@ -288,14 +323,40 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
     if engine not in translate.ENGINES:
         raise PortInputError(f"unknown --engine {engine!r}: choose from {', '.join(translate.ENGINES)}")
     src_r, out_r = check_request(src, out)
+    define_list, scan_defines = _defines(defines)
+    if run and not compile:
+        raise PortInputError("--run needs the build: leave out --no-compile")
+    if manifest is None and run and (src_r / run_compare.MANIFEST).is_file():
+        manifest = src_r / run_compare.MANIFEST
+    if manifest is not None:
+        manifest = Path(manifest).expanduser().resolve()
+        if not manifest.is_file():
+            raise PortInputError(f"--manifest {manifest}: no such file: give the JSON file of the runs")
+        if not run:
+            raise PortInputError("--manifest is for --run: add --run")
+        run_compare.load_manifest(manifest, src_r)          # a bad manifest is reported before any work
     if report:
         rep = Path(report).expanduser().resolve()
         if rep == src_r or src_r in rep.parents:
             raise PortInputError(f"--report {report} is inside SRC ({src_r}): the port never writes into SRC; put "
                                  "the report elsewhere (the default is OUT/rocmlab-port.html)")
     proj = collect(src_r)
+    if manifest is not None:
+        mains_src = sorted(r for r in proj.translation_units if diagnose.has_main(proj.sources[r]))
+        named = {c.program for c in run_compare.load_manifest(manifest, src_r)}
+        if named - set(mains_src):
+            raise PortInputError(f"--manifest {manifest}: {', '.join(sorted(named - set(mains_src)))} is not a file "
+                                 f"with main() in SRC (those are: {', '.join(mains_src) or 'none'}): name the "
+                                 "program's main file, relative to SRC")
     inc_dirs, ext_dirs = include_dirs(proj.sources, include, src_r)
-    tc = unit_build.choose_toolchain(toolchain) if compile else None
+    tc, no_amd = None, ""
+    if compile:
+        try:
+            tc = unit_build.choose_toolchain(toolchain)
+        except RuntimeError as exc:
+            if not (run and toolchain == "auto" and run_compare.nvidia_toolchain() is not None):
+                raise
+            no_amd = str(exc)     # an NVIDIA machine without ROCm: --run still runs the port, through HIP->CUDA
     if tc is not None:
         missing = [a for a in targets if not tc.supports(a)]
         if missing:
@@ -314,10 +375,14 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
     t_hipify = time.monotonic() - t0
     names = tr.names
     included = translate.included_sources(proj.sources, inc_dirs)
-    result = PortResult(str(src_r), str(out_r), targets, tc.label if tc else "none (compile=False)",
+    result = PortResult(str(src_r), str(out_r), targets,
+                        tc.label if tc else "none (compile=False)" if not no_amd else "none for AMD targets here",
                         tc.kind if tc else "", False, "", max(1, workers or os.cpu_count() or 1),
-                        problems=problems, notes=list(tr.notes), compiled=compile, engine=engine,
+                        problems=problems, notes=list(tr.notes), compiled=tc is not None, engine=engine,
                         outside_src=sorted(ext_origin.values()))
+    if no_amd:
+        result.notes.append(f"not compiled for {', '.join(targets)}: {no_amd}. --run builds the port through "
+                            "HIP->CUDA with nvcc and runs it on this NVIDIA GPU (warps of 32) instead")
     result.fixes = tr.fixes
     for rel in sorted(included):
         result.notes.append(f"{rel} is #included by another file of the project: it is compiled as part of that "
@@ -355,7 +420,7 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
             written[str(shim.relative_to(out_r))] = shim.read_text()
     # THE scanner, on the ported tree, as the AMD compiler compiles it
     out_inc = [str(out_r / d) for d in inc_dirs + ext_keys]
-    rep = scan_project(out_r, files=sorted(written), target=targets[0], include_dirs=out_inc, defines=defines,
+    rep = scan_project(out_r, files=sorted(written), target=targets[0], include_dirs=out_inc, defines=scan_defines,
                        sources={k: v for k, v in written.items()}, not_units=[names[r] for r in included])
     result.scan_config = rep.config
     result.not_followed = [os.path.relpath(p, out_r) for p in rep.not_followed]
@@ -398,17 +463,18 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
     t_fix = time.monotonic() - t0 - t_hipify
 
     t_compile = t_link = 0.0
+    units = {names[r]: r for r in proj.translation_units if names[r] in written and r not in included}
+    mains = {names[r] for r in proj.translation_units if diagnose.has_main(proj.sources[r]) and r not in included}
     if tc is not None:
         use_compat = False   # ROCm 7.2 (offline root) and ROCm installs have the warp-sync builtins
         result.compat_used = use_compat
         result.compat_note = f"{tc.label}: its own HIP headers, no compatibility header"
-        units = {names[r]: r for r in proj.translation_units if names[r] in written and r not in included}
-        mains = {names[r] for r in proj.translation_units if diagnose.has_main(proj.sources[r]) and r not in included}
         libs = [diagnose.LIBRARIES[k][3] for k in result.libraries if diagnose.LIBRARIES[k][3].startswith("-")]
         t1 = time.monotonic()
         result.units = unit_build.compile_all(tc, out_r, units, mains, targets, inc_dirs + ext_keys, use_compat,
                                               result.workers, build_dir=out_r / MARKER, progress=progress,
-                                              extra_flags=[f for f in libs if not f.startswith("-l")])
+                                              extra_flags=[f for f in libs if not f.startswith("-l")],
+                                              defines=define_list)
         t_compile = time.monotonic() - t1
         t2 = time.monotonic()
         result.links = unit_build.link_all(tc, out_r, result.units, libs, build_dir=out_r / MARKER)
@@ -416,7 +482,15 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
         status = {u.source: u.status for u in result.units}
         for f in result.files:
             f["compile"] = status.get(f["source"], "")
-    result.timings = {"hipify_s": round(t_hipify, 3), "fix_and_scan_s": round(t_fix, 3),
+    if run:
+        t3 = time.monotonic()
+        result.ran = True
+        result.runs = run_compare.run_programs(result, src_r, out_r, out_r / MARKER, sorted(written), units, mains,
+                                               inc_dirs + ext_keys, define_list, manifest, timeout_s=run_timeout_s,
+                                               original_includes=[str(src_r / d) for d in inc_dirs]
+                                               + [str(d) for d in ext_dirs])
+        result.timings["run_s"] = round(time.monotonic() - t3, 3)
+    result.timings = {**result.timings, "hipify_s": round(t_hipify, 3), "fix_and_scan_s": round(t_fix, 3),
                       "compile_s": round(t_compile, 3), "link_s": round(t_link, 3),
                       "total_s": round(time.monotonic() - t_start, 3)}
 
@@ -425,6 +499,20 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
 
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}
+_DEFINE = re.compile(r"[A-Za-z_]\w*(?:\([\w\s,.]*\))?")
+
+
+def _defines(defines) -> tuple[list[str], dict[str, str]]:
+    """-D macros as the compiler's NAME=VALUE list and the scanner's {NAME: VALUE}; PortInputError for a bad one."""
+    items = [f"{k}={v}" for k, v in defines.items()] if isinstance(defines, dict) else list(defines or ())
+    out, scan = [], {}
+    for d in items:
+        name, eq, value = str(d).partition("=")
+        if not _DEFINE.fullmatch(name) or "\n" in value:
+            raise PortInputError(f"-D {d!r}: not a macro definition: give -D NAME or -D NAME=VALUE")
+        out.append(f"{name}={value}" if eq else name)
+        scan[name] = value if eq else "1"
+    return out, scan
 
 
 def one_per_line(traps: list[PortTrap]) -> list[PortTrap]:

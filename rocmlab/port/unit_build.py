@@ -89,6 +89,22 @@ def log_name(rel: str, limit: int = 200) -> str:
 
 
 PORT_FLAGS = ("-O2", "-std=c++17", "-w", "-ferror-limit=5")
+#: A ``.c`` file is C, as nvcc's host compiler (gcc) compiled it: gnu17, with what gcc before 14 accepted in old C
+#: (implicit int, implicit declarations, int/pointer conversions, malloc without a cast) as warnings, not errors.
+C_DIALECT = ("-x", "c", "-std=gnu17", "-Wno-error=implicit-int", "-Wno-error=implicit-function-declaration",
+             "-Wno-error=int-conversion", "-Wno-error=incompatible-pointer-types")
+C_FLAGS = ("-O2", "-w", "-ferror-limit=5")
+
+
+def is_c(rel: str) -> bool:
+    """A C source (compiled as C, never as HIP C++)."""
+    return rel.endswith(".c")
+
+
+def c_command(tc, src: Path, obj: Path, include_dirs, defines=(), extra_flags=()) -> list[str]:
+    """The object command line for a C file: the toolchain's compiler in C mode (no GPU code in C)."""
+    return [tc.compiler, *C_DIALECT, *C_FLAGS, *[f"-I{d}" for d in include_dirs], *[f"-D{d}" for d in defines],
+            *extra_flags, "-c", str(src), "-o", str(obj)]
 
 
 def compile_command(tc, src: Path, obj: Path, targets: tuple[str, ...], include_dirs, extra_flags=()) -> list[str]:
@@ -111,10 +127,15 @@ def _inside(f: str, root: Path) -> bool:
 
 
 def _compile_one(tc, out_root: Path, build_dir: Path, rel: str, src_rel: str, targets, include_dirs, extra_flags,
-                 main: bool) -> UnitResult:
+                 main: bool, defines=()) -> UnitResult:
     obj = build_dir / "obj" / (rel + ".o")
-    r = driver.compile_file(tc, out_root / rel, obj, targets=targets, include_dirs=include_dirs,
-                            flags=(*PORT_FLAGS, *extra_flags), cwd=out_root, time_limit=COMPILE_TIMEOUT_S)
+    if is_c(rel):
+        r = driver.file_result(tc, lambda o: c_command(tc, out_root / rel, o, include_dirs, defines), obj,
+                                out_root.resolve(), COMPILE_TIMEOUT_S, Path(rel).name)
+    else:
+        r = driver.compile_file(tc, out_root / rel, obj, targets=targets, include_dirs=include_dirs,
+                                defines=defines, flags=(*PORT_FLAGS, *extra_flags), cwd=out_root,
+                                time_limit=COMPILE_TIMEOUT_S)
     cmd, dt, log = r.command, r.duration_s, r.log
     (build_dir / "logs").mkdir(parents=True, exist_ok=True)
     (build_dir / "logs" / log_name(rel)).write_text(" ".join(cmd) + "\n\n" + log)
@@ -149,7 +170,7 @@ def _compile_one(tc, out_root: Path, build_dir: Path, rel: str, src_rel: str, ta
 
 def compile_all(tc, out_root: Path, units: dict[str, str], mains: set[str], targets=settings.AMD_TARGETS[:1],
                 include_dirs=(), compat: bool = False, workers: int | None = None, extra_flags=(),
-                build_dir: Path | None = None, progress=None) -> list[UnitResult]:
+                build_dir: Path | None = None, progress=None, defines=()) -> list[UnitResult]:
     """Compile ``units`` ({ported rel: source rel}) in parallel; results in the order of ``units``.
 
     ``compat`` is accepted for old callers and ignored: ROCm 7.2's own headers have the warp-sync
@@ -161,7 +182,7 @@ def compile_all(tc, out_root: Path, units: dict[str, str], mains: set[str], targ
 
     def one(item):
         rel, src_rel = item
-        r = _compile_one(tc, out_root, build_dir, rel, src_rel, targets, inc, extra_flags, rel in mains)
+        r = _compile_one(tc, out_root, build_dir, rel, src_rel, targets, inc, extra_flags, rel in mains, defines)
         if progress:
             progress(r)
         return r

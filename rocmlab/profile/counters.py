@@ -241,3 +241,61 @@ def rocprof_compute_commands(name: str, cmd) -> list[str]:
             f"rocprof-compute analyze -p workloads/{name}/MI300X_A1 -b 3     # memory chart",
             f"rocprof-compute analyze -p workloads/{name}/MI300X_A1 -b 4     # roofline",
             f"rocprof-compute profile -n {name}-roof --roof-only -- {prog}   # the roofline alone, faster"]
+
+
+# --- counted by the wave64 simulator (a CPU, no GPU) ---------------------------------------------------------------
+
+#: The simulator's counts, by the gfx942 counter each stands for (bytes and lanes have no single hardware counter).
+SIMULATED = ("SQ_WAVES", "SQ_INSTS_VMEM_RD", "SQ_INSTS_VMEM_WR", "TCP_TOTAL_CACHE_ACCESSES_sum", "SQ_INSTS_LDS",
+             "SQ_LDS_BANK_CONFLICT", "SQ_LDS_IDX_ACTIVE", "bytes_read", "bytes_written", "active_lanes")
+SIMULATED_LABEL = "counted by the wave64 simulator"
+#: How the simulator counts each (its model of gfx942, stated so that a learner can derive the numbers by hand).
+SIMULATED_MODEL = {
+    "SQ_WAVES": "wavefronts of 64 launched",
+    "SQ_INSTS_VMEM_RD": "global load instructions, one per wavefront",
+    "SQ_INSTS_VMEM_WR": "global store instructions, one per wavefront",
+    "TCP_TOTAL_CACHE_ACCESSES_sum": "distinct 128-byte lines each global wave instruction touches, summed",
+    "SQ_INSTS_LDS": "LDS (ds_*) instructions, one per wavefront",
+    "SQ_LDS_BANK_CONFLICT": "per half-wave (32 lanes, 32 banks x 4 bytes): the most distinct words one bank serves, "
+                            "less the passes the words need; summed",
+    "SQ_LDS_IDX_ACTIVE": "LDS cycles: per half-wave the passes, or the conflicting bank's words where more",
+    "bytes_read": "bytes global loads read (lanes x width)",
+    "bytes_written": "bytes global stores wrote",
+    "active_lanes": "lanes active in global memory instructions, summed (divide by the instructions for a mean)",
+}
+
+
+@dataclass
+class SimulatedCounts:
+    """Per kernel: counter -> value, as the wave64 simulator counted them on the CPU (never measured hardware)."""
+    kernels: dict
+    backend: str = "cpu: wave64 simulator"
+    label: str = SIMULATED_LABEL
+    stderr: str = ""          # the run's stderr (its launches' resources: rocmlab.hip.sim.launch_occupancy)
+
+    def kernel(self, name: str) -> dict:
+        """One kernel's counts, summed over the lines it was launched from (``name@line`` keys)."""
+        rows = [v for k, v in self.kernels.items() if k == name or k.startswith(name + "@")]
+        if not rows:
+            raise KeyError(f"no kernel {name!r} was launched (launched: {', '.join(self.kernels) or 'none'})")
+        return {k: sum(r[k] for r in rows) for k in rows[0]}
+
+
+def simulate_counts(source: str, args=(), *, timeout_s: float = 60.0, flags=(), scratch: str | None = None,
+                    file_bytes: int | None = None) -> SimulatedCounts:
+    """Build ``source`` (a HIP program) for the CPU simulator, run it with its counters on, and return the counts of
+    every kernel it launched. Raises :class:`CounterError` (with the reason) when it cannot build or run here."""
+    from rocmlab.hip import build, simulate
+
+    if simulate.problem():
+        raise CounterError(f"the simulator cannot run here: {simulate.problem()}")
+    res = build.compile(source, toolchain=simulate.KIND, flags=flags)
+    if not res.ok:
+        raise CounterError("the program does not build for the simulator: " + "; ".join(
+            str(d) for d in (res.errors or res.diagnostics)[:3]))
+    done = build.run(res, args, timeout_s=timeout_s, env={"HIPSIM_COUNTERS": "1"}, scratch=scratch,
+                     file_bytes=file_bytes)
+    counts = simulate.counters(done.stderr)
+    if done.returncode != 0 or not counts:
+        raise CounterError(f"the program {done.explain()}: {done.stderr[-500:]}")
+    return SimulatedCounts(counts, stderr=done.stderr)

@@ -13,17 +13,21 @@ raises out of :func:`request_one`.
 
 Each request has four limits (:class:`Timeouts`, defaults in :mod:`rocmlab.settings`): to connect,
 to the first token, between two tokens, and in all.
+
+The timed requests go over :mod:`rocmlab.serve.http_stream` (asyncio's protocol layer, no task or
+timer per token: the client must not take the CPU of the server it measures); the untimed calls
+(the model list, the tokenizer endpoints) over httpx.
 """
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import json
 import time
 from dataclasses import dataclass, field
 
 from rocmlab import settings
+from rocmlab.serve import http_stream
 
 #: Bytes of the end of a stream kept with a request (``RequestOutput.received_tail``).
 TAIL_BYTES = 200
@@ -62,12 +66,6 @@ class Timeouts:
     def __post_init__(self):
         for name, flag in self.FLAGS.items():
             object.__setattr__(self, name, settings.time_limit(getattr(self, name), what=flag))
-
-    def http(self):
-        """The httpx timeout: connect (and the pool) bounded; reads are bounded by :func:`request_one`."""
-        import httpx
-
-        return httpx.Timeout(connect=self.connect, read=None, write=self.connect, pool=None)
 
 
 @dataclass
@@ -112,7 +110,7 @@ def check_server(base_url: str, timeout: float = settings.SERVE_CHECK_TIMEOUT_S)
         r = httpx.get(url, timeout=timeout)
     except httpx.ConnectError as exc:
         raise ServerUnreachable(f"cannot reach {base_url} ({_reason(exc)}): is the server running on that host "
-                                "and port? Start it with rocmlab.serve (Server.start + wait_healthy) or fix the URL") from None
+                                "and port? Run the lab's cell that starts the server (and wait for it to say it is ready), or fix the URL") from None
     except httpx.TimeoutException:
         raise ServerUnreachable(f"{base_url} did not answer within {timeout:g} s: the server is hung or the "
                                 "address is wrong") from None
@@ -306,7 +304,6 @@ class StreamParser:
         """One piece of the body, received at ``now``; MalformedChunk if it is not a valid stream."""
         self.out.bytes_received += len(data)
         self._tail = (self._tail + data)[-TAIL_BYTES:]
-        self.out.received_tail = self._tail.decode("utf-8", errors="backslashreplace")
         try:
             try:
                 msgs = self._sse.feed(data)
@@ -322,8 +319,10 @@ class StreamParser:
 
     def sync(self) -> None:
         """Put the text received so far into ``out.generated_text`` (done once at the end, not per
-        token: joining per token would cost the client time quadratic in the output's length)."""
+        token: joining per token would cost the client time quadratic in the output's length), and the
+        stream's last bytes into ``out.received_tail``."""
         self.out.generated_text = "".join(self._text)
+        self.out.received_tail = self._tail.decode("utf-8", errors="backslashreplace")
 
     def _message(self, msg: str, now: float) -> None:
         if not self.sse_fields and any(line.startswith("data:") for line in msg.split("\n")):
@@ -400,73 +399,68 @@ def _received(out: RequestOutput) -> str:
     return f"{out.chunks} chunks, {out.bytes_received} bytes received, ending {out.received_tail[-80:]!r}"
 
 
-async def request_one(client, base_url: str, model: str, req: SampleRequest, endpoint: str = "completions",
+async def request_one(conns, base_url: str, model: str, req: SampleRequest, endpoint: str = "completions",
                       ignore_eos: bool = True, temperature: float | None = 0.0, extra_body: dict | None = None,
                       pbar=None, timeouts: Timeouts | None = None) -> RequestOutput:
-    """Send one streaming request and time it as vLLM's request functions do. Never raises for
-    what the server does: a failed request has ``success=False`` and an ``error`` saying why."""
-    import httpx
-
+    """Send one streaming request over ``conns`` (:class:`rocmlab.serve.http_stream.Connections` to
+    ``base_url``) and time it as vLLM's request functions do. Never raises for what the server does:
+    a failed request has ``success=False`` and an ``error`` saying why."""
     t = timeouts or Timeouts()
-    url = base_url.rstrip("/") + ("/v1/chat/completions" if endpoint == "chat" else "/v1/completions")
-    payload = _payload(model, req, endpoint, ignore_eos, temperature, extra_body)
+    path = "/v1/chat/completions" if endpoint == "chat" else "/v1/completions"
+    url = base_url.rstrip("/") + path
+    body = json.dumps(_payload(model, req, endpoint, ignore_eos, temperature, extra_body)).encode()
     out = RequestOutput(prompt_len=req.prompt_len)
     st = time.perf_counter()
     out.start_time = st
     parser = StreamParser(out, endpoint, st)
 
-    def limit():
-        """(seconds left, which limit) for the next step."""
+    def deadline():
+        """(perf_counter time, name) of the limit that applies now."""
         step, name = ((parser.last + t.between_tokens, "between_tokens") if parser.first
                       else (st + t.first_token, "first_token"))
         if st + t.total < step:
             step, name = st + t.total, "total"
-        return max(0.0, step - time.perf_counter()), name
+        return step, name
 
-    name = "first_token"
+    error = ""
     try:
-        left, name = limit()
-        resp = await asyncio.wait_for(client.send(client.build_request("POST", url, json=payload), stream=True), left)
-        try:
-            if resp.status_code != 200:
-                left, name = limit()
-                body = await asyncio.wait_for(resp.aread(), left)
-                out.error = (f"HTTP {resp.status_code} from {url}: {body[:300].decode('utf-8', 'backslashreplace')}")
-            else:
-                pieces = resp.aiter_bytes().__aiter__()
-                while True:
-                    left, name = limit()
-                    try:
-                        data = await asyncio.wait_for(pieces.__anext__(), left)
-                    except StopAsyncIteration:
-                        break
-                    parser.feed(data, time.perf_counter())
-                parser.finish(time.perf_counter())
-        finally:
-            await resp.aclose()
+        status, answer = await conns.post(path, body, parser.feed, deadline, t.between_tokens)
+        if status != 200:
+            error = f"HTTP {status} from {url}: {answer[:300].decode('utf-8', 'backslashreplace')}"
+        else:
+            parser.finish(time.perf_counter())
     except MalformedChunk as exc:
-        out.error = f"{exc} ({_received(out)})"
-    except (asyncio.TimeoutError, httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
+        error = str(exc)
+        parser.sync()
+        error = f"{error} ({_received(out)})"
+    except http_stream.StepTimeout as exc:
+        name = exc.args[0]
         seconds = getattr(t, name)
         what = {"first_token": f"no first token within {seconds:g} s",
                 "between_tokens": f"no token for {seconds:g} s after token {out.chunks}",
                 "total": f"the request took over {seconds:g} s in all"}[name]
-        out.error = (f"timed out: {what} ({_received(out)}): the server is overloaded or hung; "
-                     f"raise {Timeouts.FLAGS[name]} if it is just slow")
-    except httpx.ConnectTimeout:
-        out.error = (f"timed out: could not connect to {url} within {t.connect:g} s: the server is overloaded or "
-                     f"the address is wrong; raise {Timeouts.FLAGS['connect']} if it is just slow")
-    except httpx.ConnectError as exc:
-        out.error = f"cannot connect to {url} ({_reason(exc)}): the server is not running (or died)"
-    except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
-        out.error = (f"the server closed the connection after {out.chunks} chunks ({type(exc).__name__}; "
-                     f"{_received(out)}): did it die or restart?")
-    except httpx.HTTPError as exc:
-        out.error = f"HTTP error: {type(exc).__name__}: {exc} ({_received(out)})"
+        parser.sync()
+        error = (f"timed out: {what} ({_received(out)}): the server is overloaded or hung; "
+                 f"raise {Timeouts.FLAGS[name]} if it is just slow")
+    except http_stream.ConnectTimeout:
+        error = (f"timed out: could not connect to {url} within {t.connect:g} s: the server is overloaded or "
+                 f"the address is wrong; raise {Timeouts.FLAGS['connect']} if it is just slow")
+    except http_stream.ConnectFailed as exc:
+        error = f"cannot connect to {url} ({_reason(exc)}): the server is not running (or died)"
+    except http_stream.ConnectionClosed as exc:
+        parser.sync()
+        error = f"the server closed the connection after {out.chunks} chunks ({exc}; {_received(out)}): did it " \
+                "die or restart?"
+    except http_stream.BadHTTP as exc:
+        parser.sync()
+        error = (f"the answer from {url} is not HTTP/1.1 as a server sends it ({exc}; {_received(out)}): is the "
+                 "URL an OpenAI-compatible server (vLLM, SGLang)?")
     parser.sync()       # the text received so far, also after a timeout or a dropped connection
-    if not out.error and not out.success:
-        out.error = f"the request did not complete ({_received(out)})"
-    if out.error:
+    if not error and not out.success:
+        error = (f"the request did not complete: the server's answer ended early ({_received(out)}): did it "
+                 "die or restart?")
+    out.error = error
+    if error:
         out.success = False
     if pbar is not None:
         pbar.update(1)

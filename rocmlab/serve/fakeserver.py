@@ -7,17 +7,23 @@ vLLM does. Every request runs in its own thread, so the timing does not depend o
 concurrency: two clients measuring it must agree. ``mode`` scripts failures: ``malformed``
 (the second chunk is not JSON), ``die`` (the connection drops after two chunks),
 ``pings`` (an SSE comment before every chunk), ``cut`` (the body ends after two chunks, without ``[DONE]``), ``error500``, ``nousage``
-(no usage chunk). Bad servers for the client's tests are scripted too: ``replace={i: b"..."}`` sends
+(no usage chunk). Bad servers for the client's tests are scripted too: ``body=b"..."`` answers every
+completion with exactly those bytes (a 200 with a Content-Length); ``replace={i: b"..."}`` sends
 those raw bytes instead of chunk ``i``; ``hang_after=k`` stops after ``k`` chunks and holds the
 connection open (until ``close()`` or ``hang_s`` seconds); ``bad_from=n`` applies ``replace`` and
 ``hang_after`` only from the n-th completion request on (the earlier ones are good); ``models=[]`` lists no models; and
 ``tokenize`` = ok (one token per character) | hang | bad (``{"tokens": "not a list"}``) scripts
 vLLM's ``/tokenize`` and ``/detokenize``. It listens on 127.0.0.1 only, and ``close()`` ends
 every connection, hanging ones included.
+
+It also runs as its own process, until killed (Lab 04's crash demo kills one)::
+
+    python -m rocmlab.serve.fakeserver --port 8123 [--ttft 0.05] [--gap 0.01] [--model NAME]
 """
 
 from __future__ import annotations
 
+import argparse
 import http.server
 import json
 import socket
@@ -31,11 +37,12 @@ class FakeServer:
     | error500 | nousage (no usage chunk)."""
 
     def __init__(self, mode="ok", tokens=5, gap=0.01, model="fake-model", ttft=0.0, port=0, replace=None,
-                 hang_after=None, hang_s=30.0, models=None, tokenize="ok", bad_from=1):
+                 hang_after=None, hang_s=30.0, models=None, tokenize="ok", bad_from=1, body=None):
         self.mode, self.tokens, self.gap, self.model, self.ttft = mode, tokens, gap, model, ttft
         self.replace, self.hang_after, self.hang_s, self.tokenize = dict(replace or {}), hang_after, hang_s, tokenize
         self.models = [model] if models is None else list(models)
         self.bad_from = bad_from
+        self.body = body
         self.requests = 0
         self._conns = set()
         self._stop = threading.Event()
@@ -58,6 +65,11 @@ class FakeServer:
                 pass
 
             def do_GET(self):
+                if self.path == "/health":      # as vLLM: 200 and an empty body once it serves
+                    self.send_response(200)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 body = json.dumps({"object": "list", "data": [{"id": m} for m in outer.models]}).encode()
                 self.send_response(200 if self.path == "/v1/models" else 404)
                 self.send_header("Content-Type", "application/json")
@@ -78,6 +90,12 @@ class FakeServer:
                     return
                 outer.requests += 1
                 bad = outer.requests >= outer.bad_from
+                if outer.body is not None:          # these exact bytes, whatever was asked
+                    self.send_response(200)
+                    self.send_header("Content-Length", str(len(outer.body)))
+                    self.end_headers()
+                    self.wfile.write(outer.body)
+                    return
                 if outer.mode == "error500":
                     body = b'{"error": "model exploded"}'
                     self.send_response(500)
@@ -144,6 +162,8 @@ class FakeServer:
                 self.wfile.write(body)
 
         class Quiet(http.server.ThreadingHTTPServer):
+            request_queue_size = 128        # the default 5 makes a 6th simultaneous connection wait for TCP retries
+
             def handle_error(self, request, client_address):
                 pass        # a client that hangs up mid-stream is what the tests do on purpose
 
@@ -157,7 +177,14 @@ class FakeServer:
     def close(self):
         """Stop like a crashed server: the listening socket and every open connection go."""
         self._stop.set()
-        self._drop_connections()       # at once: shutdown() below waits up to serve_forever's poll interval
+        # the listening socket first, as a crash closes it: shutdown() below waits up to serve_forever's poll
+        # interval, and a connection queued in that time would be left half-open, never answered
+        try:
+            self.httpd.socket.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self.httpd.socket.close()
+        self._drop_connections()       # at once, for the same reason
         self.httpd.shutdown()
         self.httpd.server_close()
         self._drop_connections()
@@ -168,3 +195,44 @@ class FakeServer:
                 c.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
+
+
+def start_process(ttft: float = 0.0, gap: float = 0.01, model: str = "fake-model", timeout: float = 60.0):
+    """A fake server in a process of its own (``python -m rocmlab.serve.fakeserver``), started and
+    healthy: a :class:`rocmlab.serve.process.Server` that ``kill()`` ends like a crash."""
+    import sys
+
+    from rocmlab.paths import repo_root
+    from rocmlab.serve.process import Server, free_port
+
+    port = free_port()
+    cmd = [sys.executable, "-m", "rocmlab.serve.fakeserver", "--port", str(port), "--ttft", str(ttft),
+           "--gap", str(gap), "--model", model]
+    server = Server(cmd, port, cwd=str(repo_root()), name="fake-server").start()
+    try:
+        server.wait_healthy(timeout, poll=0.1)
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m rocmlab.serve.fakeserver",
+                                description="A scripted OpenAI-compatible streaming server, until killed.")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--ttft", type=float, default=0.0, help="seconds to the first chunk")
+    p.add_argument("--gap", type=float, default=0.01, help="seconds between chunks")
+    p.add_argument("--model", default="fake-model")
+    a = p.parse_args(argv)
+    server = FakeServer(ttft=a.ttft, gap=a.gap, model=a.model, port=a.port)
+    print(f"fake server at {server.url}: first chunk after {a.ttft:g} s, then one every {a.gap:g} s", flush=True)
+    try:
+        server.thread.join()
+    except KeyboardInterrupt:
+        server.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -32,6 +32,7 @@ from rocmlab.serve.client import (
     request_one,
     tokenize,
 )
+from rocmlab.serve.http_stream import Connections
 from rocmlab.serve.metrics import make_result
 
 NOT_SENT = "not sent: the server stopped answering (connection refused)"
@@ -65,10 +66,7 @@ def arrival_delays(n: int, request_rate: float, burstiness: float = 1.0, rng=Non
 async def run_requests(base_url, model, requests, endpoint="completions", request_rate=math.inf, burstiness=1.0,
                max_concurrency=None, ignore_eos=True, temperature=0.0, timeouts: Timeouts | None = None,
                progress=False, seed=0, extra_body=None, stop_after_refused=3):
-    import httpx
-
     timeouts = timeouts or Timeouts()
-    limits = httpx.Limits(max_connections=max_concurrency or 1000, max_keepalive_connections=max_concurrency or 1000)
     rng = np.random.default_rng(seed)
     delays = arrival_delays(len(requests), request_rate, burstiness, rng)
     sem = asyncio.Semaphore(max_concurrency) if max_concurrency else None
@@ -107,7 +105,7 @@ async def run_requests(base_url, model, requests, endpoint="completions", reques
             refused["n"] = 0
         return o
 
-    async with httpx.AsyncClient(limits=limits, timeout=timeouts.http()) as client:
+    async with Connections(base_url, timeouts.connect) as client:
         tasks = []
         t_start = time.perf_counter()
         start_wall = time.time()

@@ -62,6 +62,29 @@ _ALIASES = {"llama-3-8b": "llama-3.1-8b", "llama-3-70b": "llama-3.1-70b", "llama
             "llama-3-405b": "llama-3.1-405b"}
 
 
+#: A Hugging Face config.json is a few KB; anything far bigger is not one.
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _read_config(path: Path) -> dict:
+    """The JSON object in a model's ``config.json``; ValueError naming the file and the fix otherwise."""
+    fix = ("give a model's Hugging Face config.json (or its folder), or a shipped name: "
+           + ", ".join(known_models()))
+    size = path.stat().st_size
+    if size > MAX_CONFIG_BYTES:
+        raise ValueError(f"{path} is {size} bytes, not a model config (a config.json is a few KB): {fix}")
+    try:
+        d = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ValueError(f"{path} is not a model config (not UTF-8 text): {fix}") from None
+    except (json.JSONDecodeError, RecursionError) as exc:
+        where = f" ({exc.msg} at line {exc.lineno} column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
+        raise ValueError(f"{path} is not a model config (not JSON{where}): {fix}") from None
+    if not isinstance(d, dict):
+        raise ValueError(f"{path} holds a JSON {type(d).__name__}, not a model config's object: {fix}")
+    return d
+
+
 @dataclass(frozen=True)
 class ModelConfig:
     name: str
@@ -82,14 +105,22 @@ class ModelConfig:
         if missing:
             raise ValueError(f"model config {name!r} lacks {', '.join(missing)}: pass a Hugging Face config.json "
                              "of a decoder-only transformer (Llama, Mistral, Qwen ...)")
-        heads = int(d["num_attention_heads"])
-        head_dim = int(d.get("head_dim") or d["hidden_size"] // heads)
-        cfg = cls(name=d.get("_name", name), num_hidden_layers=int(d["num_hidden_layers"]),
-                  hidden_size=int(d["hidden_size"]), intermediate_size=int(d["intermediate_size"]),
-                  num_attention_heads=heads, num_key_value_heads=int(d.get("num_key_value_heads") or heads),
-                  head_dim=head_dim, vocab_size=int(d["vocab_size"]),
+        for k in (*_REQUIRED, "head_dim", "num_key_value_heads", "max_position_embeddings"):
+            v = d.get(k)
+            if (v is not None or k in _REQUIRED) and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise ValueError(f"model config {name!r}: {k} is {v!r}, not a whole number >= 1; fix the "
+                                 "config.json (a Hugging Face config of a decoder-only transformer)")
+        heads = d["num_attention_heads"]
+        head_dim = d.get("head_dim") or d["hidden_size"] // heads
+        cfg = cls(name=str(d.get("_name", name)), num_hidden_layers=d["num_hidden_layers"],
+                  hidden_size=d["hidden_size"], intermediate_size=d["intermediate_size"],
+                  num_attention_heads=heads, num_key_value_heads=d.get("num_key_value_heads") or heads,
+                  head_dim=head_dim, vocab_size=d["vocab_size"],
                   tie_word_embeddings=bool(d.get("tie_word_embeddings", False)),
-                  max_position_embeddings=int(d.get("max_position_embeddings") or 0), source=d.get("_source", ""))
+                  max_position_embeddings=d.get("max_position_embeddings") or 0, source=str(d.get("_source", "")))
+        if head_dim < 1:
+            raise ValueError(f"model config {name!r}: hidden_size {d['hidden_size']} is smaller than its {heads} "
+                             "attention heads and no head_dim is given; fix the config.json")
         if heads % cfg.num_key_value_heads:
             raise ValueError(f"model config {name!r}: {heads} attention heads is not a multiple of "
                              f"{cfg.num_key_value_heads} KV heads")
@@ -103,13 +134,13 @@ class ModelConfig:
         if p.is_dir():
             p = p / "config.json"
         if p.is_file():
-            return cls.from_dict(json.loads(p.read_text()), name=p.parent.name if p.name == "config.json" else p.stem)
+            return cls.from_dict(_read_config(p), name=p.parent.name if p.name == "config.json" else p.stem)
         key = _ALIASES.get(str(name_or_path).lower(), str(name_or_path).lower())
         f = model_configs_dir() / f"{key}.json"
         if not f.is_file():
             raise FileNotFoundError(f"unknown model {str(name_or_path)!r}: pass a path to a config.json, "
                                     f"or one of {', '.join(known_models())}")
-        return cls.from_dict(json.loads(f.read_text()), name=key)
+        return cls.from_dict(_read_config(f), name=key)
 
     def kv_heads_per_gpu(self, tp: int = 1) -> int:
         check_tp(self, tp)

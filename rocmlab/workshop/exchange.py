@@ -4,17 +4,37 @@ Layout (``EXCHANGE`` is ``$ROCMLAB_EXCHANGE``, e.g. ``/srv/rocmlab/exchange``)::
 
     inbound/                          root, 0711: anyone may pass through, nobody may list it
     inbound/LEARNER/                  the learner's own, 0700: only they (and root) read or write it
-    inbound/LEARNER/EXERCISE/STAMP.hip  one file per hand-in, never overwritten, never deleted
+    inbound/LEARNER/ITEM/STAMP.SUFFIX one file per hand-in, never overwritten, never deleted
     outbound/feedback/                root, 0711
     outbound/feedback/LEARNER/        root:LEARNER's group, 0750: the learner reads, only the grader writes
-    outbound/feedback/LEARNER/EXERCISE.{txt,html,json}
-    grades/                           the instructor's, 0700: submissions/ (the latest hand-in of each
-                                      learner), results/, feedback/, grades.csv, grades_by_check.csv
+    outbound/feedback/LEARNER/FLAT.{txt,html,json}
+    grades/                           the instructor's, 0700: submissions/LEARNER/FLAT.SUFFIX (the latest
+                                      hand-in of each learner), results/, feedback/, grades.csv,
+                                      grades_by_check.csv, handins.json (the exchange's record of hand-ins)
 
-``STAMP`` is the UTC time in microseconds plus a random suffix, so names sort in hand-in order and two
-hand-ins never share a name. Each is written to a hidden temporary file and renamed, so the grader never
-sees half a file. Grading takes the latest hand-in of each learner (earlier ones stay where they are, nothing
-is lost), grades it once (a result whose source hash matches is reused), and writes its feedback back.
+**Item ids** (every graded item: an exercise ``vector-add``, a lab task ``08-mi300x-package/xcd-remap``, a
+puzzle, a Lab 11 question): one or two names joined by one ``/``, each name 1-64 characters of letters,
+digits and ``. _ -`` starting with a letter or digit (:data:`ITEM_RE`, :func:`check_item`). In inbound/ an id
+with a ``/`` is two nested folders; in every flat file name the exchange writes (``FLAT`` above) the ``/`` is
+written ``+`` (:func:`flat_item`; ``+`` is never part of a name, so the mapping is one to one). A hand-in is
+a text file (UTF-8, no NUL bytes, at most :data:`MAX_HANDIN_BYTES`) whose suffix is one of :data:`SUFFIXES`
+(another suffix is stored as ``.hip``).
+
+``STAMP`` is the UTC time in microseconds plus a random suffix, so two hand-ins never share a name. Each is
+written to a hidden temporary file and renamed, so the grader never sees half a file. Grading takes the latest
+hand-in of each learner (earlier ones stay where they are, nothing is lost), grades it once (a result whose
+source hash matches is reused), and writes its feedback back.
+
+**Which hand-in is the latest** is decided from what the learner cannot write: the kernel's record of the
+file (its owner, and its inode change time ``ctime``, which every write, rename or chmod moves to the present
+and no call can set back), never from the file name alone. A hand-in counts only when its name's stamp agrees
+with that record (the rename that handed it in happened within :data:`STAMP_SLACK_S` of the stamp): a name
+stamped in the future (``99991231T...``) or an old hand-in edited afterwards (its ctime moved on) is refused
+and reported to the instructor (``grade_exchange``'s ``refused``), and the newest hand-in that is still as it
+was handed in is graded. The grader also keeps its own record, ``grades/handins.json`` (the hash and ctime of
+every hand-in it has seen): a file that changed since it was first collected is refused too. Copy an exchange
+with its times kept (``cp -a`` keeps mtime, not ctime: move the disk, or re-grade before copying), since a copy
+looks edited to this check.
 
 Permissions do their job only where each learner's server runs as its own Unix user (TLJH's ``jupyter-NAME``,
 Kubernetes pods with only their own folder mounted). Where every server runs as one user (a test hub with
@@ -44,9 +64,15 @@ from rocmlab.settings import RUN_TIME_LIMIT_S, env
 
 #: A learner's name as JupyterHub and Unix allow it in a folder name.
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
+#: A graded item's id: one or two names joined by one "/" (see the module's docstring).
+ITEM_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(/[A-Za-z0-9][A-Za-z0-9._-]{0,63})?$")
 #: The largest hand-in accepted (a HIP source file is a few kB).
 MAX_HANDIN_BYTES = 1 << 20
-SUFFIXES = (".hip", ".cpp", ".cu")
+#: Suffixes a hand-in keeps (HIP/C++/CUDA sources, Python, JSON answers); any other is stored as .hip.
+SUFFIXES = (".hip", ".cpp", ".cu", ".py", ".json")
+#: Seconds allowed between a hand-in's stamp (its name) and the kernel's change time of the file.
+STAMP_SLACK_S = 120.0
+_STAMP_RE = re.compile(r"^(\d{8}T\d{6})(\d{6})Z-[0-9a-f]{6}$")
 
 
 class ExchangeError(ValueError):
@@ -57,8 +83,9 @@ class ExchangeError(ValueError):
 class Handin:
     learner: str
     exercise: str
-    path: Path       # inbound/LEARNER/EXERCISE/STAMP.hip
-    count: int       # how many hand-ins this learner made for this exercise
+    path: Path       # inbound/LEARNER/ITEM/STAMP.SUFFIX
+    count: int       # how many hand-ins this learner made for this item
+    ctime: float = 0.0   # when it was handed in: the kernel's change time of the file (the learner cannot set it)
 
     @property
     def stamp(self) -> str:
@@ -102,6 +129,34 @@ def prepare_learner(exchange, learner: str, uid: int | None = None, gid: int | N
     return inbound
 
 
+def check_item(item: str) -> str:
+    """``item`` if it is a usable item id (:data:`ITEM_RE`), else :class:`ExchangeError` naming the rule."""
+    if not isinstance(item, str) or not ITEM_RE.match(item) or any(p.strip(".") == "" for p in item.split("/")):
+        shown = repr(item) if len(str(item)) <= 80 else repr(str(item)[:60]) + f"... ({len(str(item))} characters)"
+        raise ExchangeError(f"item id {shown} is not usable (no exercise or graded item is named so): give one or two names joined by one '/', each 1-64 "
+                            "letters, digits, '.', '_' or '-' starting with a letter or digit (e.g. vector-add or "
+                            "08-mi300x-package/xcd-remap)")
+    return item
+
+
+def flat_item(item: str) -> str:
+    """The item id as one file name: its '/' written '+' (never part of a name, so it maps back)."""
+    return check_item(item).replace("/", "+")
+
+
+def stamp_time(name: str) -> float | None:
+    """The UTC time (seconds) a hand-in's file name claims, or None if the name is not a stamp."""
+    m = _STAMP_RE.match(os.path.splitext(name)[0])
+    if not m:
+        return None
+    import calendar
+
+    try:
+        return calendar.timegm(time.strptime(m.group(1), "%Y%m%dT%H%M%S")) + int(m.group(2)) / 1e6
+    except ValueError:
+        return None
+
+
 def _check_name(learner: str) -> None:
     if not NAME_RE.match(learner or ""):
         raise ExchangeError(f"learner name {learner!r} is not usable as a folder name: use letters, digits and . _ @ + -")
@@ -137,9 +192,11 @@ def write_handin(exchange, learner: str, exercise: str, data: bytes, suffix: str
     if not folder.is_dir():
         raise ExchangeError(f"no hand-in folder {folder}: the hub makes it when your server starts; ask the "
                             f"instructor to run `rocmlab handin --prepare {learner} --exchange {exchange}`")
+    check_item(exercise)
     ex_dir = folder / exercise
     try:
-        ex_dir.mkdir(mode=0o700, exist_ok=True)
+        for d in (folder / exercise.split("/")[0], ex_dir):
+            d.mkdir(mode=0o700, exist_ok=True)
     except PermissionError:
         raise ExchangeError(f"cannot write to {folder}: it belongs to another user (log in as {learner})") from None
     final = ex_dir / f"{new_stamp()}{suffix}"
@@ -158,11 +215,11 @@ def write_handin(exchange, learner: str, exercise: str, data: bytes, suffix: str
     return final
 
 
-def handin(exercise: str, source, learner: str | None = None, exchange=None) -> Path:
-    """Hand in ``source`` (a file path) for ``exercise``; returns where it went. From a notebook or the CLI."""
-    from rocmlab.grader.spec import load
-
-    load(exercise)                       # an unknown id raises with the list of known ones
+def handin(item: str, source, learner: str | None = None, exchange=None) -> Path:
+    """Hand in ``source`` (a file path) for the graded item ``item`` (an id of the module's rule); returns
+    where it went. From a notebook or the CLI."""
+    check_item(item)
+    exercise = item
     src = Path(source)
     data = _read_source(src)
     suffix = src.suffix if src.suffix in SUFFIXES else ".hip"
@@ -192,10 +249,10 @@ def _read_source(src: Path) -> bytes:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise ExchangeError(f"{src} is not a regular file: give the path of your HIP source, e.g. vector_add.hip")
+            raise ExchangeError(f"{src} is not a regular file: give the path of your answer, e.g. vector_add.hip")
         if st.st_size > MAX_HANDIN_BYTES:
             raise ExchangeError(f"{src} is {st.st_size} bytes, over the {MAX_HANDIN_BYTES} byte limit of a hand-in: "
-                                "hand in only your HIP source")
+                                "hand in only your source or answer file")
         data = _read_capped(fd, MAX_HANDIN_BYTES)
     finally:
         os.close(fd)
@@ -237,18 +294,17 @@ class Feedback:
         return self.text
 
 
-def feedback(exercise: str, learner: str | None = None, exchange=None) -> Feedback:
-    """The learner's feedback for ``exercise`` (``outbound/feedback/LEARNER/EXERCISE.*``)."""
-    from rocmlab.grader.spec import load
-
-    load(exercise)                       # an unknown id (a path, a 300-character name) raises with the known ones
+def feedback(item: str, learner: str | None = None, exchange=None) -> Feedback:
+    """The learner's feedback for ``item`` (``outbound/feedback/LEARNER/FLAT.*``, :func:`flat_item`)."""
+    exercise = item
+    flat = flat_item(item)            # a path or a 300-character name is refused with the rule
     folder = exchange_dir(exchange) / "outbound" / "feedback" / current_learner(learner)
-    info_path = folder / f"{exercise}.json"
+    info_path = folder / f"{flat}.json"
     if not info_path.is_file():
         raise ExchangeError(f"no feedback for {exercise} yet in {folder}: the instructor has not graded your "
                             "hand-in; try again after `rocmlab grade --exchange` has run")
-    return Feedback(exercise, json.loads(info_path.read_text()), (folder / f"{exercise}.txt").read_text(),
-                    (folder / f"{exercise}.html").read_text())
+    return Feedback(exercise, json.loads(info_path.read_text()), (folder / f"{flat}.txt").read_text(),
+                    (folder / f"{flat}.html").read_text())
 
 
 # ----------------------------------------------------------------------------- instructor side
@@ -330,9 +386,38 @@ def _read_fd(fd: int, owner: int) -> bytes | None:
     return None if len(data) > MAX_HANDIN_BYTES else data
 
 
-def _learner_handin(inbound_fd: int, learner: str, exercise: str) -> tuple[str, int, bytes] | None:
-    """(file name, hand-in count, bytes) of the learner's latest hand-in, read through folder descriptors
-    (see above), or None when there is none or what is there is not the learner's own regular file."""
+def stamp_problem(name: str, ctime: float) -> str:
+    """'' when the hand-in ``name`` is as it was handed in (its stamp agrees with the kernel's change time of
+    the file, within :data:`STAMP_SLACK_S`), else what is wrong with it."""
+    claimed = stamp_time(name)
+    if claimed is None:
+        return "its name is not a hand-in stamp (made by hand, not by rocmlab handin)"
+    if claimed > ctime + 2.0:
+        return (f"its name claims {time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(claimed))} UTC, after the file "
+                f"was last changed ({time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(ctime))} UTC): a planted name")
+    if ctime - claimed > STAMP_SLACK_S:
+        return (f"it was changed {ctime - claimed:.0f} s after it was handed in "
+                f"({time.strftime('%Y-%m-%d %H:%M:%S', time.gmtime(ctime))} UTC)")
+    return ""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A file in a learner's hand-in folder that is not graded, and why."""
+
+    learner: str
+    exercise: str
+    name: str
+    reason: str
+
+
+def _learner_handin(inbound_fd: int, learner: str, exercise: str, accept=None,
+                    refused: list | None = None) -> tuple[str, int, bytes, float] | None:
+    """(file name, hand-in count, bytes, ctime) of the learner's latest hand-in, read through folder descriptors
+    (see above), or None when there is none. The latest is the one with the newest change time (the kernel's,
+    read from the open file) among files that are the learner's own regular files and whose stamp agrees with
+    that time (:func:`stamp_problem`) and that ``accept(name, data, ctime)`` does not refuse (it returns a
+    reason, or ''). Files passed over are appended to ``refused``."""
     try:
         lfd = open_beneath(inbound_fd, learner, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -347,19 +432,32 @@ def _learner_handin(inbound_fd: int, learner: str, exercise: str) -> tuple[str, 
             if os.fstat(efd).st_uid != owner:
                 return None
             with os.scandir(efd) as it:
-                names = sorted(e.name for e in it if not e.name.startswith(".") and e.is_file(follow_symlinks=False)
-                               and os.path.splitext(e.name)[1] in SUFFIXES)
-            for name in reversed(names):          # the newest that is still the learner's own regular file
+                entries = [e for e in it if not e.name.startswith(".") and e.is_file(follow_symlinks=False)
+                           and os.path.splitext(e.name)[1] in SUFFIXES]
+            times = {}
+            for e in entries:
+                try:
+                    times[e.name] = e.stat(follow_symlinks=False).st_ctime
+                except OSError:
+                    continue
+            for name in sorted(times, key=lambda n: (times[n], n), reverse=True):    # newest change first
                 try:
                     ffd = open_beneath(efd, name, os.O_RDONLY | os.O_NONBLOCK)
                 except OSError:
                     continue
                 try:
+                    ctime = os.fstat(ffd).st_ctime
                     data = _read_fd(ffd, owner)
                 finally:
                     os.close(ffd)
-                if data is not None:
-                    return name, len(names), data
+                if data is None:
+                    continue
+                why = stamp_problem(name, ctime) or (accept(name, data, ctime) if accept else "")
+                if why:
+                    if refused is not None:
+                        refused.append(Refused(learner, exercise, name, why))
+                    continue
+                return name, len(times), data, ctime
             return None
         finally:
             os.close(efd)
@@ -374,13 +472,15 @@ def _inbound_fd(exchange) -> int | None:
         return None
 
 
-def latest_handins(exchange, exercise: str) -> list[Handin]:
-    """The latest hand-in of each learner for ``exercise`` (hidden temporary files, links and files another
-    user owns are skipped). Read through folder descriptors: see :func:`collect`."""
-    return [h for h, _ in _latest(exchange, exercise)]
+def latest_handins(exchange, exercise: str, refused: list | None = None) -> list[Handin]:
+    """The latest hand-in of each learner for ``exercise`` (hidden temporary files, links, files another user
+    owns, and hand-ins whose name or content changed after they were handed in are skipped; those last are
+    appended to ``refused``). Read through folder descriptors: see :func:`collect`."""
+    return [h for h, _ in _latest(exchange, exercise, refused=refused)]
 
 
-def _latest(exchange, exercise: str) -> list[tuple[Handin, bytes]]:
+def _latest(exchange, exercise: str, accept_for=None, refused: list | None = None) -> list[tuple[Handin, bytes]]:
+    check_item(exercise)
     fd = _inbound_fd(exchange)
     if fd is None:
         return []
@@ -389,11 +489,11 @@ def _latest(exchange, exercise: str) -> list[tuple[Handin, bytes]]:
         for learner in _listdir(fd):
             if not NAME_RE.match(learner):
                 continue
-            got = _learner_handin(fd, learner, exercise)
+            got = _learner_handin(fd, learner, exercise, accept_for(learner) if accept_for else None, refused)
             if got is not None:
-                name, count, data = got
-                out.append((Handin(learner, exercise, Path(exchange) / "inbound" / learner / exercise / name, count),
-                            data))
+                name, count, data, ctime = got
+                out.append((Handin(learner, exercise, Path(exchange) / "inbound" / learner / exercise / name, count,
+                                   ctime), data))
     finally:
         os.close(fd)
     return out
@@ -410,24 +510,53 @@ def _atomic_write(path: Path, data: bytes, mode: int = 0o600) -> None:
     os.replace(tmp, path)
 
 
-def collect(exchange, exercise: str, out) -> list[Handin]:
-    """Copy each learner's latest hand-in to ``OUT/submissions/LEARNER/EXERCISE.SUFFIX`` for the grader.
+def _ledger(out) -> tuple[Path, dict]:
+    path = Path(out) / "handins.json"
+    try:
+        return path, json.loads(path.read_text())
+    except (OSError, ValueError):
+        return path, {}
 
-    A copy whose content is unchanged is left as it is (its result is reused). Returns what was collected.
+
+def collect(exchange, exercise: str, out, refused: list | None = None) -> list[Handin]:
+    """Copy each learner's latest hand-in to ``OUT/submissions/LEARNER/FLAT.SUFFIX`` for the grader.
+
+    The grader's record ``OUT/handins.json`` keeps the hash and change time of every hand-in collected: one
+    whose content differs from its record is refused (appended to ``refused``) and the learner's previous
+    hand-in is taken. A copy whose content is unchanged is left as it is (its result is reused). Returns what
+    was collected.
     """
+    import hashlib
+
+    flat = flat_item(exercise)
+    ledger_path, ledger = _ledger(out)
+
+    def accept_for(learner):
+        def accept(name, data, ctime):
+            seen = ledger.get(f"{learner}/{exercise}/{name}")
+            if seen and seen["sha"] != hashlib.sha256(data).hexdigest():
+                return "its content changed after the grader first collected it"
+            return ""
+        return accept
+
     got = []
-    for h, data in _latest(exchange, exercise):
+    for h, data in _latest(exchange, exercise, accept_for, refused):
+        ledger.setdefault(f"{h.learner}/{exercise}/{h.path.name}",
+                          {"sha": hashlib.sha256(data).hexdigest(), "ctime": h.ctime,
+                           "collected": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())})
         dest_dir = Path(out) / "submissions" / h.learner
-        for old in dest_dir.glob(f"{exercise}.*") if dest_dir.is_dir() else []:
+        for old in dest_dir.glob(f"{flat}.*") if dest_dir.is_dir() else []:
             if old.suffix != h.path.suffix and old.suffix in SUFFIXES:
                 old.unlink()
-        dest = dest_dir / f"{exercise}{h.path.suffix}"
+        dest = dest_dir / f"{flat}{h.path.suffix}"
         if not dest.is_file() or dest.read_bytes() != data:
             _atomic_write(dest, data)
-        _atomic_write(Path(out) / "collected" / f"{h.learner}__{exercise}.json",
+        _atomic_write(Path(out) / "collected" / f"{h.learner}__{flat}.json",
                       json.dumps({"learner": h.learner, "exercise": exercise, "handin": h.path.name,
-                                  "count": h.count}).encode())
+                                  "count": h.count, "handed_in": time.strftime(
+                                      "%Y-%m-%d %H:%M:%S UTC", time.gmtime(h.ctime))}).encode())
         got.append(h)
+    _atomic_write(ledger_path, json.dumps(ledger, indent=1, sort_keys=True).encode())
     return got
 
 
@@ -436,23 +565,26 @@ def return_feedback(exchange, out, handins: list[Handin]) -> int:
     root = Path(exchange)
     n = 0
     for h in handins:
-        result_path = Path(out) / "results" / f"{h.learner}__{h.exercise}.json"
+        flat = flat_item(h.exercise)
+        result_path = Path(out) / "results" / f"{h.learner}__{flat}.json"
         try:
             result = json.loads(result_path.read_text())
         except (OSError, ValueError):
             continue                       # not graded (yet): the next run does it
+        if result.get("status", "graded") == "error":
+            continue                       # a fault of the machine: no grade to return; the next run grades it
         inbound = root / "inbound" / h.learner
         gid = os.lstat(inbound).st_gid if os.geteuid() == 0 else None
         folder = _mkdir(root / "outbound" / "feedback" / h.learner, 0o750, 0 if gid is not None else None, gid)
         for ext in ("txt", "html"):
-            src = Path(out) / "feedback" / h.learner / f"{h.exercise}.{ext}"
-            _atomic_write(folder / f"{h.exercise}.{ext}", src.read_bytes(), 0o640)
+            src = Path(out) / "feedback" / h.learner / f"{flat}.{ext}"
+            _atomic_write(folder / f"{flat}.{ext}", src.read_bytes(), 0o640)
         info = {"learner": h.learner, "exercise": h.exercise, "handin": h.path.name, "count": h.count,
                 "sha": result.get("sha"), "earned": result.get("earned", 0.0), "possible": result.get("possible"),
                 "graded_at": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(result_path.stat().st_mtime))}
-        _atomic_write(folder / f"{h.exercise}.json", json.dumps(info).encode(), 0o640)
+        _atomic_write(folder / f"{flat}.json", json.dumps(info).encode(), 0o640)
         if gid is not None:
-            for f in folder.glob(f"{h.exercise}.*"):
+            for f in folder.glob(f"{flat}.*"):
                 os.chown(f, 0, gid)
         n += 1
     return n
@@ -471,7 +603,8 @@ def grade_exchange(exchange, exercises: list[str], out=None, *, assignment: str 
     out = Path(out) if out else root / "grades"
     out.mkdir(parents=True, exist_ok=True)
     os.chmod(out, 0o700)
-    handins = [h for e in exercises for h in collect(root, e, out)]
+    refused: list[Refused] = []
+    handins = [h for e in exercises for h in collect(root, e, out, refused)]
     if not handins:
         raise ExchangeError(f"nobody has handed in {', '.join(exercises)} in {root / 'inbound'} yet")
     counts = batch.grade_folder(out / "submissions", exercises, out, assignment=assignment, workers=workers,
@@ -480,4 +613,5 @@ def grade_exchange(exchange, exercises: list[str], out=None, *, assignment: str 
     counts["learners"] = len({h.learner for h in handins})
     counts["handins"] = sum(h.count for h in handins)
     counts["out"] = str(out)
+    counts["refused"] = refused
     return counts

@@ -22,7 +22,11 @@ The work folder (``WORK``, passable by every user: 0711)::
     WORK/instructor/   root 0700: the grading seed (grading-seed) and the reference solutions (references/)
 
 GPU seats: the pre-spawn hook of :mod:`rocmlab.workshop.seats`, with ``n_gpus`` seats (no GPU needs to be
-there: it only hands out ``HIP_VISIBLE_DEVICES`` indices). The instructor takes no seat.
+there). Where the seats have device nodes (``gpu_devices``: from the KFD topology, or given) each server's
+cgroup may open only its seat's; the instructor takes no seat. Each learner's server also gets a process
+limit, a home of its own size, a private /tmp, and the offline ROCm root (see :func:`jupyterhub`); nothing
+root writes into a learner's home follows their links (:mod:`.learner_space`). The grading seed is used as
+``rocmlab grade --seed-file WORK/instructor/grading-seed``, never on a command line.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab import paths
+from rocmlab.workshop import learner_space
 from rocmlab.workshop.exchange import prepare
 
 NO_PROXY = ("configurable-http-proxy not found on PATH: install it from npm, pinned as scripts/setup/50-hub.sh does: "
@@ -76,6 +81,7 @@ class Hub:
     mode: str = "users"
     user_prefix: str = ""
     seen_pids: set = field(default_factory=set)
+    disk: tuple | None = None     # (images folder, bytes): each learner's home is a file system of that size
 
     @property
     def base(self) -> str:
@@ -102,20 +108,23 @@ class Hub:
         """The Unix user ``user``'s server runs as (None in dry-run: the hub's own)."""
         return f"{self.user_prefix}{user}" if self.mode == "users" else None
 
-    def put_file(self, user: str, relpath: str, data: str | bytes) -> Path:
-        """Write a file into ``user``'s home before or while they work, owned by them (as a handout is);
-        creates the learner's Unix user in ``users`` mode if the hub has not yet."""
+    def put_file(self, user: str, relpath: str, data: str | bytes, replace: bool = True) -> Path:
+        """Hand out a file: write it into ``user``'s home, owned by them; creates the learner's Unix user in
+        ``users`` mode if the hub has not yet. Never follows a link the learner planted in their home: a link
+        (or a folder) at ``relpath`` or on the way to it raises :class:`~.learner_space.PlantedLink` naming it.
+        ``replace=False`` keeps a file the learner already has there."""
         from rocmlab.workshop.hubconfig import ensure_unix_user
 
         home = self.home(user)
-        pw = ensure_unix_user(self.system_user(user), home, record=self.state / "created-users") \
-            if self.mode == "users" else None
-        path = home / relpath
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(data.encode() if isinstance(data, str) else data)
-        if pw is not None:
-            os.chown(path, pw.pw_uid, pw.pw_gid)
-        return path
+        if self.mode == "users":
+            pw = ensure_unix_user(self.system_user(user), home, record=self.state / "created-users",
+                                  disk=self.disk)
+            uid, gid = pw.pw_uid, pw.pw_gid
+        else:
+            home.mkdir(parents=True, exist_ok=True)
+            uid, gid = os.geteuid(), os.getegid()
+        data = data.encode() if isinstance(data, str) else data
+        return learner_space.write_file(home, uid, gid, relpath, data, replace=replace)
 
     def request(self, path: str, method: str = "GET", data=None, timeout: float = 30.0, token: str | None = None):
         """(status, parsed JSON or text) for ``path`` on the hub's port, with the admin token."""
@@ -399,7 +408,9 @@ def write_config(state: Path, *, learners: list[str], instructor: str, n_gpus: i
                  environment: dict | None = None, quiet_lab: bool = True, mem_limit: str | None = "2G",
                  cpu_limit: float | None = 1.0, cull_idle_s: int | None = 3600,
                  server_args: list[str] | None = None, server_python: str | None = None,
-                 admin_environment: dict | None = None) -> Path:
+                 admin_environment: dict | None = None, pids_limit: int | None = None,
+                 disk_limit: str | None = None, tmp_limit: str | None = None,
+                 gpu_devices: list | str | None = None) -> Path:
     """The hub's config file (in ``state``, root 0700: it holds the token and the password). Every value is
     written into it, so the hub can be started by hand from it too."""
     settings = {
@@ -411,6 +422,7 @@ def write_config(state: Path, *, learners: list[str], instructor: str, n_gpus: i
         "mode": mode, "user_prefix": user_prefix, "mem_limit": mem_limit, "cpu_limit": cpu_limit,
         "cull_idle_s": cull_idle_s, "cgroup_tag": f"rocmlab-hub-{port}",
         "server_args": FAST_SERVER_ARGS if server_args is None else server_args,
+        "pids_limit": pids_limit, "disk_limit": disk_limit, "tmp_limit": tmp_limit, "gpu_devices": gpu_devices,
     }
     path = state / "jupyterhub_config.py"
     path.write_text("# written by rocmlab.workshop.hub.write_config; run: python -m jupyterhub -f THIS_FILE\n"
@@ -492,16 +504,26 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
                port: int | None = None, timeout_s: float = 90.0, environment: dict | None = None,
                mode: str = "users", user_prefix: str = "jupyter-", mem_limit: str | None = "2G",
                cpu_limit: float | None = 1.0, cull_idle_s: int | None = 3600, oversubscribe: bool = False,
-               server_args: list[str] | None = None, fast_start: bool = True):
+               server_args: list[str] | None = None, fast_start: bool = True, pids_limit: int | None = 1024,
+               disk_limit: str | None = "4G", tmp_limit: str | None = "1G", gpu_devices: list | str | None = "auto",
+               rocm_root=None):
     """A running hub with ``learners`` and ``instructor`` allowed; stopped (with all it spawned) on exit.
 
     ``mode="users"`` (root only): each learner their own Unix user ``user_prefix + NAME`` (created on their
     first spawn, removed on exit if this hub created it). ``mode="dry-run"``: all as the hub's user.
     More learners than ``n_gpus`` seats is an error unless ``oversubscribe`` (then the learner past the last
     seat gets the error when their server starts). ``fast_start`` (default) starts learners' servers without
-    jupyter_lsp and without jsonschema's IRI checker (:data:`SKIP_RFC3987`); False: as JupyterLab comes."""
+    jupyter_lsp and without jsonschema's IRI checker (:data:`SKIP_RFC3987`); False: as JupyterLab comes.
+
+    Limits of each learner's server (``users`` mode; None turns one off): ``mem_limit``, ``cpu_limit``,
+    ``pids_limit`` (processes and threads: cgroup ``pids.max`` and RLIMIT_NPROC), ``disk_limit`` (the home is
+    a file system of that size), ``tmp_limit`` (a private tmpfs /tmp), ``gpu_devices`` (per seat, the device
+    nodes its server may open; ``"auto"``: /dev/kfd and the seat's render node from the KFD topology, none
+    without a GPU). ``rocm_root``: the offline ROCm root learners compile with (every user must be able to
+    read it, e.g. /opt/rocmlab/rocm-7.2.4); default ``ROCMLAB_ROCM_ROOT`` or this user's root if others can
+    read it."""
     from rocmlab.workshop import seats
-    from rocmlab.workshop.hubconfig import MODES
+    from rocmlab.workshop.hubconfig import MODES, parse_bytes
 
     if mode not in MODES:
         raise HubError(f"hub mode {mode!r}: use one of {MODES} ('dry-run': every server as one user, no isolation)")
@@ -510,6 +532,12 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
                        "(sudo); for a one-person try-out use mode='dry-run'")
     if shutil.which("configurable-http-proxy") is None:
         raise HubError(NO_PROXY)
+    from rocmlab.settings import RUN_PROCESS_LIMIT
+
+    if pids_limit is not None and pids_limit < 2 * RUN_PROCESS_LIMIT:
+        raise HubError(f"pids_limit={pids_limit} is too low: a learner's grade alone may use {RUN_PROCESS_LIMIT} "
+                       f"processes (the sandbox's limit) next to their server's; give {2 * RUN_PROCESS_LIMIT} or more "
+                       "(1024 for a workshop), or None for no cap")
     if not oversubscribe:
         try:
             seats.check_learners(len(learners), n_gpus)
@@ -540,6 +568,9 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
                                                              env_pass["PYTHONPATH"]) if p)
     else:
         server_args = server_args if server_args is not None else []
+    learner_root = _learner_rocm_root(rocm_root) if mode == "users" else None
+    if learner_root:
+        env_pass.setdefault("ROCMLAB_ROCM_ROOT", learner_root)
     if mode == "dry-run":
         env_pass.setdefault("ROCMLAB_HOME", str(paths.home()))
     elif server_python != sys.executable:     # the system's Python: point it at this environment's Jupyter
@@ -550,7 +581,9 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
                        homes=homes, port=port, token=token, password=password, environment=env_pass, mode=mode,
                        user_prefix=user_prefix, mem_limit=mem_limit, cpu_limit=cpu_limit, cull_idle_s=cull_idle_s,
                        server_args=server_args, server_python=server_python,
-                       admin_environment={"ROCMLAB_HOME": str(paths.home())})
+                       admin_environment={"ROCMLAB_HOME": str(paths.home()),      # the instructor grades as root
+                                          "ROCMLAB_ROCM_ROOT": str(paths.rocm_root())}, pids_limit=pids_limit,
+                       disk_limit=disk_limit, tmp_limit=tmp_limit, gpu_devices=gpu_devices)
     log_path = state / "jupyterhub.log"
     env = dict(os.environ)
     env.pop("JUPYTERHUB_API_TOKEN", None)
@@ -558,7 +591,8 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
         proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(cfg)], cwd=state, env=env,
                                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=_term_with_parent)
-    hub = Hub(workdir, port, token, password, exchange, proc, log_path, mode, user_prefix)
+    hub = Hub(workdir, port, token, password, exchange, proc, log_path, mode, user_prefix,
+              disk=(state / "disks", parse_bytes(disk_limit)) if mode == "users" and disk_limit else None)
     try:
         _wait_healthy(hub, timeout_s)
         yield hub
@@ -567,6 +601,24 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
         _remove_created(hub)
         if left:
             raise HubError(f"processes left after the hub stopped: {left}")
+
+
+def _learner_rocm_root(rocm_root) -> str | None:
+    """The offline ROCm root for learners' servers: ``rocm_root`` (which every user must be able to read:
+    HubError with the fix otherwise), else ROCMLAB_ROCM_ROOT or this user's root when nobody can read it too,
+    else None (learners' HIP cells then say the root is missing and how to provide it)."""
+    from rocmlab.hip.toolchain import READY_STAMP
+
+    cand = Path(rocm_root) if rocm_root else paths.rocm_root()
+    r = subprocess.run(["/bin/sh", "-c", f'test -x "$1/usr/bin/hipcc" && test -f "$1/{READY_STAMP}"', "sh",
+                        str(cand)], cwd="/", capture_output=True, preexec_fn=_as_nobody, env={"PATH": os.defpath})
+    if r.returncode == 0:
+        return str(cand)
+    if rocm_root:
+        raise HubError(f"learners cannot read the offline ROCm root {cand} (every user needs it to compile): "
+                       "build it where all can read it: sudo ROCMLAB_ROCM_ROOT=/opt/rocmlab/rocm-7.2.4 bash "
+                       "scripts/setup/20-rocm-root.sh, and pass that folder")
+    return None
 
 
 def _instructor_material(folder: Path) -> None:
@@ -588,14 +640,24 @@ def _instructor_material(folder: Path) -> None:
 
 
 def _remove_created(hub: Hub) -> None:
-    """Remove the Unix users this hub created, and its cgroups (after every process has stopped)."""
-    from rocmlab.workshop.hubconfig import Cgroups, remove_unix_user
+    """Remove the Unix users this hub created (each after all their processes ended), their home file systems
+    and the hub's cgroups. Raises HubError naming what could not be removed, after trying all of it."""
+    from rocmlab.workshop.hubconfig import Cgroups, remove_unix_user, unmount_home_disk
 
     f = hub.state / "created-users"
     names = f.read_text().split() if f.exists() else []
+    failed = Cgroups(f"rocmlab-hub-{hub.port}").remove()       # kills what is left in them first
     for name in names:
-        remove_unix_user(name)
-    Cgroups(f"rocmlab-hub-{hub.port}").remove()
+        learner = name[len(hub.user_prefix):] if name.startswith(hub.user_prefix) else name
+        try:
+            if hub.disk:
+                subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
+                unmount_home_disk(hub.home(learner), hub.disk[0] / f"{name}.img")
+            remove_unix_user(name)
+        except (RuntimeError, OSError) as exc:
+            failed.append(f"user {name}: {exc}")
+    if failed:
+        raise HubError("clean-up left behind: " + "; ".join(failed))
 
 
 def _term_with_parent() -> None:

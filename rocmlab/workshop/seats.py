@@ -13,8 +13,11 @@ index goes into their server's environment as HIP_VISIBLE_DEVICES, so torch and 
 logical GPU as device 0. Assignments live in a JSON file, written under a lock, so a hub restart keeps them.
 When every seat is taken, the spawn fails with a message saying so and how to free one.
 
-HIP_VISIBLE_DEVICES is a convention, not a security boundary: a learner who unsets it sees every GPU.
-docs/workshop.md says how to harden it (one container per learner with only its render node).
+HIP_VISIBLE_DEVICES alone is a convention, not a security boundary: a learner who unsets it sees every GPU.
+The workshop hub (:mod:`.hubconfig`) enforces the seat: the server's cgroup lets it open only ``/dev/kfd`` and
+its partition's render node (:func:`seat_device_paths`, :func:`device_rules`), as ``docker --device`` does. ROCm
+then skips every GPU whose render node it cannot open (libhsakmt's topology check), so the server sees its one
+GPU as device 0 and ``HIP_VISIBLE_DEVICES`` is set to ``0`` there (``ROCMLAB_WORKSHOP_GPU`` keeps the seat).
 
 Used from binder/tljh/jupyterhub_config.d/rocmlab.py and the test hub (:mod:`rocmlab.workshop.hub`); no
 dependency beyond the standard library at import time, so the hub's own environment can import it. Admins
@@ -33,6 +36,7 @@ import json
 import os
 import pwd
 import re
+import stat
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +69,47 @@ def count_gpus(kfd_nodes: str = KFD_NODES, env=None) -> int:
     return n
 
 
+class StateError(ValueError):
+    """The seat state file is not usable (missing folder, a folder, a link, not a seat state): the message says
+    what and the fix."""
+
+
+def check_state_file(path: str | os.PathLike) -> Path:
+    """``path`` as a seat state file: its folder exists, and it is missing or a regular file (not a link) of
+    seat assignments (a JSON object of learner -> seat number, or empty). Raises :class:`StateError`."""
+    p = Path(path)
+    fix = "give the hub's seat state file (e.g. --state /opt/tljh/state/rocmlab-gpus.json)"
+    if not p.parent.is_dir():
+        raise StateError(f"--state {p}: its folder {p.parent} does not exist: {fix}")
+    try:
+        st = os.lstat(p)
+    except FileNotFoundError:
+        return p
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a link" if stat.S_ISLNK(st.st_mode) else "not a file"
+        raise StateError(f"--state {p} is {kind}, not a seat state file: {fix}")
+    try:
+        text = p.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StateError(f"--state {p} cannot be read ({exc}): {fix}") from None
+    _parse_state(text, p)
+    return p
+
+
+def _parse_state(text: str, path: Path) -> dict:
+    if not text.strip():
+        return {}
+    try:
+        state = json.loads(text)
+    except ValueError:
+        state = None
+    if not isinstance(state, dict) or not all(isinstance(k, str) and type(v) is int and v >= 0
+                                               for k, v in state.items()):
+        raise StateError(f"{path} is not a seat state file (a JSON object of learner -> seat number): give the "
+                         "hub's seat state file (e.g. --state /opt/tljh/state/rocmlab-gpus.json)")
+    return state
+
+
 class GpuAssigner:
     def __init__(self, state_file: str | os.PathLike, n_gpus: int):
         if n_gpus < 1:
@@ -75,17 +120,28 @@ class GpuAssigner:
 
     @contextmanager
     def _locked(self):
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path.with_suffix(".lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            state = json.loads(self.path.read_text()) if self.path.exists() else {}
-            yield state
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
-            tmp.replace(self.path)
+        """The state, under an exclusive lock of the state file itself (no lock file beside it), written back
+        in place when the block ends without an error."""
+        check_state_file(self.path)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with os.fdopen(os.dup(fd), "r+") as fh:
+                state = _parse_state(fh.read(), self.path)
+                before = dict(state)
+                yield state
+                if state != before:
+                    fh.seek(0)
+                    fh.truncate()
+                    fh.write(json.dumps(state, indent=1, sort_keys=True))
+                    fh.flush()
+                    os.fsync(fh.fileno())
+        finally:
+            os.close(fd)
 
     def assignments(self) -> dict[str, int]:
-        return json.loads(self.path.read_text()) if self.path.exists() else {}
+        check_state_file(self.path)
+        return _parse_state(self.path.read_text(), self.path) if self.path.exists() else {}
 
     def assign(self, user: str) -> int:
         with self._locked() as state:
@@ -106,13 +162,48 @@ class GpuAssigner:
             return state.pop(user, None) is not None
 
 
-def make_pre_spawn_hook(assigner: GpuAssigner, exchange: str | os.PathLike | None = None, chown=os.chown):
+def seat_device_paths(n_gpus: int, kfd_nodes: str = KFD_NODES, dev: str = "/dev") -> list[list[str]]:
+    """For each seat (a logical GPU, in the order HIP numbers them: KFD topology nodes with SIMDs), the device
+    nodes its server may open: ``/dev/kfd`` and the partition's render node ``/dev/dri/renderD<drm_render_minor>``
+    (in CPX mode each XCD partition has its own render node). Empty where there is no KFD topology."""
+    out = []
+    nodes = sorted(Path(kfd_nodes).glob("*/properties"), key=lambda p: int(p.parent.name)
+                   if p.parent.name.isdigit() else 1 << 30)
+    for props in nodes:
+        text = props.read_text()
+        simd = re.search(r"^simd_count\s+(\d+)", text, re.M)
+        minor = re.search(r"^drm_render_minor\s+(\d+)", text, re.M)
+        if simd and int(simd.group(1)) > 0 and minor:
+            out.append([f"{dev}/kfd", f"{dev}/dri/renderD{minor.group(1)}"])
+    return out[:n_gpus]
+
+
+def device_rules(paths: list[str]) -> list[str]:
+    """cgroup device rules (``c MAJOR:MINOR rw``) for the device nodes ``paths``, as ``docker --device`` makes.
+    Raises :class:`NoFreeGpu` naming a path that is missing or not a device node."""
+    rules = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError as exc:
+            raise NoFreeGpu(f"GPU seat device {path} is missing ({exc.strerror}): check the amdgpu driver "
+                            "(ls -l /dev/kfd /dev/dri) or the hub's gpu_devices list") from None
+        kind = "c" if stat.S_ISCHR(st.st_mode) else "b" if stat.S_ISBLK(st.st_mode) else None
+        if kind is None:
+            raise NoFreeGpu(f"GPU seat device {path} is not a device node: fix the hub's gpu_devices list")
+        rules.append(f"{kind} {os.major(st.st_rdev)}:{os.minor(st.st_rdev)} rw")
+    return rules
+
+
+def make_pre_spawn_hook(assigner: GpuAssigner, exchange: str | os.PathLike | None = None, chown=os.chown,
+                        devices_enforced: bool = False):
     """A JupyterHub pre_spawn_hook: HIP_VISIBLE_DEVICES for a learner, and their hand-in folders.
 
     A learner's server gets ``HIP_VISIBLE_DEVICES`` and ``ROCMLAB_WORKSHOP_GPU`` (their seat) and
     ``ROCMLAB_EXCHANGE``; their ``inbound/NAME`` folder is made (mode 700, owned by their Unix user where
     one exists: TLJH's ``jupyter-NAME``). An admin takes no seat and gets ``ROCMLAB_EXCHANGE`` only.
     Raises :class:`NoFreeGpu` (the spawn fails with its message) when every seat is taken.
+    ``devices_enforced``: the server may open only its seat's device nodes, so HIP numbers that one GPU 0.
     """
 
     def hook(spawner):
@@ -124,7 +215,7 @@ def make_pre_spawn_hook(assigner: GpuAssigner, exchange: str | os.PathLike | Non
             spawner.log.info("rocmlab: %s is an admin: no GPU seat, the whole exchange", user)
             return
         gpu = assigner.assign(user)
-        spawner.environment["HIP_VISIBLE_DEVICES"] = str(gpu)
+        spawner.environment["HIP_VISIBLE_DEVICES"] = "0" if devices_enforced else str(gpu)
         spawner.environment["ROCMLAB_WORKSHOP_GPU"] = str(gpu)
         if exchange is not None:
             ids = _system_ids(spawner)
@@ -388,12 +479,24 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     if a.command == "plan":
         return _plan_command(a)
-    assigner = GpuAssigner(a.state, max(1, count_gpus()))
-    if a.command == "list":
-        for user, gpu in sorted(assigner.assignments().items(), key=lambda kv: kv[1]):
-            print(f"seat {gpu}: {user}")
-        return 0
-    if not assigner.release(a.user):
+    import sys
+
+    try:
+        check_state_file(a.state)
+        assigner = GpuAssigner(a.state, max(1, count_gpus()))
+        if a.command == "list":
+            for user, gpu in sorted(assigner.assignments().items(), key=lambda kv: kv[1]):
+                print(f"seat {gpu}: {user}")
+            return 0
+        released = assigner.release(a.user)
+    except StateError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except PermissionError as exc:
+        print(f"error: {exc.filename or a.state}: Permission denied: only an admin (root, or the hub's user) "
+              "changes seats", file=sys.stderr)
+        return 1
+    if not released:
         print(f"{a.user} has no GPU seat")
         return 1
     print(f"released {a.user}'s GPU seat")

@@ -2,6 +2,8 @@
 # System packages, chosen by what this machine lacks and what the command needs (scripts/setup/lib.sh):
 #   required for everything:  python3-venv (only when this Python cannot make a virtual environment)
 #   optional for the labs:    bubblewrap (isolation of learner programs; runs the offline ROCm compiler),
+#                             proot (where bubblewrap cannot run, e.g. a container: an ordinary user enters the
+#                             offline ROCm root with it; root uses chroot),
 #                             debootstrap (only when the offline ROCm root must be built: no AMD compiler here),
 #                             binutils (c++filt: readable kernel names)
 #   optional for ./go test:   chromium (the real-browser tests; Debian only: Ubuntu ships it as a snap)
@@ -19,7 +21,7 @@ if [ ! -x "$root_dir/.venv/bin/python" ] && ! "$py" -c 'import ensurepip, venv' 
   # without ensurepip a venv can still borrow this Python's own pip (30-python.sh); without either it cannot
   if "$py" -c 'import pip, venv' 2>/dev/null; then optional+=(python3-venv); else required+=(python3-venv); fi
 fi
-for pkg in bubblewrap binutils; do deb_installed "$pkg" || optional+=("$pkg"); done
+for pkg in bubblewrap proot binutils; do deb_installed "$pkg" || optional+=("$pkg"); done
 # debootstrap builds the offline ROCm root: needed only where no AMD compiler is installed and no root exists yet
 if bash "$here/20-rocm-root.sh" --needed >/dev/null 2>&1; then deb_installed debootstrap || optional+=(debootstrap); fi
 if [ "$setup_for" = test ]; then deb_installed chromium || optional+=(chromium); fi
@@ -28,7 +30,8 @@ if [ ${#required[@]} -eq 0 ] && [ ${#optional[@]} -eq 0 ]; then echo "system pac
 
 why() {   # what is lost without a package, and its fix on this platform
   case $1 in
-    bubblewrap) echo "namespace isolation of learner programs (rocmlab falls back to setpriv + rlimits and says so in every feedback and in rocmlab doctor), and the offline ROCm compiler (it runs under bubblewrap)|apt-get install -y bubblewrap" ;;
+    bubblewrap) echo "namespace isolation of learner programs (rocmlab falls back to setpriv + rlimits, with chroot or PRoot for the offline ROCm root, and says so in every feedback and in rocmlab doctor)|apt-get install -y bubblewrap" ;;
+    proot) echo "the offline ROCm root for a user who is not root where bubblewrap cannot run (a container without user namespaces): HIP cells do not compile there without it|apt-get install -y proot" ;;
     binutils) echo "readable (demangled) kernel names in the inspector|apt-get install -y binutils" ;;
     python3-venv) echo "nothing: .venv borrows this Python's pip instead of its own|apt-get install -y python3-venv" ;;
     debootstrap) echo "building the offline ROCm 7.2.4 root, so HIP cells cannot compile for MI300X on this machine|apt-get install -y debootstrap, then ./go setup" ;;

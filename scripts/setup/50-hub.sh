@@ -4,6 +4,9 @@
 # Needs node and npm: Debian bookworm's `nodejs` is node 18, which gets configurable-http-proxy 4.6.3;
 # node 20 or newer gets 5.3.0 (which requires node >= 20). Quick and a no-op when the pinned one is there.
 # Only for ./go test (tests/hub) and instructors; optional: without it the hub tests skip with this reason.
+# A workshop's learners also need the offline ROCm root where every user can read it (set-up's default root is
+# under root's private home): sudo ROCMLAB_ROCM_ROOT=/opt/rocmlab/rocm-7.2.4 bash scripts/setup/20-rocm-root.sh,
+# then start the hub with rocm_root="/opt/rocmlab/rocm-7.2.4" (docs/workshop.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"

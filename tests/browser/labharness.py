@@ -183,11 +183,10 @@ def isolated_env(work: Path) -> dict:
     env["ROCMLAB_HOME"] = os.environ.get("ROCMLAB_HOME") or str(Path.home() / ".cache" / "rocmlab")
     env.setdefault("ROCMLAB_QUICK", "1")
     env.pop("JUPYTER_TOKEN", None)
-    # no news or update pop-ups over the notebook (they would cover the screenshots)
-    notif = dirs["JUPYTERLAB_SETTINGS_DIR"] / "@jupyterlab" / "apputils-extension"
-    notif.mkdir(parents=True, exist_ok=True)
-    (notif / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false",
-                                                                        "checkForUpdates": False}))
+    # the course's own JupyterLab settings, as `rocmlab lab` starts it: .hip/.cu highlighting and no news
+    # pop-up (test_browser_settings.py checks both arrive; nothing is written into the user settings here)
+    from rocmlab.commands.lab import jupyter_env
+    env = jupyter_env(env)
     # every cell in the page (no virtual scrolling), so that a view check sees every output
     nbset = dirs["JUPYTERLAB_SETTINGS_DIR"] / "@jupyterlab" / "notebook-extension"
     nbset.mkdir(parents=True, exist_ok=True)

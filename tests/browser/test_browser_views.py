@@ -1,6 +1,7 @@
 """Every lab and exercise notebook as a learner sees it at 1280x800: executed headless (papermill, quick
-sizes), then opened in JupyterLab in Chromium. No output area may be wider than the page, and every cell
-tagged ``graded`` must show a verdict. One screenshot per notebook goes to test-artifacts/browser/views/
+sizes), then opened in JupyterLab in Chromium. No output area may be wider than the page, no code line longer
+than 100 characters, no table value broken across lines, and every cell tagged ``graded`` must show its verdict
+once. One screenshot per notebook goes to test-artifacts/browser/views/
 (``<stem>.png``: the first screen; ``<stem>-full-NN.png``: the whole notebook, in tiles), and every overflowing output
 gets its own ``<stem>-overflow-<cell>.png``. A summary of the overflows is written to ``overflow.json``.
 
@@ -24,8 +25,9 @@ from nbformat.sign import NotebookNotary
 import pytest
 from browser_notebooks import write_view_control_notebook
 from labharness import Notebook, chromium
-from views import (ROOT, VIEWPORT, artifacts_dir, discover, execute, executed, graded_cells, missing_verdicts,
-                   overflowing_outputs, screenshot_full, wait_rendered)
+from views import (ROOT, VIEWPORT, artifacts_dir, broken_values, discover, execute, executed, graded_cells,
+                   long_code_lines, missing_verdicts, overflowing_code, overflowing_outputs, repeated_verdicts,
+                   screenshot_full, wait_rendered)
 
 ONLY = [s for s in os.environ.get("ROCMLAB_BROWSER_ONLY", "").split(",") if s]
 NOTEBOOKS = [p for p in discover() if not ONLY or any(s in str(p.relative_to(ROOT / "labs")) for s in ONLY)]
@@ -72,9 +74,11 @@ def _trust(server, rel: str) -> None:
     notary.sign(nbformat.read(str(server.root / rel), as_version=4))
 
 
-def _look(browser, server, rel: str, stem: str) -> tuple[list, list[int], list[dict]]:
+def _look(browser, server, rel: str, stem: str, seen: dict | None = None) -> tuple[list, list[int], list[dict]]:
     """Open an executed notebook; return (overflowing outputs, graded cells without a verdict, outputs that
-    never rendered)."""
+    never rendered). ``seen`` (a dict) also gets the code and table checks: ``long_code`` (lines over 100
+    characters), ``wide_code`` (editors wider than their cell), ``broken`` (a table value broken across lines)
+    and ``repeated`` (an output that says its verdict more than once)."""
     _trust(server, rel)
     nb = Notebook.open(browser, server, rel, timeout_s=120)
     try:
@@ -88,6 +92,9 @@ def _look(browser, server, rel: str, stem: str) -> tuple[list, list[int], list[d
             stuck = wait_rendered(nb.page, timeout_s=120)
         wide = overflowing_outputs(nb.page)
         missing = missing_verdicts(nb.page, graded_cells(server.root / rel))
+        if seen is not None:
+            seen.update(long_code=long_code_lines(nb.page), wide_code=overflowing_code(nb.page),
+                        broken=broken_values(nb.page), repeated=repeated_verdicts(nb.page))
         shots = artifacts_dir() / "views"
         nb.page.screenshot(path=str(shots / f"{stem}.png"))
         cells = nb.page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
@@ -110,11 +117,25 @@ def test_the_view_checks_catch_a_wide_output_and_a_graded_cell_without_a_verdict
     with a verdict must pass."""
     write_view_control_notebook(server.root / "control.ipynb")
     execute(server.root / "control.ipynb", server.root / "control.ipynb", timeout_s=60)
-    wide, missing, stuck = _look(browser, server, "control.ipynb", "control")
+    seen: dict = {}
+    wide, missing, stuck = _look(browser, server, "control.ipynb", "control", seen)
     assert stuck == []
     assert [w["cell"] for w in wide] == [2, 5], wide              # the 4000-px line and the table of long names
     assert wide[1]["output"] == "markdown", wide                  # the wrapped output and the prose table pass
     assert missing == [4], missing                                # cell 3 shows its verdict, cell 4 does not
+    # code that fits: cell 7's 163-character line is caught, cell 8's 100 characters pass (and fit the editor)
+    assert [(c["cell"], c["length"]) for c in seen["long_code"]] == [(7, 163)], seen["long_code"]
+    assert [c["cell"] for c in seen["wide_code"]] == [7], seen["wide_code"]
+    # a value broken inside a narrow column (cell 9) is caught; cell 10 keeps it whole beside wrapping prose;
+    # pandas' own table breaks a hyphenated name beside prose (cell 12), the course's shows it whole (cell 13);
+    # a wrap table's long name broken at its underscores passes (cell 14), the same name broken at its hyphens
+    # is caught (cell 15)
+    assert [b["cell"] for b in seen["broken"]] == [9, 12, 15], seen["broken"]
+    assert seen["broken"][0]["text"].startswith("1234"), seen["broken"]
+    assert seen["broken"][1]["text"] == "port-block-reduction" and "-|" in seen["broken"][1]["at"], seen["broken"]
+    assert seen["broken"][2]["text"] == "xcd-remap-grouped_v2_tile" and "-|" in seen["broken"][2]["at"], seen
+    # one verdict line per output: cell 11 says it twice, cell 3 once
+    assert [(r["cell"], r["n"]) for r in seen["repeated"]] == [(11, 2)], seen["repeated"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=_rel)
@@ -124,11 +145,19 @@ def test_notebook_fits_the_page_and_every_graded_cell_shows_a_verdict(path, serv
     dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy(executed(path), dest)      # the session's one run of this notebook (shared with test_labs_run)
     stem = rel.replace("/", "-").removesuffix(".ipynb")
-    wide, missing, stuck = _look(browser, server, rel, stem)
+    seen: dict = {}
+    wide, missing, stuck = _look(browser, server, rel, stem, seen)
     SUMMARY[rel] = wide
     nb = nbformat.read(str(dest), as_version=4)
     problems = [f"cell {w['cell']} output {w['output']}: {w['wide'][0][0]} {w['wide'][0][1]} px in "
                 f"{w['wide'][0][2]} px ({w['text'][:50]!r})" for w in wide]
+    problems += [f"cell {c['cell']} line {c['line']}: {c['length']} characters of code, more than 100 "
+                 f"({c['text'][:40]!r})" for c in seen["long_code"]]
+    problems += [f"cell {c['cell']}: the code editor is {c['wide'][0]} px wide in {c['wide'][1]} px"
+                 for c in seen["wide_code"]]
+    problems += [f"cell {b['cell']}: a table value is broken over {b['lines']} lines at {b['at']!r} "
+                 f"({b['text']!r})" for b in seen["broken"]]
+    problems += [f"cell {r['cell']} output {r['output']}: the verdict is said {r['n']} times" for r in seen["repeated"]]
     problems += [f"cell {s['cell']}: an output never rendered: {s['text']!r}" for s in stuck]
     problems += [f"graded cell {i} shows no verdict ({nb.cells[i].source.splitlines()[0][:60]!r})" for i in missing]
     assert not problems, f"{rel} at {VIEWPORT[0]}x{VIEWPORT[1]}:\n" + "\n".join(problems)

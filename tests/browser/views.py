@@ -3,7 +3,11 @@ verdict, and the screenshots. Used by test_browser_views.py; the checks are plai
 that a control notebook can prove each one fails on a bad view.
 
 - A *graded cell* is a code cell tagged ``graded`` in the notebook. Its output must hold an element of class
-  ``rocmlab-verdict`` (rocmlab.course.verdict writes it: correct / not yet / not answered / points).
+  ``rocmlab-verdict`` (rocmlab.course.verdict writes it: correct / not yet / not answered / points), and no
+  output may say its verdict more than once.
+- *Code that fits*: no code line over 100 characters, and no code editor wider than its cell.
+- *A table never breaks inside a value*: a table cell holding one value without spaces (a number, "3/4", a
+  name) is laid out on one line, or (a long name in a ``wrap`` table) breaks only right after ``_ / , .``.
 - An *overflowing output* is a ``.jp-OutputArea-output`` whose content is wider than the area
   (``scrollWidth > clientWidth``), or that holds a scrolling element wider than itself: the learner would
   have to scroll sideways (or would not see the right-hand part at all). A rendered markdown cell wider than
@@ -122,6 +126,82 @@ def executed(src: Path) -> Path:
     if isinstance(run, BaseException):
         raise run
     return run
+
+
+_LONG_CODE_JS = r"""(limit) => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')]
+  .flatMap((c, i) => c.classList.contains('jp-CodeCell')
+    ? [...c.querySelectorAll('.jp-InputArea-editor .cm-line')].map((l, n) => ({cell: i, line: n + 1,
+        length: l.textContent.length, text: l.textContent.slice(0, 60)})).filter(l => l.length > limit)
+    : [])"""
+
+_CODE_OVERFLOW_JS = r"""() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')]
+  .flatMap((c, i) => [...c.querySelectorAll('.jp-InputArea-editor .cm-scroller')]
+    .filter(s => s.scrollWidth > s.clientWidth + 1).map(s => ({cell: i, wide: [s.scrollWidth, s.clientWidth]})))"""
+
+#: A table cell holding one value (no space in it: a number, "3/4", a name) whose text the browser laid out on
+#: more than one line, broken somewhere other than right after a ``_`` or ``/`` (after a letter or digit) or a
+#: ``,`` or ``.`` (after a letter): the places rocmlab.html_table's ``wrap`` tables may break a long name. A
+#: cell laid out as code (``white-space: pre*``: a line of a side-by-side diff) is code, not a value.
+_BROKEN_VALUES_JS = r"""() => {
+  const out = [];
+  const allowed = (prev, before) => ('_/'.includes(prev) && /\w/.test(before || ''))
+                                    || (',.'.includes(prev) && /[A-Za-z]/.test(before || ''));
+  const cells = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')];
+  cells.forEach((c, i) => c.querySelectorAll('.jp-OutputArea-output td, .jp-RenderedMarkdown td').forEach(td => {
+    const t = td.textContent.trim();
+    if (!t || /\s/.test(t) || getComputedStyle(td).whiteSpace.startsWith('pre')) return;
+    // each character's line box (text nodes only: an element's own box, e.g. <code>'s padding, is no line)
+    const chars = [];
+    const walk = document.createTreeWalker(td, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      for (let k = 0; k < n.data.length; k++) {
+        if (/\s/.test(n.data[k])) continue;
+        const r = document.createRange(); r.setStart(n, k); r.setEnd(n, k + 1);
+        const x = [...r.getClientRects()].find(x => x.width > 0 && x.height > 0);
+        if (x) chars.push({ch: n.data[k], top: x.top, height: x.height});
+      }
+    }
+    let lines = chars.length ? 1 : 0, bad = null;
+    for (let k = 1; k < chars.length; k++) {
+      if (chars[k].top > chars[k - 1].top + chars[k - 1].height / 2) {
+        lines += 1;
+        const prev = chars[k - 1].ch, before = k > 1 ? chars[k - 2].ch : '';
+        if (bad === null && !allowed(prev, before))
+          bad = chars.slice(Math.max(0, k - 6), k).map(x => x.ch).join('') + '|' +
+                chars.slice(k, k + 6).map(x => x.ch).join('');
+      }
+    }
+    if (bad !== null) out.push({cell: i, text: t.slice(0, 60), lines, at: bad});
+  }));
+  return out;
+}"""
+
+#: An output that says its verdict more than once (the issue's "said three times").
+_REPEATED_VERDICTS_JS = r"""() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell')]
+  .flatMap((c, i) => [...c.querySelectorAll('.jp-OutputArea-output')]
+    .map((o, k) => ({cell: i, output: k, n: o.querySelectorAll('.rocmlab-verdict').length}))
+    .filter(o => o.n > 1))"""
+
+
+def long_code_lines(page, limit: int = 100) -> list[dict]:
+    """Code lines (as the editor shows them) longer than ``limit`` characters."""
+    return page.evaluate(_LONG_CODE_JS, limit)
+
+
+def overflowing_code(page) -> list[dict]:
+    """Code cells whose editor is wider than the cell (the learner scrolls sideways to read the code)."""
+    return page.evaluate(_CODE_OVERFLOW_JS)
+
+
+def broken_values(page) -> list[dict]:
+    """Table cells whose single value is broken across lines at a place no table may break it (``at``: the
+    characters either side of the first such break, split by ``|``)."""
+    return page.evaluate(_BROKEN_VALUES_JS)
+
+
+def repeated_verdicts(page) -> list[dict]:
+    """Outputs that show more than one verdict line (one element says it once)."""
+    return page.evaluate(_REPEATED_VERDICTS_JS)
 
 
 def overflowing_outputs(page) -> list[dict]:

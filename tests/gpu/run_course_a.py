@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from rocmlab.course import puzzles as P  # noqa: E402
+from rocmlab.course.labs.lab06_triton_on_amd import puzzles as T06  # noqa: E402
 
 MODE = P.setup()   # before triton is imported anywhere
 
@@ -52,15 +53,15 @@ def main(argv=None) -> int:
 
     # Lab 06: puzzles (references pass, wrong kernels fail) on this device, two fresh seeds
     seeds = [int.from_bytes(os.urandom(4), "little") for _ in range(2)]
-    rows = [r for s in seeds for r in P.self_test(s)]
+    rows = [r for s in seeds for r in P.self_test(s, lab=T06.LAB)]
     record("puzzle references pass", all(r["reference"] for r in rows),
            f"{sum(r['reference'] for r in rows)}/{len(rows)} (seeds {seeds})")
     record("puzzle wrong kernels caught", all(r["wrong_caught"] for r in rows),
            f"{sum(r['wrong_caught'] for r in rows)}/{len(rows)}")
 
     if MODE == "gpu":
-        from rocmlab.course import lab08_kernels as K08
-        from rocmlab.course import triton_lab as L
+        from rocmlab.course.labs.lab08_mi300x_package import kernels as K08
+        from rocmlab.course.labs.lab06_triton_on_amd import lab as L
         from rocmlab.machine import topology as TP
 
         tuned = L.tune_vadd(1 << 26)

@@ -25,8 +25,11 @@ MODE = P.setup()   # before triton is imported anywhere
 
 import torch  # noqa: E402
 
-from rocmlab.course import lab08_kernels as K08  # noqa: E402
-from rocmlab.course.tasks import codec_choice, occupancy_task, slow_step, xcd_remap  # noqa: E402
+from rocmlab.course.labs.lab08_mi300x_package import kernels as K08  # noqa: E402
+from rocmlab.course.labs.lab05_quickreduce_tuning import task as codec_choice  # noqa: E402
+from rocmlab.course.labs.lab07_matrix_cores import task as occupancy_task
+from rocmlab.course.labs.lab03_pytorch_on_rocm import task as slow_step
+from rocmlab.course.labs.lab08_mi300x_package import task as xcd_remap
 
 
 def tasks():

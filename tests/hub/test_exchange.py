@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from rocmlab.grader.spec import load
+from uid_child import run_as
 from rocmlab.workshop import exchange as xc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,28 +39,15 @@ def exch():
 
 def as_uid(uid: int, fn) -> str:
     """Run ``fn()`` in a forked child as uid:gid ``uid`` with no extra groups; its return value or 'DENIED'."""
-    r, w = os.pipe()
-    pid = os.fork()
-    if pid == 0:                                   # pragma: no cover (the child)
-        os.close(r)
+    def child() -> str:
         try:
-            os.setgroups([])
-            os.setgid(uid)
-            os.setuid(uid)
-            try:
-                out = str(fn())
-            except PermissionError:
-                out = "DENIED"
-            except Exception as exc:
-                out = f"ERROR {type(exc).__name__}: {exc}"
-            os.write(w, out.encode())
-        finally:
-            os._exit(0)
-    os.close(w)
-    with os.fdopen(r) as fh:
-        out = fh.read()
-    os.waitpid(pid, 0)
-    return out
+            return str(fn())
+        except PermissionError:
+            return "DENIED"
+        except Exception as exc:
+            return f"ERROR {type(exc).__name__}: {exc}"
+
+    return run_as(uid, child)
 
 
 @root_only
@@ -168,8 +157,9 @@ def test_clear_errors(exch, tmp_path, monkeypatch):
     with pytest.raises(xc.ExchangeError, match="no hand-in folder .*rocmlab handin --prepare alice"):
         xc.handin("vector-add", f, learner="alice", exchange=exch)
     xc.prepare_learner(exch, "alice")
-    with pytest.raises(Exception, match="no-such-exercise"):
-        xc.handin("no-such-exercise", f, learner="alice", exchange=exch)
+    for bad in ("../bob", "a/b/c", "x" * 300, "", "/abs", "a//b", ".hidden", "a/.."):
+        with pytest.raises(xc.ExchangeError, match="item id .* is not usable .*: give one or two names"):
+            xc.handin(bad, f, learner="alice", exchange=exch)
     (tmp_path / "empty.hip").write_text("  \n")
     with pytest.raises(xc.ExchangeError, match="is empty"):
         xc.handin("vector-add", tmp_path / "empty.hip", learner="alice", exchange=exch)
@@ -201,6 +191,67 @@ def test_cli_handin_and_grade_exchange(exch, tmp_path):
     assert r.returncode == 0, r.stderr
     assert "1 learners, 1 hand-ins" in r.stdout and "1 feedback returned" in r.stdout, r.stdout
     r = cli("handin", "vector-add", "--feedback")
-    assert r.returncode == 0 and "points for hand-in" in r.stdout and "compiles" in r.stdout, r.stdout + r.stderr
+    assert r.returncode == 0 and re.search(r"points( \(instructor-graded\))? for hand-in", r.stdout) \
+        and "compiles" in r.stdout, r.stdout + r.stderr
     r = cli("grade", str(tmp_path), "--exchange", str(exch), "--exercise", "vector-add")
     assert r.returncode == 2 and "not both" in r.stderr
+
+
+@root_only
+def test_a_planted_latest_name_or_an_edited_hand_in_is_not_graded_as_latest(exch):
+    """As the learner's own uid: plant ``99991231T...-ffffff.hip`` and edit an earlier hand-in; the exchange's
+    record (the kernel's change time, the grader's ledger) picks the real latest and reports both. Controls:
+    a real later hand-in is taken, and with the stamp check off the planted name would have won."""
+    xc.prepare_learner(exch, "mallory", uid=A, gid=A)
+    tag = os.urandom(4).hex()
+    first = as_uid(A, lambda: xc.write_handin(exch, "mallory", "vector-add", f"// first {tag}\n".encode()))
+    second = Path(as_uid(A, lambda: xc.write_handin(exch, "mallory", "vector-add", f"// second {tag}\n".encode())))
+    planted = second.parent / "99991231T235959999999Z-ffffff.hip"
+    as_uid(A, lambda: planted.write_text(f"// planted {tag}\n"))
+    refused: list = []
+    [h] = xc.latest_handins(exch, "vector-add", refused)
+    assert h.path == second and h.path.read_text() == f"// second {tag}\n"
+    assert [(r.name, "a planted name" in r.reason) for r in refused] == [(planted.name, True)]
+    # the control: ordered by name alone (what the exchange did before), the planted file is "latest"
+    assert sorted(p.name for p in second.parent.iterdir())[-1] == planted.name
+
+    out = exch / "grades"
+    assert [h.path for h in xc.collect(exch, "vector-add", out)] == [second]
+    # the learner edits the collected hand-in in place, keeping its name (and resetting its mtime)
+    st = second.stat()
+    as_uid(A, lambda: (second.write_text(f"// edited {tag}\n"), os.utime(second, ns=(st.st_atime_ns, st.st_mtime_ns))))
+    xc.STAMP_SLACK_S, slack = 1e9, xc.STAMP_SLACK_S         # only the ledger can tell now
+    try:
+        refused = []
+        got = xc.collect(exch, "vector-add", out, refused)
+    finally:
+        xc.STAMP_SLACK_S = slack
+    assert [h.path.name for h in got] == [Path(first).name], got          # the earlier hand-in, as handed in
+    assert any(r.name == second.name and "changed after the grader first collected it" in r.reason for r in refused)
+    assert (out / "submissions/mallory/vector-add.hip").read_text() == f"// first {tag}\n"
+    # the change time alone tells too, once the slack has passed (simulated: the stamp is an hour old)
+    assert "changed 3600 s after" in xc.stamp_problem(second.name, xc.stamp_time(second.name) + 3600)
+    assert xc.stamp_problem(second.name, xc.stamp_time(second.name) + 0.5) == ""       # the control
+    # a real hand-in made later is the latest again (the control for the refusals)
+    third = Path(as_uid(A, lambda: xc.write_handin(exch, "mallory", "vector-add", b"// third\n")))
+    assert [h.path for h in xc.collect(exch, "vector-add", out)] == [third]
+
+
+def test_item_ids_with_a_slash_and_every_answer_suffix_round_trip(exch, tmp_path):
+    """The id rule the other graded items rely on: 'LAB/TASK' ids nest in inbound/ and are flat ('+') in
+    every file the exchange writes; .py and .json answers keep their suffix."""
+    xc.prepare_learner(exch, "ana")
+    item = f"08-mi300x-package/xcd-remap-{random.randrange(10**6)}"
+    for suffix, text in ((".py", "def remap(i):\n    return i\n"), (".json", '{"answer": 42}\n')):
+        src = tmp_path / f"answer{suffix}"
+        src.write_text(text)
+        p = xc.handin(item, src, learner="ana", exchange=exch)
+        assert p.parent == exch / "inbound" / "ana" / item and p.suffix == suffix
+        [h] = xc.collect(exch, item, exch / "grades")
+        assert h.path == p
+        flat = xc.flat_item(item)
+        assert "/" not in flat and flat.replace("+", "/") == item
+        assert (exch / "grades" / "submissions" / "ana" / f"{flat}{suffix}").read_text() == text
+    assert xc.check_item("vector-add") == "vector-add"
+    with pytest.raises(xc.ExchangeError, match="not usable"):
+        xc.flat_item("a+b")                     # '+' is the flat form's separator, never part of an id

@@ -115,3 +115,54 @@ def test_cli_reads_the_node_with_amd_smi(tmp_path):
     plan = json.loads(r.stdout)
     assert (plan["seats"], plan["compute"], plan["memory"], plan["gpus"]) == (64, "CPX", "NPS4", 8)
     assert plan["basis"].startswith("read from this node")
+
+
+def test_release_validates_state_and_creates_or_locks_nothing_else(tmp_path):
+    """`seats release --state` with a system file, a missing folder, a folder, a link or a bad file: a clear
+    message and exit 2, and nothing beside it created or locked; the control: a real state file works and
+    leaves no lock file behind."""
+    def cli(*args):
+        return subprocess.run([sys.executable, "-m", "rocmlab.workshop.seats", *args], capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=str(ROOT), ROCMLAB_WORKSHOP_GPUS="4"), timeout=60)
+
+    sysfile = tmp_path / "passwd"
+    sysfile.write_text("root:x:0:0:root:/root:/bin/bash\n")
+    missing = tmp_path / f"nonexistent-{os.getpid()}" / "state.json"
+    link = tmp_path / "link.json"
+    link.symlink_to(sysfile)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"alice": "seat one"}')
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for state, words in ((sysfile, "not a seat state file"), (missing, "does not exist"), (tmp_path, "is a folder"),
+                         (link, "is a link"), (bad, "not a seat state file")):
+        for cmd in (["release", "alice"], ["list"]):
+            r = cli(*cmd, "--state", str(state))
+            assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr, (state, r.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and not missing.parent.exists()
+    assert sysfile.read_text() == "root:x:0:0:root:/root:/bin/bash\n"
+    good = tmp_path / "seats.json"
+    seats.GpuAssigner(good, 4).assign("alice")
+    assert json.loads(good.read_text()) == {"alice": 0}
+    r = cli("release", "alice", "--state", str(good))
+    assert r.returncode == 0 and "released alice" in r.stdout, r.stderr
+    assert json.loads(good.read_text()) == {}
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*before, "seats.json"])    # no .lock beside it
+
+
+def test_seat_device_paths_follow_the_kfd_topology_and_become_device_rules(tmp_path):
+    """Seat N is the N-th KFD node with SIMDs (HIP's order); its server gets /dev/kfd and that node's render minor.
+    The control: a CPU node (no SIMDs) is no seat; a path that is not a device node is refused."""
+    nodes = tmp_path / "nodes"
+    for i, (simds, minor) in enumerate([(0, 0), (304, 131), (304, 128)]):
+        (nodes / str(i)).mkdir(parents=True)
+        (nodes / str(i) / "properties").write_text(f"cpu_cores_count 0\nsimd_count {simds}\n"
+                                                   f"drm_render_minor {minor}\n")
+    got = seats.seat_device_paths(8, kfd_nodes=str(nodes), dev="/dev")
+    assert got == [["/dev/kfd", "/dev/dri/renderD131"], ["/dev/kfd", "/dev/dri/renderD128"]]
+    assert seats.seat_device_paths(1, kfd_nodes=str(nodes)) == got[:1]
+    assert seats.seat_device_paths(8, kfd_nodes=str(tmp_path / "none")) == []
+    with pytest.raises(seats.NoFreeGpu, match="is not a device node"):
+        seats.device_rules([str(nodes / "0" / "properties")])
+    with pytest.raises(seats.NoFreeGpu, match="is missing"):
+        seats.device_rules([str(tmp_path / "renderD999")])
+    assert seats.device_rules(["/dev/null"]) == ["c 1:3 rw"]

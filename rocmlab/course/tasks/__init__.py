@@ -1,16 +1,19 @@
 """The graded task of Labs 03, 04, 05, 07 and 08, graded like Lab 06's puzzles.
 
-One module per task, named for what the learner does:
+This module is the machinery the tasks share; each task is the ``task`` module of its lab's package
+(``rocmlab.course.labs.labNN_name.task``):
 
-=======================  ======================  =====================================================
-lab                      module                  the learner ...
-=======================  ======================  =====================================================
-03-pytorch-on-rocm       :mod:`.slow_step`       finds in the profiler's trace why a step is slow, fixes it
-04-vllm-on-rocm          :mod:`.serving_target`  picks a concurrency that meets a throughput/latency target
-05-quickreduce-tuning    :mod:`.codec_choice`    picks a codec and block size per message size
-07-matrix-cores          :mod:`.occupancy_task`  computes waves per SIMD from a kernel's resources
-08-mi300x-package        :mod:`.xcd_remap`       writes the XCD-aware remap of the program id
-=======================  ======================  =====================================================
+=======================  ===================================  ==================================================
+lab                      task module                          the learner ...
+=======================  ===================================  ==================================================
+03-pytorch-on-rocm       ``lab03_pytorch_on_rocm.task``       finds in the profiler's trace why a step is slow,
+                                                              fixes it
+04-vllm-on-rocm          ``lab04_vllm_on_rocm.task``          picks a concurrency that meets a throughput/latency
+                                                              target
+05-quickreduce-tuning    ``lab05_quickreduce_tuning.task``    picks a codec and block size per message size
+07-matrix-cores          ``lab07_matrix_cores.task``          computes waves per SIMD from a kernel's resources
+08-mi300x-package        ``lab08_mi300x_package.task``        writes the XCD-aware remap of the program id
+=======================  ===================================  ==================================================
 
 Every grade draws fresh random inputs (a seed the learner does not choose), runs the learner's answer,
 and returns a :class:`rocmlab.grader.report.Report`: one check per line with its verdict (passed,
@@ -70,7 +73,8 @@ class TaskReport(Report):
     """A grader :class:`Report` that shows itself: a table in a notebook, text in a terminal."""
 
     def _repr_html_(self) -> str:
-        return _left(self.to_html(), (1, 2, 3), "report")        # status, check, points
+        from rocmlab.course.verdict import report_element
+        return report_element(self)          # the course's one verdict element
 
     def __repr__(self) -> str:
         return self.to_text()

@@ -10,8 +10,7 @@ from pathlib import Path
 
 from rocmlab import grader
 from rocmlab.course import progress
-from rocmlab.course.verdict import points_text, verdict_html
-from rocmlab.grader.report import availability
+from rocmlab.course.verdict import points_text, report_element, report_text, verdict_html
 from rocmlab.html_table import html_table
 
 
@@ -29,16 +28,17 @@ def mismatch_html(report) -> str:
 
 
 def report_verdict(report) -> str:
-    """The report's verdict line: full marks on what this machine checks, not yet, or not graded here."""
+    """The report's verdict line alone: full marks on what this machine checks, not yet, or not graded here."""
     if report.status != "graded":
-        return verdict_html(None, f"not graded on this machine (not your code's fault): {report.error}")
-    return verdict_html(report.full_marks, availability(report).text(),
+        return verdict_html(None, report_text(report), mark="not graded here")
+    return verdict_html(report.full_marks, report_text(report),
                         points_text(report.earned, report.available, report.possible))
 
 
 def report_html(report) -> str:
-    """The report, led by its verdict (which points this machine cannot award, and why)."""
-    return report_verdict(report) + report.to_html() + mismatch_html(report)
+    """The report as the course's one verdict element (rocmlab.course.verdict): the verdict line with the
+    points, the checks, yours / expected for a mismatch, then the details folded."""
+    return report_element(report, mismatch_html(report))
 
 
 def open_link_html(path) -> str:
@@ -62,6 +62,8 @@ def edit_and_grade(path, grade, *, buttons=()):
     import ipywidgets as w
     from IPython.display import HTML
 
+    from rocmlab.course.my_work import read_my_work
+
     path = Path(path)
     link = w.Output()
     link.append_display_data(HTML(open_link_html(path)))
@@ -72,7 +74,7 @@ def edit_and_grade(path, grade, *, buttons=()):
     def run(_=None):
         out.value = "<i>grading...</i>"
         try:
-            text = path.read_text()
+            text = read_my_work(path)       # fstat first: a FIFO or a 256 MB file is refused, never read
         except OSError as exc:
             state["result"] = None
             out.value = verdict_html(None, f"cannot read {path}: {exc.strerror or exc}. Run the cell above that "
@@ -102,8 +104,9 @@ def feedback_widget(exercise_id: str, path, *, seed: int | None = None, time_lim
     """Grade the learner's file at ``path`` and show the result; the grade is kept in the progress record
     (``lab``/``task``: the exercise by default; a lab's graded task names its lab).
 
-    "Grade again" re-reads the file (edit it, save, press it); "Show a hint" reveals the exercise's graded
-    hints one level at a time (level 1 nudges, level 3 nearly gives the answer).
+    "Grade again" re-reads the file (edit it, save, press it) and shows a self-check; "Hand in" sends the file
+    to the workshop's exchange for the instructor's sandboxed re-grade (the grade of record); "Show a hint"
+    reveals the exercise's graded hints one level at a time (level 1 nudges, level 3 nearly gives the answer).
     """
     import ipywidgets as w
 
@@ -125,8 +128,14 @@ def feedback_widget(exercise_id: str, path, *, seed: int | None = None, time_lim
                                   for h in shown) or "<p>no hints</p>"
 
     hint_btn.on_click(hint)
-    box = edit_and_grade(path, grade, buttons=(hint_btn,))
-    box.children = (*box.children, hints_box)
+    from rocmlab.course.handin import handin_button
+    from rocmlab.grader.items import item_for
+    import rocmlab.course.items  # noqa: F401 - registers the lab tasks and questions (puzzles register themselves)
+
+    item = item_for(lab, task or exercise_id) or exercise_id
+    handin = handin_button(item, path)        # beside Grade again: the file as it is when pressed
+    box = edit_and_grade(path, grade, buttons=(hint_btn, handin))
+    box.children = (*box.children, handin.message, hints_box)
     box.report = box.result
     return box
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 
+import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
 from rocmlab.course import progress
 from rocmlab.html_table import html_table
 
@@ -12,10 +13,17 @@ from rocmlab.html_table import html_table
 def progress_html(summ: dict | None = None) -> str:
     summ = progress.summary() if summ is None else summ
     t = summ["total"]
-    head = (f"<p style='text-align:left'><b>{t['earned']:g} points earned</b> on {t['tried']} of {t['count']} graded "
-            f"tasks; {t['possible']:g} possible on an MI300X. Record: <code>{html.escape(str(progress.progress_file()))}"
-            f"</code></p>")
-    return head + html_table(progress.HEADER, progress.table_rows(summ), css_class="rocmlab-progress")
+    if summ.get("problem"):
+        from rocmlab.course.verdict import verdict_html
+
+        return verdict_html(None, summ["problem"], mark="record not read")
+    head = (f"<p style='text-align:left'><b>self-checked here (a preview): {t['earned']:g} points</b> on {t['tried']} "
+            f"of {t['count']} graded tasks &nbsp;|&nbsp; <b>instructor-graded: {t['instructor']:g} points</b> on "
+            f"{t['instructor_graded']} hand-ins &nbsp;|&nbsp; {t['possible']:g} possible on an MI300X.<br>"
+            f"Self-check record: <code>{html.escape(str(progress.progress_file()))}</code>; instructor grades: "
+            f"{html.escape(summ.get('instructor_source', ''))}</p>")
+    legend = f"<p style='text-align:left;font-size:smaller'>{html.escape(progress.LEGEND)}</p>"
+    return head + html_table(progress.HEADER, progress.table_rows(summ), css_class="rocmlab-progress") + legend
 
 
 def progress_widget():

@@ -25,6 +25,11 @@
 #include <thread>
 #include <vector>
 
+#include <algorithm>
+#include <climits>
+#include <string>
+
+#include <link.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,7 +86,9 @@ static void report(const char* fmt, ...) {
     va_end(ap);
 }
 // The program stops here (a deadlock, a divergent wavefront operation, a bad mask): exit status 86.
+static void flush_findings();
 [[noreturn]] void fatal(const char* fmt, ...) {
+    flush_findings();
     va_list ap;
     va_start(ap, fmt);
     vreport(fmt, ap);
@@ -123,6 +130,18 @@ struct Worker {
     const LaunchSpec* spec = nullptr;
     std::atomic<int> block_linear{-1};
     int nthreads = 0;
+    // the sanitizer's view of this CPU thread
+    uintptr_t tp = 0;                 // its thread pointer: static LDS (thread_local) lies at fixed offsets below
+    char* dyn = nullptr;              // its dynamic shared memory
+    struct Shadow* shadow = nullptr;  // one entry per LDS byte (static, then dynamic)
+    uint32_t gen = 1, gen0 = 1;       // the barrier interval now, and the block's first
+    // findings this thread already reported (tool, code address) and how often they recurred since: a racy
+    // loop reports once and then only counts, without a lock
+    int nseen = 0;
+    int seen_tool[32];
+    uintptr_t seen_pc[32];
+    long seen_count[32];
+    struct Counting* counting = nullptr;   // the counters' lanes-to-instruction grouping (HIPSIM_COUNTERS=1)
 };
 static thread_local Worker* t_worker = nullptr;
 static std::mutex& g_workers_mu = *new std::mutex;
@@ -210,6 +229,7 @@ static void resume(Worker* w, Fiber* f) {
     t_thread = nullptr;
 }
 
+static void sanitizer_attach(Worker* w);
 static Worker* this_worker() {
     if (t_worker) return t_worker;
     Worker* w = new Worker();
@@ -232,6 +252,7 @@ static Worker* this_worker() {
         g_workers.push_back(w);
     }
     t_worker = w;
+    sanitizer_attach(w);
     return w;
 }
 
@@ -297,12 +318,7 @@ void block_barrier(const char* what, int line) { barrier(0, what, line); }
 int block_barrier_count(int pred, const char* what, int line) { return barrier(pred != 0, what, line); }
 
 void* dynamic_shared_base() {
-    static thread_local char* base = nullptr;
-    if (!base) {
-        base = static_cast<char*>(std::aligned_alloc(256, kSharedBytes));
-        std::memset(base, 0, kSharedBytes);
-    }
-    return base;
+    return this_worker()->dyn;
 }
 
 void not_simulated(const char* what, int line) {
@@ -337,7 +353,7 @@ static bool settle_waves(Worker* w, int n) {
                 char lg[256], lf[256], where[256];
                 lanes_text(at_g, lg, sizeof lg);
                 lanes_text(at_f, lf, sizeof lf);
-                fatal("divergent wavefront operations in wavefront %d of %s: lanes %s wait at %s (line %d) while "
+                fatal("synccheck: divergent wavefront operations in wavefront %d of %s: lanes %s wait at %s (line %d) while "
                       "lanes %s wait at %s (line %d). The simulator cannot tell in which order a GPU would run "
                       "them, so it stops rather than guess: let every active lane of the wavefront reach the same "
                       "cross-lane operation (take it out of the divergent branch)",
@@ -358,7 +374,7 @@ static bool settle_waves(Worker* w, int n) {
                     char lm[256], ls[256], where[256];
                     lanes_text(f.mask, lm, sizeof lm);
                     lanes_text(same, ls, sizeof ls);
-                    fatal("line %d: %s in wavefront %d of %s has mask 0x%016llx (lanes %s), but the lanes that "
+                    fatal("synccheck: line %d: %s in wavefront %d of %s has mask 0x%016llx (lanes %s), but the lanes that "
                           "reach it with that mask are %s. Every lane named in the mask must execute the same call "
                           "with the same mask (HIP asserts this); on a wavefront of 64 a 32-bit mask names half of it: "
                           "use __activemask() or a 64-bit mask",
@@ -399,7 +415,7 @@ static bool settle_barrier(Worker* w, int n) {
             if (w->fibers[i].line == w->fibers[first].line) ++a;
             else if (w->fibers[i].line == w->fibers[other].line) ++b;
         }
-        fatal("deadlock: the threads of %s wait at different barriers: %d at line %d, %d at line %d%s. Every thread "
+        fatal("synccheck: deadlock: the threads of %s wait at different barriers: %d at line %d, %d at line %d%s. Every thread "
               "of a block must reach the same __syncthreads (a barrier inside a branch that not all threads take "
               "hangs or corrupts the block on a GPU)",
               kernel_where(w, where, sizeof where), a, w->fibers[first].line, b, w->fibers[other].line,
@@ -408,7 +424,7 @@ static bool settle_barrier(Worker* w, int n) {
     if (waiting < n) {
         char b[64];
         block_name(w, b, sizeof b);
-        fatal("deadlock: %d of %d threads of block %s wait at line %d, the others have exited (kernel %s, launched "
+        fatal("synccheck: deadlock: %d of %d threads of block %s wait at line %d, the others have exited (kernel %s, launched "
               "at line %d). Every thread of a block must reach each __syncthreads: do not return before a barrier, "
               "guard the work instead (if (i < n) { ... })",
               waiting, n, b, w->fibers[first].line, w->spec->kernel, w->spec->line);
@@ -417,16 +433,22 @@ static bool settle_barrier(Worker* w, int n) {
         w->fibers[i].count = count;
         w->fibers[i].state = READY;
     }
+    ++w->gen;     // accesses on either side of a barrier never race
     return true;
 }
 
+static void counters_settle(Worker* w, int n);
+static void counters_block_start(Worker* w, int n);
+static void counters_launch_done(const LaunchSpec& s);
 static void run_block(Worker* w, const LaunchSpec& s, int b) {
     const unsigned gx = s.grid.x, gy = s.grid.y;
     t_block.idx = uint3{b % gx, (b / gx) % gy, b / (gx * gy)};
     t_block.dim = uint3{s.block.x, s.block.y, s.block.z};
     t_block.grid = uint3{s.grid.x, s.grid.y, s.grid.z};
     w->spec = &s;
+    w->gen0 = ++w->gen;   // LDS written by an earlier block counts as never written in this one
     w->block_linear.store(b);
+    counters_block_start(w, static_cast<int>(s.block.x * s.block.y * s.block.z));
     const int n = static_cast<int>(s.block.x * s.block.y * s.block.z);
     w->nthreads = n;
     for (int i = 0; i < n; ++i) {
@@ -439,6 +461,7 @@ static void run_block(Worker* w, const LaunchSpec& s, int b) {
     for (;;) {
         for (int i = 0; i < n; ++i)
             if (w->fibers[i].state == READY) resume(w, &w->fibers[i]);
+        if (w->counting) counters_settle(w, n);
         if (settle_waves(w, n)) continue;
         if (!settle_barrier(w, n)) break;
     }
@@ -537,8 +560,10 @@ static void init_once() {
     if (deadline > 0) std::thread(watchdog_thread, deadline).detach();
 }
 
+static void sanitizer_launch(const LaunchSpec& s);
 static void run_now(const LaunchSpec& s) {
     init_once();
+    sanitizer_launch(s);
     const int workers = static_cast<int>(env_long("HIPSIM_WORKERS", 2));
     {
         std::lock_guard<std::mutex> g(g_pool_mu);
@@ -561,6 +586,7 @@ static void run_now(const LaunchSpec& s) {
         g_done_cv.wait(g, [] { return g_busy == 0; });
     }
     g_in_kernel.store(false);
+    counters_launch_done(s);
     g_launches.fetch_add(1);
     g_threads_run.fetch_add(static_cast<long long>(g_total_blocks) * s.block.x * s.block.y * s.block.z);
 }
@@ -582,6 +608,7 @@ struct Alloc {
     uintptr_t map_lo, map_hi, start, end;
     size_t bytes;
     int live;
+    uint8_t* written;    // initcheck: one byte per byte of a hipMalloc buffer, 1 once written (null: not checked)
 };
 static const int kMaxAllocs = 1 << 14;
 static Alloc g_allocs[kMaxAllocs];
@@ -608,8 +635,10 @@ static void* guarded_alloc(size_t bytes) {
         if (!g_allocs[i].live && g_allocs[i].map_lo == 0) { slot = i; break; }
     if (slot < 0 && g_nallocs.load() < kMaxAllocs) slot = g_nallocs.fetch_add(1);
     if (slot >= 0) {
+        void* sh = mmap(nullptr, data, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         g_allocs[slot] = Alloc{reinterpret_cast<uintptr_t>(lo), reinterpret_cast<uintptr_t>(lo) + total,
-                               reinterpret_cast<uintptr_t>(start), reinterpret_cast<uintptr_t>(start) + bytes, bytes, 1};
+                               reinterpret_cast<uintptr_t>(start), reinterpret_cast<uintptr_t>(start) + bytes, bytes, 1,
+                               sh == MAP_FAILED ? nullptr : static_cast<uint8_t*>(sh)};
     }
     g_allocated += bytes;
     return start;
@@ -635,6 +664,8 @@ static hipError_t guarded_free(void* p) {
         return hipErrorInvalidValue;
     }
     munmap(reinterpret_cast<void*>(r->map_lo), r->map_hi - r->map_lo);
+    if (r->written) munmap(r->written, (r->bytes + 15) & ~size_t(15));
+    r->written = nullptr;
     r->live = 0;           // kept (map_lo set) so a later fault can say "freed"
     g_allocated -= r->bytes;
     return hipSuccess;
@@ -655,8 +686,605 @@ static bool range_ok(const void* p, size_t bytes, const char* api, const char* w
     return true;
 }
 
+
+// --- the sanitizer: initcheck, racecheck, memcheck on every simulated access -----------------------------------
+// The learner's code is compiled with -fsanitize-coverage=trace-loads,trace-stores: every load and store of it
+// calls __sanitizer_cov_load<N>/store<N> below with the address. Inside a kernel (a fiber is running) the
+// address is classified: a fiber's own stack (private, not checked), LDS (a static __shared__ variable, which
+// simulate.py made known with lds_note, or the block's dynamic shared memory), a hipMalloc buffer, or other host
+// memory (not checked). Findings are kept (one per kind and source line, counted) and printed at the end with
+// their lines (llvm-symbolizer, HIPSIM_SYMBOLIZER); memcheck's out-of-bounds and use-after-free stop the program
+// at once, as the access would fault on a GPU. HIPSIM_CHECKS=0 turns the checks off.
+struct Shadow {
+    uint32_t wgen, rgen;     // the barrier interval of the last write, of the reads in rgen
+    uint16_t wwave, rwaves;  // the wave that wrote it; the waves that read it in rgen (a bit each, 16 waves)
+    uint32_t pad;
+    uintptr_t wpc, rpc;      // where (code addresses) the last write and a read of rgen were
+};
+static const long kStaticSpan = 256 * 1024;    // static LDS lies within this many bytes below the thread pointer
+static const size_t kShadowEntries = kStaticSpan + kSharedBytes;
+static int g_checks = -1;
+struct LdsVar { long rel; size_t bytes; const char* name; };
+static LdsVar g_lds[512];
+static std::atomic<int> g_nlds{0};
+static std::atomic<long> g_lds_lo{LONG_MAX}, g_lds_hi{LONG_MIN};
+static std::mutex& g_lds_mu = *new std::mutex;
+static std::vector<int>& g_sorted = *new std::vector<int>;   // allocations by address, rebuilt per launch
+
+static inline uintptr_t thread_pointer() {
+#if defined(__x86_64__)
+    uintptr_t tp;
+    asm volatile("mov %%fs:0, %0" : "=r"(tp));
+    return tp;
+#else
+    return reinterpret_cast<uintptr_t>(__builtin_thread_pointer());
+#endif
+}
+
+static bool checks_on() {
+    if (g_checks < 0) {
+        const char* v = std::getenv("HIPSIM_CHECKS");
+        g_checks = (v && std::strcmp(v, "0") == 0) ? 0 : 1;
+    }
+    return g_checks == 1;
+}
+
+static void sanitizer_attach(Worker* w) {
+    w->tp = thread_pointer();
+    w->dyn = static_cast<char*>(std::aligned_alloc(256, kSharedBytes));
+    std::memset(w->dyn, 0, kSharedBytes);
+    void* p = mmap(nullptr, kShadowEntries * sizeof(Shadow), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    w->shadow = p == MAP_FAILED ? nullptr : static_cast<Shadow*>(p);
+}
+
+int lds_note(const void* p, size_t bytes, const char* name) {
+    const long rel = static_cast<long>(reinterpret_cast<uintptr_t>(p) - thread_pointer());
+    if (rel < -kStaticSpan || rel + static_cast<long>(bytes) > 0) return 0;   // not where static LDS lies: unchecked
+    std::lock_guard<std::mutex> g(g_lds_mu);
+    const int n = g_nlds.load();
+    for (int i = 0; i < n; ++i) if (g_lds[i].rel == rel) return 0;
+    if (n >= 512) return 0;
+    g_lds[n] = LdsVar{rel, bytes, name};
+    g_nlds.store(n + 1);
+    if (rel < g_lds_lo.load()) g_lds_lo.store(rel);
+    if (rel + static_cast<long>(bytes) > g_lds_hi.load()) g_lds_hi.store(rel + static_cast<long>(bytes));
+    return 0;
+}
+
+static void sanitizer_launch(const LaunchSpec&) {
+    std::lock_guard<std::mutex> g(g_alloc_mu);
+    g_sorted.clear();
+    for (int i = 0; i < g_nallocs.load(); ++i) if (g_allocs[i].map_lo) g_sorted.push_back(i);
+    std::sort(g_sorted.begin(), g_sorted.end(), [](int a, int b) { return g_allocs[a].map_lo < g_allocs[b].map_lo; });
+}
+
+static thread_local Alloc* t_last_alloc = nullptr;   // most accesses hit the buffer the last one hit
+static Alloc* lookup(uintptr_t a) {
+    Alloc* c = t_last_alloc;
+    if (c && a >= c->map_lo && a < c->map_hi) return c;
+    size_t lo = 0, hi = g_sorted.size();
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        Alloc& r = g_allocs[g_sorted[mid]];
+        if (a < r.map_lo) hi = mid;
+        else if (a >= r.map_hi) lo = mid + 1;
+        else return t_last_alloc = &r;
+    }
+    return nullptr;
+}
+
+// --- findings ---
+enum Tool { INITCHECK, RACECHECK, MEMCHECK };
+static const char* kToolName[] = {"initcheck", "racecheck", "memcheck"};
+struct Finding { int tool; uintptr_t pc, other; long count; std::string text; };
+static std::mutex& g_find_mu = *new std::mutex;
+static std::vector<Finding>& g_findings = *new std::vector<Finding>;
+static const size_t kMaxFindings = 24;
+
+// False (and counted) when this thread already reported this finding: the caller then formats nothing.
+static bool fresh(Worker* w, int tool, uintptr_t pc) {
+    for (int i = 0; i < w->nseen; ++i)
+        if (w->seen_pc[i] == pc && w->seen_tool[i] == tool) { ++w->seen_count[i]; return false; }
+    if (w->nseen < 32) {
+        w->seen_tool[w->nseen] = tool;
+        w->seen_pc[w->nseen] = pc;
+        w->seen_count[w->nseen++] = 0;
+    }
+    return true;
+}
+
+static void where_text(Worker* w, Fiber* f, char* out, size_t n) {
+    char b[64];
+    block_name(w, b, sizeof b);
+    std::snprintf(out, n, "thread (%u,%u,%u) of block %s of kernel %s (launched at line %d)", f->coords.idx.x,
+                  f->coords.idx.y, f->coords.idx.z, b, w->spec ? w->spec->kernel : "?", w->spec ? w->spec->line : 0);
+}
+
+static void record(int tool, uintptr_t pc, uintptr_t other, const char* fmt, ...) {
+    std::lock_guard<std::mutex> g(g_find_mu);
+    for (Finding& f : g_findings)
+        if (f.tool == tool && f.pc == pc) { ++f.count; return; }
+    if (g_findings.size() >= kMaxFindings) return;
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    g_findings.push_back(Finding{tool, pc, other, 1, buf});
+}
+
+static uintptr_t g_load_base = 0;
+static int base_cb(struct dl_phdr_info* info, size_t, void*) { g_load_base = info->dlpi_addr; return 1; }
+
+// The learner's source line of each code address (llvm-symbolizer on this program; 0 where unknown).
+static std::vector<int> source_lines(const std::vector<uintptr_t>& pcs) {
+    std::vector<int> lines(pcs.size(), 0);
+    const char* tool = std::getenv("HIPSIM_SYMBOLIZER");
+    if (!tool || !*tool || pcs.empty()) return lines;
+    dl_iterate_phdr(base_cb, nullptr);
+    char obj[64];
+    std::snprintf(obj, sizeof obj, " --obj=/proc/%d/exe --functions=none", static_cast<int>(getpid()));
+    std::string cmd = std::string(tool) + obj;
+    for (uintptr_t pc : pcs) {
+        char a[32];
+        std::snprintf(a, sizeof a, " 0x%llx", static_cast<unsigned long long>(pc ? pc - 1 - g_load_base : 0));
+        cmd += a;
+    }
+    cmd += " 2>/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p) return lines;
+    char buf[4096];
+    size_t k = 0;
+    bool have = false;
+    while (std::fgets(buf, sizeof buf, p) && k < pcs.size()) {
+        if (buf[0] == '\n') { ++k; have = false; continue; }
+        if (have) continue;
+        // file:line:col; the first frame in the learner's file (not a system or simulator header)
+        std::string s(buf);
+        if (s.find("/usr/") == 0 || s.find("hip_runtime") != std::string::npos || s.find("/include/") != std::string::npos)
+            continue;
+        size_t c2 = s.rfind(':'), c1 = c2 == std::string::npos ? c2 : s.rfind(':', c2 - 1);
+        if (c1 == std::string::npos) continue;
+        lines[k] = std::atoi(s.c_str() + c1 + 1);
+        have = lines[k] > 0;
+    }
+    pclose(p);
+    return lines;
+}
+
+static void flush_findings() {
+    std::vector<Finding> found;
+    {
+        std::lock_guard<std::mutex> g(g_find_mu);
+        found.swap(g_findings);
+    }
+    for (Finding& f : found)         // what each thread counted without reporting again
+        for (Worker* w : g_workers)
+            for (int i = 0; i < w->nseen; ++i)
+                if (w->seen_pc[i] == f.pc && w->seen_tool[i] == f.tool) { f.count += w->seen_count[i]; w->seen_count[i] = 0; }
+    if (found.empty()) return;
+    std::vector<uintptr_t> pcs;
+    for (const Finding& f : found) { pcs.push_back(f.pc); pcs.push_back(f.other); }
+    std::vector<int> lines = source_lines(pcs);
+    std::fflush(stdout);
+    for (size_t i = 0; i < found.size(); ++i) {
+        const Finding& f = found[i];
+        char line[32] = "line ?", other[64] = "";
+        if (lines[2 * i]) std::snprintf(line, sizeof line, "line %d", lines[2 * i]);
+        if (f.other && lines[2 * i + 1]) std::snprintf(other, sizeof other, " (the other access: line %d)", lines[2 * i + 1]);
+        char times[48] = "";
+        if (f.count > 1) std::snprintf(times, sizeof times, " [%ld times]", f.count);
+        std::fprintf(stderr, "%s %s: %s: %s%s%s\n", kLabel, kToolName[f.tool], line, f.text.c_str(), other, times);
+    }
+    std::fflush(stderr);
+}
+
+[[noreturn]] static void stop_here() {
+    flush_findings();
+    std::fprintf(stderr, "%s error: memcheck stopped the program at this access (on a GPU it reads or writes memory "
+                 "that is not the buffer's)\n", kLabel);
+    std::fflush(stderr);
+    _exit(kExitCode);
+}
+
+static void lds_access(Worker* w, Fiber* f, size_t idx, int size, bool write, uintptr_t pc, const char* name,
+                       long offset) {
+    Shadow* sh = w->shadow;
+    if (!sh || idx + size > kShadowEntries) return;
+    // one entry per 4-byte word (LDS's bank width): a byte or half-word access counts for its word
+    const size_t first = idx / 4, last = (idx + size - 1) / 4;
+    offset -= static_cast<long>(idx % 4);
+    const uint16_t wave = static_cast<uint16_t>(f->coords.linear / kWave);
+    const uint16_t bit = static_cast<uint16_t>(1u << (wave & 15));
+    const uint32_t gen = w->gen, gen0 = w->gen0;
+    bool told = false;     // one finding per access (not one per byte)
+    char where[256];
+    for (size_t word = first; word <= last; ++word) {
+        Shadow& e = sh[word];
+        const long k = 4 * static_cast<long>(word - first);
+        if (write) {
+            if (!told && e.wgen == gen && e.wwave != wave) {
+                told = true;
+                if (fresh(w, RACECHECK, pc)) {
+                    where_text(w, f, where, sizeof where);
+                    record(RACECHECK, pc, e.wpc, "%s writes LDS %s (byte %ld), which wave %u also wrote with no "
+                           "__syncthreads() between: which write lands last differs from run to run on a GPU. Put a "
+                           "barrier between the two", where, name, offset + k, e.wwave);
+                }
+            } else if (!told && e.rgen == gen && (e.rwaves & ~bit)) {
+                told = true;
+                if (fresh(w, RACECHECK, pc)) {
+                    where_text(w, f, where, sizeof where);
+                    record(RACECHECK, pc, e.rpc, "%s writes LDS %s (byte %ld), which another wave reads with no "
+                           "__syncthreads() between (a write-after-read hazard): the reader may see the new value or "
+                           "the old. Put a barrier between the read and this write", where, name, offset + k);
+                }
+            }
+            e.wgen = gen;
+            e.wwave = wave;
+            e.wpc = pc;
+            continue;
+        }
+        if (!told && e.wgen < gen0) {
+            told = true;
+            if (fresh(w, INITCHECK, pc)) {
+                where_text(w, f, where, sizeof where);
+                record(INITCHECK, pc, 0, "%s reads LDS %s (byte %ld) before any thread of this block wrote it: on a GPU "
+                       "it holds whatever an earlier block or kernel left there, so the result can be right or wrong "
+                       "from run to run. Write it before a __syncthreads() that comes before this read", where, name,
+                       offset + k);
+            }
+        } else if (!told && e.wgen == gen && e.wwave != wave) {
+            told = true;
+            if (fresh(w, RACECHECK, pc)) {
+                where_text(w, f, where, sizeof where);
+                record(RACECHECK, pc, e.wpc, "%s reads LDS %s (byte %ld), which wave %u wrote with no __syncthreads() "
+                       "between (a read-after-write hazard): on a GPU the other wave may not have written it yet. "
+                       "Put a barrier between the write and this read", where, name, offset + k, e.wwave);
+            }
+        }
+        if (e.rgen != gen) { e.rgen = gen; e.rwaves = 0; }
+        e.rwaves |= bit;
+        e.rpc = pc;
+    }
+}
+
+static void global_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write, uintptr_t pc) {
+    Alloc* r = lookup(a);
+    if (!r) return;                          // host memory, a __device__ variable: not checked
+    char where[256];
+    if (!r->live) {
+        if (fresh(w, MEMCHECK, pc)) {
+            where_text(w, f, where, sizeof where);
+            record(MEMCHECK, pc, 0, "%s %s %d bytes at %p in a buffer that hipFree already released (a use after free)",
+                   where, write ? "writes" : "reads", size, reinterpret_cast<void*>(a));
+        }
+        stop_here();
+    }
+    if (a < r->start || a + size > r->end) {
+        where_text(w, f, where, sizeof where);
+        const long long off = static_cast<long long>(a) - static_cast<long long>(r->start);
+        record(MEMCHECK, pc, 0, "%s %s %d bytes at byte %lld of a hipMalloc buffer of %zu bytes: out of bounds (%s). "
+               "Guard the access with the size (if (i < n))", where, write ? "writes" : "reads", size, off, r->bytes,
+               off < 0 ? "before its start" : "past its end");
+        stop_here();
+    }
+    if (a % static_cast<uintptr_t>(size < 4 ? size : 4)) {
+        if (fresh(w, MEMCHECK, pc)) {
+            where_text(w, f, where, sizeof where);
+            record(MEMCHECK, pc, 0, "%s %s %d bytes at %p, which is not aligned to %d bytes (a misaligned address: "
+                   "a cast of a pointer into the middle of an element?)", where, write ? "writes" : "reads", size,
+                   reinterpret_cast<void*>(a), size < 4 ? size : 4);
+        }
+    }
+    if (!r->written) return;
+    uint8_t* m = r->written + (a - r->start);
+    if (write) { std::memset(m, 1, size); return; }
+    for (int k = 0; k < size; ++k)
+        if (!m[k]) {
+            if (fresh(w, INITCHECK, pc)) {
+                where_text(w, f, where, sizeof where);
+                record(INITCHECK, pc, 0, "%s reads byte %lld of a hipMalloc buffer of %zu bytes that nothing wrote (no "
+                       "hipMemcpy, hipMemset or kernel store reached it): on a GPU it holds leftovers. Copy or set the "
+                       "buffer before a kernel reads it", where, static_cast<long long>(a - r->start + k), r->bytes);
+            }
+            return;
+        }
+}
+
+// --- counters (HIPSIM_COUNTERS=1): what gfx942's counters count, from the same trace --------------------------------
+// The lanes of a wavefront run one after another between meeting points; the k-th time each lane reaches one
+// load or store (code address) is one wave instruction. At each meeting point (and the block's end) every such
+// instruction is counted: an LDS one as SQ_INSTS_LDS, with SQ_LDS_BANK_CONFLICT = for each half-wave (32 lanes,
+// 32 banks of 4 bytes on gfx942) the most distinct words one bank must serve, less the passes the words need;
+// a global one as SQ_INSTS_VMEM_RD / _WR, with TCP_TOTAL_CACHE_ACCESSES_sum = the distinct 128-byte lines its
+// lanes touch, and its bytes and active lanes. Counted by the simulator from the host build's loads and stores:
+// never measured hardware.
+enum { C_WAVES, C_VMEM_RD, C_VMEM_WR, C_TCP_LINES, C_LDS_INSTS, C_LDS_CONFLICT, C_LDS_ACTIVE, C_BYTES_RD, C_BYTES_WR,
+       C_LANES_MEM, C_N };
+static const char* kCounterName[C_N] = {"SQ_WAVES", "SQ_INSTS_VMEM_RD", "SQ_INSTS_VMEM_WR",
+                                        "TCP_TOTAL_CACHE_ACCESSES_sum", "SQ_INSTS_LDS", "SQ_LDS_BANK_CONFLICT",
+                                        "SQ_LDS_IDX_ACTIVE", "bytes_read", "bytes_written", "active_lanes"};
+struct Group { uintptr_t pc; int occ; bool lds, write; int size; uint64_t lanes; uintptr_t addr[64]; };
+struct Counting {
+    std::vector<Group> groups[kMaxThreads / kWave];
+    std::vector<std::pair<uintptr_t, int>> seen[kMaxThreads];   // per lane: how often it reached each address
+    long long totals[C_N] = {0};
+    uint64_t lds_used[512 / 64] = {0};   // the static LDS variables (g_lds) this launch's threads touched
+};
+// A kernel's resources as its launches used them (the largest of its launches): threads per workgroup, the static
+// LDS variables its threads touched (their bytes summed: a compiler packs a kernel's LDS variables one after another)
+// and the launch's dynamic shared memory. With the gfx942 compiler's registers they give waves per SIMD
+// (rocmlab/hip/sim/launch_occupancy.py).
+struct KernelCounts { std::string kernel; int line; long launches; long long c[C_N];
+                      long workgroup = 0, lds_static = 0, lds_dynamic = 0; };
+static int g_counters = -1;
+static std::mutex& g_count_mu = *new std::mutex;
+static std::vector<KernelCounts>& g_kernel_counts = *new std::vector<KernelCounts>;
+
+static bool counters_on() {
+    if (g_counters < 0) {
+        const char* v = std::getenv("HIPSIM_COUNTERS");
+        g_counters = (v && std::strcmp(v, "1") == 0) ? 1 : 0;
+    }
+    return g_counters == 1;
+}
+
+static void count_access(Worker* w, Fiber* f, uintptr_t addr, int size, bool write, uintptr_t pc, bool lds) {
+    if (!w->counting) w->counting = new Counting();
+    Counting& c = *w->counting;
+    const unsigned t = f->coords.linear;
+    int occ = 0;
+    auto& seen = c.seen[t];
+    bool found = false;
+    for (auto& p : seen)
+        if (p.first == pc) { occ = ++p.second; found = true; break; }
+    if (!found) seen.emplace_back(pc, 0);
+    auto& groups = c.groups[t / kWave];
+    Group* g = nullptr;
+    for (auto& x : groups)
+        if (x.pc == pc && x.occ == occ) { g = &x; break; }
+    if (!g) {
+        groups.push_back(Group{pc, occ, lds, write, size, 0, {0}});
+        g = &groups.back();
+    }
+    g->lanes |= 1ull << (t % kWave);
+    g->addr[t % kWave] = addr;
+}
+
+static void count_group(Counting& c, const Group& g) {
+    const int lanes = __builtin_popcountll(g.lanes);
+    if (!lanes) return;
+    if (g.lds) {
+        c.totals[C_LDS_INSTS] += 1;
+        const int words_per_lane = (g.size + 3) / 4;
+        for (int half = 0; half < 2; ++half) {
+            std::vector<uintptr_t> words;
+            for (int l = half * 32; l < half * 32 + 32; ++l)
+                if ((g.lanes >> l) & 1)
+                    for (int k = 0; k < words_per_lane; ++k) words.push_back(g.addr[l] / 4 + k);
+            if (words.empty()) continue;
+            std::sort(words.begin(), words.end());
+            words.erase(std::unique(words.begin(), words.end()), words.end());   // one address: a broadcast
+            int per_bank[32] = {0}, most = 0;
+            for (uintptr_t wd : words) most = std::max(most, ++per_bank[wd % 32]);
+            const int passes = static_cast<int>((words.size() + 31) / 32);
+            c.totals[C_LDS_CONFLICT] += most - passes > 0 ? most - passes : 0;
+            c.totals[C_LDS_ACTIVE] += most > passes ? most : passes;
+        }
+        return;
+    }
+    c.totals[g.write ? C_VMEM_WR : C_VMEM_RD] += 1;
+    c.totals[g.write ? C_BYTES_WR : C_BYTES_RD] += static_cast<long long>(lanes) * g.size;
+    c.totals[C_LANES_MEM] += lanes;
+    std::vector<uintptr_t> lines;
+    for (int l = 0; l < 64; ++l)
+        if ((g.lanes >> l) & 1) { lines.push_back(g.addr[l] / 128); lines.push_back((g.addr[l] + g.size - 1) / 128); }
+    std::sort(lines.begin(), lines.end());
+    c.totals[C_TCP_LINES] += std::unique(lines.begin(), lines.end()) - lines.begin();
+}
+
+// HIPSIM_TRACE=1 (with the counters): the first wave instructions of wavefront 0 of block (0,0,0), lane by lane,
+// printed at the end with their source lines (the notebook's view of one instruction's accesses).
+static const size_t kTraceGroups = 256;
+static std::mutex& g_trace_mu = *new std::mutex;
+static std::vector<Group>& g_trace = *new std::vector<Group>;
+static int g_tracing = -1;
+static bool tracing() {
+    if (g_tracing < 0) {
+        const char* v = std::getenv("HIPSIM_TRACE");
+        g_tracing = (v && std::strcmp(v, "1") == 0) ? 1 : 0;
+    }
+    return g_tracing == 1;
+}
+
+// Every lane stands at a meeting point or is done: count the wave instructions since the last one.
+static void counters_settle(Worker* w, int n) {
+    Counting* c = w->counting;
+    if (!c) return;
+    if (tracing() && w->block_linear.load() == 0 && !c->groups[0].empty()) {
+        std::lock_guard<std::mutex> g(g_trace_mu);
+        for (const Group& x : c->groups[0]) if (g_trace.size() < kTraceGroups) g_trace.push_back(x);
+    }
+    for (int wave = 0; wave < (n + kWave - 1) / kWave; ++wave) {
+        for (const Group& g : c->groups[wave]) count_group(*c, g);
+        c->groups[wave].clear();
+    }
+    for (int i = 0; i < n; ++i) c->seen[i].clear();
+}
+
+static void counters_block_start(Worker* w, int n) {
+    if (!counters_on()) return;
+    if (!w->counting) w->counting = new Counting();
+    w->counting->totals[C_WAVES] += (n + kWave - 1) / kWave;
+}
+
+// After a launch: each worker's totals into the kernel's row.
+static void counters_launch_done(const LaunchSpec& s) {
+    if (!counters_on()) return;
+    std::lock_guard<std::mutex> g(g_count_mu);
+    KernelCounts* k = nullptr;
+    for (auto& x : g_kernel_counts) if (x.kernel == s.kernel && x.line == s.line) k = &x;
+    if (!k) { g_kernel_counts.push_back(KernelCounts{s.kernel, s.line, 0, {0}}); k = &g_kernel_counts.back(); }
+    ++k->launches;
+    uint64_t used[512 / 64] = {0};
+    {
+        std::lock_guard<std::mutex> gw(g_workers_mu);
+        for (Worker* w : g_workers) {
+            if (!w->counting) continue;
+            for (int i = 0; i < C_N; ++i) { k->c[i] += w->counting->totals[i]; w->counting->totals[i] = 0; }
+            for (int i = 0; i < 512 / 64; ++i) { used[i] |= w->counting->lds_used[i]; w->counting->lds_used[i] = 0; }
+        }
+    }
+    long lds = 0;
+    for (int i = 0; i < g_nlds.load(); ++i)
+        if ((used[i / 64] >> (i % 64)) & 1) lds += static_cast<long>(g_lds[i].bytes);
+    k->workgroup = std::max<long>(k->workgroup, static_cast<long>(s.block.x) * s.block.y * s.block.z);
+    k->lds_static = std::max(k->lds_static, lds);
+    k->lds_dynamic = std::max(k->lds_dynamic, static_cast<long>(s.shared_bytes));
+}
+
+static std::vector<int> source_lines(const std::vector<uintptr_t>& pcs);
+static void trace_print() {
+    std::lock_guard<std::mutex> g(g_trace_mu);
+    if (g_trace.empty()) return;
+    std::vector<uintptr_t> pcs;
+    for (const Group& x : g_trace) pcs.push_back(x.pc);
+    std::vector<int> lines = source_lines(pcs);
+    for (size_t i = 0; i < g_trace.size(); ++i) {
+        const Group& x = g_trace[i];
+        std::string out;
+        char buf[64];
+        for (int l = 0; l < 64; ++l)
+            if ((x.lanes >> l) & 1) {
+                std::snprintf(buf, sizeof buf, " %d:%llu", l, static_cast<unsigned long long>(x.addr[l]));
+                out += buf;
+            }
+        std::fprintf(stderr, "%s trace: line %d %s %s %d bytes:%s\n", kLabel, lines[i], x.lds ? "lds" : "global",
+                     x.write ? "write" : "read", x.size, out.c_str());
+    }
+}
+
+static void counters_print() {
+    if (!counters_on()) return;
+    trace_print();
+    std::lock_guard<std::mutex> g(g_count_mu);
+    for (const auto& k : g_kernel_counts) {
+        std::fprintf(stderr, "%s counters: kernel %s (launched at line %d, %ld launch(es)):", kLabel, k.kernel.c_str(),
+                     k.line, k.launches);
+        for (int i = 0; i < C_N; ++i) std::fprintf(stderr, " %s=%lld", kCounterName[i], k.c[i]);
+        std::fprintf(stderr, "\n");
+        std::fprintf(stderr, "%s resources: kernel %s (launched at line %d): workgroup_size=%ld lds_static_bytes=%ld "
+                     "lds_dynamic_bytes=%ld\n", kLabel, k.kernel.c_str(), k.line, k.workgroup, k.lds_static,
+                     k.lds_dynamic);
+    }
+}
+
+static void on_access(uintptr_t a, int size, bool write, uintptr_t pc) {
+    Worker* w = t_worker;
+    if (!w) return;
+    Fiber* f = w->cur.load(std::memory_order_relaxed);
+    if (!f) return;
+    const bool checks = checks_on(), counting = counters_on();
+    if (!checks && !counting) return;
+    const uintptr_t stacks = reinterpret_cast<uintptr_t>(w->stacks);
+    if (a - stacks < w->stack_bytes * kMaxThreads) return;        // the thread's own stack
+    const long rel = static_cast<long>(a - w->tp);
+    if (rel >= g_lds_lo.load(std::memory_order_relaxed) && rel < g_lds_hi.load(std::memory_order_relaxed)) {
+        const int n = g_nlds.load(std::memory_order_acquire);
+        for (int i = 0; i < n; ++i) {
+            const LdsVar& v = g_lds[i];
+            if (rel >= v.rel && rel < v.rel + static_cast<long>(v.bytes)) {
+                // the byte offset in the variable: banks as if it began at LDS address 0 (a uniform shift of
+                // all lanes' addresses changes no conflict count)
+                if (counting) {
+                    count_access(w, f, static_cast<uintptr_t>(rel - v.rel), size, write, pc, true);
+                    w->counting->lds_used[i / 64] |= 1ull << (i % 64);
+                }
+                if (checks)
+                    lds_access(w, f, static_cast<size_t>(rel + kStaticSpan), size, write, pc, v.name, rel - v.rel);
+                return;
+            }
+        }
+        return;
+    }
+    const uintptr_t d = a - reinterpret_cast<uintptr_t>(w->dyn);
+    if (d < kSharedBytes && counting) count_access(w, f, static_cast<uintptr_t>(d), size, write, pc, true);
+    if (d < kSharedBytes && !checks) return;
+    if (d < kSharedBytes) {
+        const size_t have = w->spec ? w->spec->shared_bytes : 0;
+        if (d + size > have) {
+            char where[256];
+            if (fresh(w, MEMCHECK, pc)) {
+                where_text(w, f, where, sizeof where);
+                record(MEMCHECK, pc, 0, "%s %s dynamic shared memory at byte %zu, but the launch gave the block %zu "
+                       "bytes: out of bounds. Pass the size as the launch's third argument", where,
+                       write ? "writes" : "reads", static_cast<size_t>(d), have);
+            }
+            stop_here();
+        }
+        lds_access(w, f, static_cast<size_t>(kStaticSpan) + d, size, write, pc, "(dynamic shared memory)",
+                   static_cast<long>(d));
+        return;
+    }
+    if (counting) {
+        Alloc* r = lookup(a);
+        if (r && r->live) count_access(w, f, a, size, write, pc, false);
+    }
+    if (checks) global_access(w, f, a, size, write, pc);
+}
+
+void atomic_note(const void* p, size_t bytes) {
+    Worker* w = t_worker;
+    Fiber* f = w ? w->cur.load(std::memory_order_relaxed) : nullptr;
+    if (!f || !checks_on()) return;
+    Alloc* r = lookup(reinterpret_cast<uintptr_t>(p));
+    if (r && r->live && r->written && reinterpret_cast<uintptr_t>(p) >= r->start &&
+        reinterpret_cast<uintptr_t>(p) + bytes <= r->end)
+        std::memset(r->written + (reinterpret_cast<uintptr_t>(p) - r->start), 1, bytes);
+}
+
+// host side: what a copy or a memset writes counts as written
+static void mark_written(const void* dst, const void* src, size_t bytes) {
+    std::lock_guard<std::mutex> g(g_alloc_mu);
+    Alloc* r = find_alloc(dst);
+    if (!r || !r->written) return;
+    uintptr_t a = reinterpret_cast<uintptr_t>(dst);
+    if (a < r->start || a + bytes > r->end) return;
+    Alloc* s = src ? find_alloc(src) : nullptr;
+    uintptr_t b = reinterpret_cast<uintptr_t>(src);
+    if (s && s->written && b >= s->start && b + bytes <= s->end)
+        std::memmove(r->written + (a - r->start), s->written + (b - s->start), bytes);   // device to device
+    else
+        std::memset(r->written + (a - r->start), 1, bytes);
+}
+void device_written(const void* p, size_t bytes) { mark_written(p, nullptr, bytes); }
+static void mark_all_written(void* p) {
+    std::lock_guard<std::mutex> g(g_alloc_mu);
+    Alloc* r = find_alloc(p);
+    if (r && r->written) { munmap(r->written, (r->bytes + 15) & ~size_t(15)); r->written = nullptr; }
+}
+}  // namespace hipsim
+
+#define HIPSIM_PC reinterpret_cast<uintptr_t>(__builtin_return_address(0))
+extern "C" {
+void __sanitizer_cov_load1(uint8_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 1, false, HIPSIM_PC); }
+void __sanitizer_cov_load2(uint16_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 2, false, HIPSIM_PC); }
+void __sanitizer_cov_load4(uint32_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 4, false, HIPSIM_PC); }
+void __sanitizer_cov_load8(uint64_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 8, false, HIPSIM_PC); }
+void __sanitizer_cov_load16(__int128* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 16, false, HIPSIM_PC); }
+void __sanitizer_cov_store1(uint8_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 1, true, HIPSIM_PC); }
+void __sanitizer_cov_store2(uint16_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 2, true, HIPSIM_PC); }
+void __sanitizer_cov_store4(uint32_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 4, true, HIPSIM_PC); }
+void __sanitizer_cov_store8(uint64_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 8, true, HIPSIM_PC); }
+void __sanitizer_cov_store16(__int128* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 16, true, HIPSIM_PC); }
+}
+namespace hipsim {
+
 // --- faults: a clear message, never a bare "Segmentation fault" --------------------------------------------------
 static void on_fault(int sig, siginfo_t* info, void*) {
+    flush_findings();
     const uintptr_t a = reinterpret_cast<uintptr_t>(info->si_addr);
     char what[512];
     Alloc* r = nullptr;
@@ -712,7 +1340,10 @@ static void install_fault_handler() {
 }
 
 static bool g_time_note = false;
+static void counters_print();
 static void at_exit_label() {
+    flush_findings();
+    counters_print();
     if (g_launches.load() == 0) return;
     std::fflush(stdout);
     std::fprintf(stderr, "%s %ld kernel launch(es), %lld GPU threads run on the CPU in wavefronts of 64 "
@@ -870,10 +1501,16 @@ hipError_t hipMalloc(void** p, size_t bytes) {
     }
     return hipSuccess;
 }
-hipError_t hipMallocManaged(void** p, size_t bytes, unsigned) { return hipMalloc(p, bytes); }
-hipError_t hipHostMalloc(void** p, size_t bytes, unsigned) { return hipMalloc(p, bytes); }
-hipError_t hipMallocHost(void** p, size_t bytes) { return hipMalloc(p, bytes); }
-hipError_t hipHostAlloc(void** p, size_t bytes, unsigned) { return hipMalloc(p, bytes); }
+// memory the host writes directly: not initchecked (the host's own stores are not traced)
+static hipError_t host_visible(void** p, size_t bytes) {
+    hipError_t e = hipMalloc(p, bytes);
+    if (e == hipSuccess && *p) mark_all_written(*p);
+    return e;
+}
+hipError_t hipMallocManaged(void** p, size_t bytes, unsigned) { return host_visible(p, bytes); }
+hipError_t hipHostMalloc(void** p, size_t bytes, unsigned) { return host_visible(p, bytes); }
+hipError_t hipMallocHost(void** p, size_t bytes) { return host_visible(p, bytes); }
+hipError_t hipHostAlloc(void** p, size_t bytes, unsigned) { return host_visible(p, bytes); }
 hipError_t hipMallocAsync(void** p, size_t bytes, hipStream_t) { return hipMalloc(p, bytes); }
 hipError_t hipFree(void* p) { return set_error(guarded_free(p)); }
 hipError_t hipHostFree(void* p) { return hipFree(p); }
@@ -888,6 +1525,7 @@ static hipError_t do_memcpy(void* dst, const void* src, size_t bytes, const char
     t_api = api;
     std::memmove(dst, src, bytes);
     t_api = nullptr;
+    mark_written(dst, src, bytes);
     return hipSuccess;
 }
 static hipError_t do_memset(void* dst, int v, size_t bytes, const char* api) {
@@ -896,6 +1534,7 @@ static hipError_t do_memset(void* dst, int v, size_t bytes, const char* api) {
     t_api = api;
     std::memset(dst, v, bytes);
     t_api = nullptr;
+    mark_written(dst, nullptr, bytes);
     return hipSuccess;
 }
 hipError_t hipMemcpy(void* dst, const void* src, size_t bytes, hipMemcpyKind) {

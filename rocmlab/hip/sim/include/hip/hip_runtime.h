@@ -22,10 +22,14 @@
 #include <type_traits>
 #include <utility>
 
-#define __HIPSIM__ 1
+// What learner code sees is what the gfx942 device pass predefines (clang-22 -x hip --cuda-device-only, and
+// ROCm 7.2's hip_runtime.h): no macro tells the simulator apart, so `#if __HIP_DEVICE_COMPILE__` takes the
+// branch the GPU takes. The target's own (__gfx942__, __amdgcn_processor__) come from the command line
+// (rocmlab/hip/simulate.py: target_defines). As in ROCm 7, no __AMDGCN_WAVEFRONT_SIZE: warpSize is a variable.
 #ifndef __HIP_PLATFORM_AMD__
 #define __HIP_PLATFORM_AMD__ 1
 #endif
+#define __HIP_CLANG_ONLY__ 1
 #define HIP_VERSION_MAJOR 7
 #define HIP_VERSION_MINOR 2
 #define HIP_VERSION 70200000
@@ -40,7 +44,6 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __launch_bounds__(...)
 #define __align__(n) alignas(n)
-#define __HIP_DEVICE_COMPILE__ 0
 
 // --- vector types ---------------------------------------------------------------------------------
 #define HIPSIM_VEC2(T, N, A) struct alignas(A) N { T x, y; };
@@ -96,6 +99,10 @@ void block_barrier(const char* what, int line);
 int block_barrier_count(int pred, const char* what, int line);   // __syncthreads_count
 void* dynamic_shared_base();
 void not_simulated(const char* what, int line);
+// The sanitizer (runtime.cpp): each static __shared__ variable is made known once (simulate.py adds the call
+// after its declaration), and atomics mark what they write as written.
+int lds_note(const void* p, size_t bytes, const char* name);
+void atomic_note(const void* p, size_t bytes);
 }  // namespace hipsim
 
 #define threadIdx (::hipsim::t_thread->idx)
@@ -235,9 +242,44 @@ __attribute__((always_inline)) inline void __syncwarp(M mask, int line = __built
     ::hipsim::wave_exchange(0, __lane_id(), 1, mask, 1, "__syncwarp", line);
 }
 
+// --- matrix cores: the MFMA builtins the course uses ------------------------------------------------------
+// v_mfma_f32_16x16x16_f16 on a wavefront of 64 lanes (lane l), as CDNA lays it out:
+//   A operand: row l % 16, k = 4 * (l / 16) + e;  B operand: col l % 16, k = 4 * (l / 16) + e;
+//   C/D: row 4 * (l / 16) + e, col l % 16  (e = 0..3).
+// Each lane gathers the A rows and B column it needs from the others with wavefront exchanges (every lane of the
+// wavefront must reach it, as on the GPU), multiplies the fp16 values exactly in fp32 and adds in k order.
+typedef _Float16 hipsim_half4 __attribute__((ext_vector_type(4)));
+typedef float hipsim_floatx4 __attribute__((ext_vector_type(4)));
+__attribute__((always_inline)) inline hipsim_floatx4 __builtin_amdgcn_mfma_f32_16x16x16f16(
+        hipsim_half4 a, hipsim_half4 b, hipsim_floatx4 c, int cbsz, int abid, int blgp, int line = __builtin_LINE()) {
+    if (cbsz || abid || blgp)
+        ::hipsim::not_simulated("__builtin_amdgcn_mfma_f32_16x16x16f16 with broadcast controls (cbsz, abid, blgp "
+                                "not 0)", line);
+    const char* what = "__builtin_amdgcn_mfma_f32_16x16x16f16";
+    const int l = static_cast<int>(__lane_id());
+    const uint64_t mine_a = ::hipsim::to_bits(a), mine_b = ::hipsim::to_bits(b);
+    hipsim_half4 bcol[4];
+    for (int g = 0; g < 4; ++g)   // B[4g + j][l % 16] sits in lane l % 16 + 16 g
+        bcol[g] = ::hipsim::from_bits<hipsim_half4>(
+            ::hipsim::wave_exchange(mine_b, l % 16 + 16 * g, 0, 0, 0, what, line).value);
+    hipsim_floatx4 d = c;
+    for (int e = 0; e < 4; ++e) {
+        const int row = 4 * (l / 16) + e;
+        float acc = 0.f;
+        for (int g = 0; g < 4; ++g) {   // A[row][4g + j] sits in lane row + 16 g
+            const hipsim_half4 arow = ::hipsim::from_bits<hipsim_half4>(
+                ::hipsim::wave_exchange(mine_a, row + 16 * g, 0, 0, 0, what, line).value);
+            for (int j = 0; j < 4; ++j) acc += static_cast<float>(arow[j]) * static_cast<float>(bcol[g][j]);
+        }
+        d[e] = c[e] + acc;
+    }
+    return d;
+}
+
 // --- atomics (every block may run on another CPU thread: real atomics) ---------------------------------
 namespace hipsim {
 template <class T, class F> inline T atomic_update(T* addr, F f) {
+    ::hipsim::atomic_note(addr, sizeof(T));
     static_assert(sizeof(T) == 4 || sizeof(T) == 8, "atomics on 4- or 8-byte values");
     using U = typename std::conditional<sizeof(T) == 4, uint32_t, uint64_t>::type;
     U* p = reinterpret_cast<U*>(addr);
@@ -252,20 +294,23 @@ template <class T, class F> inline T atomic_update(T* addr, F f) {
 }
 }  // namespace hipsim
 template <class T> inline T atomicAdd(T* a, T v) {
+    ::hipsim::atomic_note(a, sizeof(T));
     if constexpr (std::is_integral<T>::value) return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);
     else return ::hipsim::atomic_update(a, [v](T o) { return o + v; });
 }
 template <class T> inline T atomicSub(T* a, T v) {
+    ::hipsim::atomic_note(a, sizeof(T));
     if constexpr (std::is_integral<T>::value) return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);
     else return ::hipsim::atomic_update(a, [v](T o) { return o - v; });
 }
 template <class T> inline T atomicExch(T* a, T v) { return ::hipsim::atomic_update(a, [v](T) { return v; }); }
 template <class T> inline T atomicMin(T* a, T v) { return ::hipsim::atomic_update(a, [v](T o) { return v < o ? v : o; }); }
 template <class T> inline T atomicMax(T* a, T v) { return ::hipsim::atomic_update(a, [v](T o) { return v > o ? v : o; }); }
-template <class T> inline T atomicAnd(T* a, T v) { return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); }
-template <class T> inline T atomicOr(T* a, T v) { return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }
-template <class T> inline T atomicXor(T* a, T v) { return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); }
+template <class T> inline T atomicAnd(T* a, T v) { ::hipsim::atomic_note(a, sizeof(T)); return __atomic_fetch_and(a, v, __ATOMIC_SEQ_CST); }
+template <class T> inline T atomicOr(T* a, T v) { ::hipsim::atomic_note(a, sizeof(T)); return __atomic_fetch_or(a, v, __ATOMIC_SEQ_CST); }
+template <class T> inline T atomicXor(T* a, T v) { ::hipsim::atomic_note(a, sizeof(T)); return __atomic_fetch_xor(a, v, __ATOMIC_SEQ_CST); }
 template <class T> inline T atomicCAS(T* a, T cmp, T v) {
+    ::hipsim::atomic_note(a, sizeof(T));
     __atomic_compare_exchange_n(a, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     return cmp;
 }
@@ -321,5 +366,36 @@ template <class A, class B> inline typename std::common_type<A, B>::type max(A a
 }
 
 #include "hip_runtime_api.h"
+
+// The device pass's predefined macros (after every system header this file reads, as clang defines them
+// for the device pass but the host's C library was not written for them).
+#define __HIP_DEVICE_COMPILE__ 1
+#define __HIP__ 1
+#define __HIPCC__ 1
+#define __AMD__ 1
+#define __AMDGCN__ 1
+#define __AMDGPU__ 1
+#define __AMDGCN_CUMODE__ 1
+#define __GFX9__ 1
+#define __HAS_FMAF__ 1
+#define __HAS_FP64__ 1
+#define __HAS_LDEXPF__ 1
+#define __HIP_NO_IMAGE_SUPPORT 1
+#define __HIP_NO_IMAGE_SUPPORT__ 1
+#define __HIP_MEMORY_SCOPE_SINGLETHREAD 1
+#define __HIP_MEMORY_SCOPE_WAVEFRONT 2
+#define __HIP_MEMORY_SCOPE_WORKGROUP 3
+#define __HIP_MEMORY_SCOPE_AGENT 4
+#define __HIP_MEMORY_SCOPE_SYSTEM 5
+#define __HIP_MEMORY_SCOPE_CLUSTER 6
+#define __OPENCL_MEMORY_SCOPE_WORK_ITEM 0
+#define __OPENCL_MEMORY_SCOPE_WORK_GROUP 1
+#define __OPENCL_MEMORY_SCOPE_DEVICE 2
+#define __OPENCL_MEMORY_SCOPE_ALL_SVM_DEVICES 3
+#define __OPENCL_MEMORY_SCOPE_SUB_GROUP 4
+#define __HIP_ARCH_HAS_WARP_BALLOT__ (1)
+#define __HIP_ARCH_HAS_WARP_SHUFFLE__ (1)
+#define __HIP_ARCH_HAS_WARP_VOTE__ (1)
+#define __HIP_ARCH_HAS_WARP_FUNNEL_SHIFT__ (0)
 
 #endif  // HIPSIM_HIP_RUNTIME_H

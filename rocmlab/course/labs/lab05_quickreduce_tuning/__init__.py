@@ -1,0 +1,1 @@
+"""Lab 05, QuickReduce tuning: its plots (``plots``) and its graded task, a codec per message (``task``)."""

@@ -1,0 +1,198 @@
+"""Lab 05's graded task: choose a QuickReduce codec and block size for each message.
+
+Each grade draws four fresh scenarios: a float16 message of some size, an error budget (relative L2
+error of one encode/decode), the kind of data, and the link (MI300X's xGMI mesh or H200's NVSwitch, 2 to
+8 GPUs). The learner's ``choose(s)`` returns ``(codec, block_size)`` for a scenario ``s``. A choice is
+right when
+
+- its **exact** error, measured here by :mod:`rocmlab.comm.torch_codec` on fresh data of that kind
+  (a sample the learner never saw), is within the budget, and
+- its two-shot time in the cost model (:mod:`rocmlab.comm.costmodel`) is within 1 % of the fastest
+  choice that meets the budget (``fp``, no codec, always does: its error is 0).
+
+Budgets are drawn away from every codec's error (by 10 %), so a learner who measures the errors on a
+sample of their own gets the same answer as the grader. Everything here runs on a CPU: the grade is the
+same on any machine.
+
+    s = Scenario(...)                       # what the learner's function receives
+    grade(choose)                           # a Report; points recorded for 05-quickreduce-tuning
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import torch
+
+from rocmlab.comm import costmodel as CM
+from rocmlab.comm import torch_codec as C
+from rocmlab.course import tasks as T
+from rocmlab.grader import pyanswer
+
+LAB, TASK = "05-quickreduce-tuning", "codec-per-message"
+TITLE = "Lab 05 task: a codec and block size per message size"
+KINDS = ("normal", "heavy-tailed", "outliers")
+SYSTEMS = ("MI300X", "H200")
+#: message size ranges (bytes) of the four scenarios, smallest first
+SIZE_RANGES = ((16 << 10, 512 << 10), (1 << 20, 16 << 20), (32 << 20, 256 << 20), (256 << 20, 1 << 30))
+BUDGET_RANGE = (0.004, 0.3)
+MARGIN = 0.10        # a budget is never within 10 % of an option's error
+FAST_TOL = 0.01      # "fastest": within 1 % of the best time
+SAMPLE = 1 << 15     # values per error measurement
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """What ``choose`` receives. ``message_bytes``: a float16 all-reduce message; ``budget``: the largest
+    relative L2 error of one encode/decode you may accept; ``kind``: the data (as
+    ``torch_codec.activations(kind, ...)`` draws it); ``system``, ``world``: the link (``costmodel.latency``)."""
+    message_bytes: int
+    budget: float
+    kind: str
+    system: str
+    world: int
+
+    def label(self) -> str:
+        return (f"{_size(self.message_bytes)}, {self.kind}, budget {self.budget:.3g}, "
+                f"{self.world} x {self.system}")
+
+
+def options() -> list[tuple[str, int]]:
+    """Every (codec, block size) pair: fp once (it has no blocks), each quantized codec at each block."""
+    return [("fp", 32)] + [(c, b) for c in C.QUANTIZED for b in C.BLOCK_SIZES]
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:.3g} MB" if n >= 2**20 else f"{n / 2**10:.3g} KB"
+
+
+def errors(kind: str, seed: int, numel: int = SAMPLE) -> dict[tuple[str, int], float]:
+    """The exact relative L2 error of every option on one fresh sample of ``kind``."""
+    x = C.activations(kind, numel, seed=seed)
+    out = {}
+    for name, block in options():
+        codec = C.get_codec(name, block)
+        out[(name, block)] = C.error_metrics(x, C.decode_reference(C.encode_reference(x, codec))).rel_l2
+    return out
+
+
+def time_us(choice: tuple[str, int], s: Scenario) -> float:
+    name, block = choice
+    return CM.latency(C.get_codec(name, block), s.message_bytes, s.system, s.world)["total_s"] * 1e6
+
+
+def best(s: Scenario, errs: dict) -> tuple[tuple[str, int], float]:
+    """The fastest option within the budget (by the cost model), and its time in us."""
+    ok = [o for o in options() if errs[o] <= s.budget]
+    t = {o: time_us(o, s) for o in ok}
+    o = min(t, key=t.get)
+    return o, t[o]
+
+
+def _log_uniform(g: torch.Generator, lo: float, hi: float) -> float:
+    return math.exp(math.log(lo) + float(torch.rand(1, generator=g)) * (math.log(hi) - math.log(lo)))
+
+
+def _budget(g, lo, hi, errs) -> float:
+    for _ in range(500):
+        b = _log_uniform(g, lo, hi)
+        if all(abs(b - e) > MARGIN * e for e in errs.values() if e > 0):
+            return round(b, 4)
+    raise RuntimeError(f"no budget in {lo:.3g}..{hi:.3g} away from every codec's error")   # pragma: no cover
+
+
+def draw(seed: int) -> tuple[list[Scenario], dict[str, dict]]:
+    """Four scenarios and, per kind, the grader's exact errors on its own fresh sample.
+
+    Roles make the task honest: one scenario has a budget tighter than every Q4 option (a codec chosen
+    without looking at the budget fails), and the largest message has a budget loose enough for Q4
+    (always sending fp16 fails there)."""
+    g = torch.Generator().manual_seed(seed)
+    kinds = [KINDS[int(torch.randint(0, len(KINDS), (1,), generator=g))] for _ in SIZE_RANGES]
+    errs = {k: errors(k, seed + 1 + i) for i, k in enumerate(KINDS) if k in kinds}
+    tight = int(torch.randint(0, len(SIZE_RANGES) - 1, (1,), generator=g))
+    out = []
+    for i, (lo, hi) in enumerate(SIZE_RANGES):
+        e = errs[kinds[i]]
+        nbytes = int(_log_uniform(g, lo, hi)) // C.QR_ATOM_BYTES * C.QR_ATOM_BYTES
+        q4 = [v for (n, _), v in e.items() if n == "q4"]
+        if i == tight:
+            b = _budget(g, BUDGET_RANGE[0], min(q4) / (1 + MARGIN), e)
+        elif i == len(SIZE_RANGES) - 1:
+            b = _budget(g, max(q4) * (1 + MARGIN) ** 2, max(BUDGET_RANGE[1], max(q4) * 1.5), e)
+        else:
+            b = _budget(g, *BUDGET_RANGE, e)
+        system = SYSTEMS[int(torch.randint(0, 2, (1,), generator=g))]
+        world = int((2, 4, 8)[int(torch.randint(0, 3, (1,), generator=g))])
+        if i == len(SIZE_RANGES) - 1:
+            system = "MI300X"      # a quantized codec wins there at every world size (the loose role)
+        out.append(Scenario(nbytes, b, kinds[i], system, world))
+    return out, errs
+
+
+def _parse(answer) -> tuple[str, int]:
+    """A (codec, block) the codec library accepts, or ValueError naming the problem."""
+    if not (isinstance(answer, (tuple, list)) and len(answer) == 2):
+        raise ValueError(f"return a pair (codec, block_size), e.g. ('q4', 32); got {answer!r}")
+    name, block = answer
+    codec = C.get_codec(name, int(block))      # CodecError (a ValueError) names the codecs and blocks allowed
+    return codec.name, (32 if not codec.quantized else codec.block_size)
+
+
+def grade(choose, seed: int | None = None, record: bool = True):
+    """Grade ``choose(scenario) -> (codec, block_size)`` on four fresh scenarios."""
+    started = time.monotonic()
+    seed = T.draw_seed(seed)
+    scenarios, errs = draw(seed)
+    answers, problems = [], []
+    for s, (value, err) in zip(scenarios, pyanswer.answers(choose, scenarios), strict=True):
+        try:
+            if err:
+                raise RuntimeError(err)
+            answers.append(_parse(value))
+        except Exception as exc:   # noqa: BLE001 - a learner's function can fail in many ways: report it
+            answers.append(None)
+            problems.append(f"{s.label()}: {exc}" if err else f"{s.label()}: {type(exc).__name__}: {exc}")
+    checks = [T.verdict(not problems, "answers", "static", 2,
+                        f"{len(scenarios)} answers, each a codec and block size the codec library accepts",
+                        "; ".join(problems), "return e.g. ('q6', 64) or ('fp', 32); codecs: "
+                        + ", ".join(C.CODECS) + f"; blocks: {C.BLOCK_SIZES}")]
+    for i, (s, a) in enumerate(zip(scenarios, answers, strict=True), 1):
+        cid = f"message-{i}"
+        if a is None:
+            checks.append(T.not_run(cid, "compare", 2, f"{s.label()}: no valid answer"))
+            continue
+        err = errs[s.kind][a]
+        (bname, bblock), bt = best(s, errs[s.kind])
+        mine = time_us(a, s)
+        what = f"{s.label()}: you chose {a[0]} block {a[1]}"
+        if err > s.budget:
+            checks.append(T.failed(cid, "compare", 2, f"{what}: exact error {err:.4f} > budget {s.budget:.4g} "
+                                   "(fresh data)", "measure each codec's error on data of this kind "
+                                   "(torch_codec.error_metrics); smaller blocks err less"))
+        elif mine > bt * (1 + FAST_TOL):
+            checks.append(T.failed(cid, "compare", 2, f"{what}: within budget (error {err:.4f}) but "
+                                   f"{mine:.1f} us; {bname} block {bblock} takes {bt:.1f} us in the cost model",
+                                   "time every option within the budget with costmodel.latency; larger blocks "
+                                   "send fewer scale bytes"))
+        else:
+            checks.append(T.passed(cid, "compare", 2, f"{what}: error {err:.4f} <= {s.budget:.4g} and "
+                                   f"{mine:.1f} us, the fastest within the budget"))
+    return T.finish(LAB, TASK, TITLE, checks, "cpu (exact codec errors and the cost model)",
+                    "any machine: the same grade everywhere", seed, started, record)
+
+
+def reference_choose(s: Scenario, seed: int = 12345) -> tuple[str, int]:
+    """The right method: measure every option's error on a sample of one's own, keep those within the
+    budget, and take the fastest in the cost model."""
+    return best(s, errors(s.kind, seed))[0]
+
+
+def wrong_answers() -> dict:
+    """Typical wrong answers, each caught by the grade."""
+    return {"always q4 block 32 (ignores the budget)": lambda s: ("q4", 32),
+            "always fp (ignores the link and the size)": lambda s: ("fp", 32),
+            "q8 at block 16 whenever fp16 is too big (ignores the cost model)":
+                lambda s: ("fp", 32) if s.message_bytes < (1 << 20) else ("q8", 16)}

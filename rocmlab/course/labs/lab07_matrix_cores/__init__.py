@@ -1,0 +1,1 @@
+"""Lab 07, matrix cores: its graded task, waves per SIMD from a kernel's resources (``task``)."""

@@ -1,0 +1,182 @@
+"""Lab 09's speed ladder: from the attention puzzle's plain kernel to a fast one, one step at a time.
+
+A step is a set of switches of :mod:`rocmlab.course.labs.lab09_attention_on_mi300x.ladder_kernels` plus a tile.
+:func:`check_steps` proves every step computes the same answer (float64 reference, the lab's bound) wherever it
+runs, Triton's CPU interpreter included; :func:`isa_steps` compiles each step offline for an AMD target and counts
+what the step changes in the code (``v_exp_f32``, ``v_mul_f32``/FMAs, masks as ``v_cndmask``, MFMAs, registers, the
+compiler's occupancy); :func:`time_steps` times every step on the GPU here beside torch's SDPA, in one run, each
+step's gain over the one before and its ratio to the vendor. On a CPU the timing says why it is not run.
+
+Import after :func:`rocmlab.course.puzzles.setup` (the interpreter is chosen before triton is imported).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from rocmlab import triton_amd as TA
+from rocmlab.course.ladder import descriptor_memory
+from rocmlab.course.labs.lab09_attention_on_mi300x import ladder_kernels as LK
+
+OFF = dict(EXP2=False, SPLIT=False, EVEN=False, LONGEST_FIRST=False)
+FAST_ATTENTION = dict(EXP2=True, SPLIT=True, EVEN=True, LONGEST_FIRST=True, OUT16=True, DESC=True)
+
+#: (name, what it changes, switches, (BM, BN, num_warps, num_stages) or None for "the tuned tile")
+ATTENTION_STEPS = (
+    ("v0 plain", "the puzzle's solution: masks on every block, scale then exp", OFF, (128, 64, 4, 2)),
+    ("v1 exp2", "exp2 with the scale and log2 e folded into one multiply-add", dict(OFF, EXP2=True), (128, 64, 4, 2)),
+    ("v2 split", "no causal mask below the diagonal band", dict(OFF, EXP2=True, SPLIT=True), (128, 64, 4, 2)),
+    ("v3 even", "no bounds masks (N a multiple of the tiles)", dict(OFF, EXP2=True, SPLIT=True, EVEN=True),
+     (128, 64, 4, 2)),
+    ("v4 longest first", "causal programs with the most blocks start first",
+     dict(EXP2=True, SPLIT=True, EVEN=True, LONGEST_FIRST=True), (128, 64, 4, 2)),
+    ("v5 fp16 out", "O stored in float16, as SDPA's: half the bytes written",
+     dict(EXP2=True, SPLIT=True, EVEN=True, LONGEST_FIRST=True, OUT16=True), (128, 64, 4, 2)),
+    ("v6 descriptors", "Q, K, V, O through tensor descriptors (TMA on Hopper, buffer loads on AMD)",
+     FAST_ATTENTION, (128, 64, 4, 2)),
+    ("v7 tuned", "tile, warps and pipeline stages chosen on this GPU", FAST_ATTENTION, None),
+)
+
+#: tiles tried by the last step: (BM, BN, num_warps, num_stages)
+ATTENTION_TILES = ((128, 64, 4, 2), (128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 3),
+                   (128, 128, 4, 3), (64, 64, 4, 3), (128, 32, 4, 4), (128, 64, 4, 4))
+
+
+def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switches: dict,
+          tile=(128, 64, 4, 2)) -> torch.Tensor:
+    """FlashAttention forward on (B, H, N, D) float16 tensors with one ladder step's switches (``OUT16``: a float16
+    O, else float32)."""
+    import triton
+
+    bm, bn, warps, stages = tile
+    b, h, n, d = q.shape
+    sw = dict(switches)
+    out16 = sw.pop("OUT16", False)
+    if sw.get("EVEN") and (n % bm or n % bn):
+        raise ValueError(f"the EVEN step needs N a multiple of both tiles: N={n}, tiles {bm}x{bn}")
+    if sw.get("SPLIT") and bm % bn:
+        raise ValueError(f"the SPLIT step needs BM a multiple of BN: {bm}x{bn}")
+    if sw.get("DESC") and not sw.get("EVEN"):
+        raise ValueError("the DESC step needs EVEN (its descriptors span all heads' rows)")
+    if sw.get("DESC"):
+        descriptor_memory()
+    qf, kf, vf = (t.reshape(b * h, n, d).contiguous() for t in (q, k, v))
+    o = torch.empty(b * h, n, d, device=q.device, dtype=torch.float16 if out16 else torch.float32)
+    LK.flash_ladder[(triton.cdiv(n, bm), b * h)](qf, kf, vf, o, n, 1.0 / math.sqrt(d), D=d, BM=bm, BN=bn,
+                                                 CAUSAL=causal, num_warps=warps, num_stages=stages, ROWS=b * h * n,
+                                                 **sw)
+    return o.reshape(b, h, n, d)
+
+
+def attention_reference(q, k, v, causal: bool) -> torch.Tensor:
+    """float64 attention on the CPU: the answer every step must give."""
+    qd, kd, vd = (t.double().cpu() for t in (q, k, v))
+    s = qd @ kd.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[-2]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(s, -1) @ vd
+
+
+def check_steps(device: str = "cpu", n: int = 128, d: int = 32, seed: int | None = None) -> list[dict]:
+    """Every attention step, causal and not, against a float64 reference on fresh inputs: [{ladder, step, causal,
+    max_err, bound, ok}]. Small tiles so Triton's CPU interpreter finishes quickly; the same code runs on a GPU."""
+    g = torch.Generator().manual_seed(seed if seed is not None else torch.seed())
+    rows = []
+    q, k, v = (torch.randn(1, 2, n, d, generator=g).to(torch.float16).to(device) for _ in range(3))
+    bound = 2.0 ** -9 * float(v.abs().max())     # the lab's bound (the puzzles': 2^-9 max|V|)
+    for causal in (True, False):
+        ref = attention_reference(q, k, v, causal)
+        for name, _, sw, _tile in ATTENTION_STEPS:
+            out = flash(q, k, v, causal, sw, (32, 16, 4, 1)).double().cpu()
+            err = float((out - ref).abs().max())
+            rows.append(dict(ladder="attention", step=name, causal=causal, max_err=err, bound=bound, ok=err <= bound))
+    return rows
+
+
+ATTN_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp32", "N": "i32", "sm_scale": "fp32",
+            "ROWS": "i32"}
+
+
+def isa_steps(target: str = "gfx942", causal: bool = True, d: int = 128, steps=None) -> list[dict]:
+    """Attention steps (each at its own tile; v5 at the lab's MI300X tile) compiled offline for ``target``: what
+    each step changes in the code, per MFMA (the compiler unrolls and pipelines the loop differently per step, so
+    raw counts mislead; per ``v_mfma`` they compare). ``steps``: names to compile (default all). A compile figure,
+    not a measurement of a GPU."""
+    rows = []
+    for name, what, sw, tile in ATTENTION_STEPS:
+        if steps is not None and name not in steps:
+            continue
+        bm, bn, warps, stages = tile or (128, 64, 4, 2)
+        sw = dict(sw)
+        sig = dict(ATTN_SIG, o_ptr="*fp16" if sw.pop("OUT16", False) else "*fp32")
+        r = TA.compile_amd(LK.flash_ladder, sig, dict(dict(DESC=False), D=d, BM=bm, BN=bn, CAUSAL=causal, **sw), target,
+                           num_warps=warps, num_stages=stages, divisible=("q_ptr", "k_ptr", "v_ptr", "o_ptr", "N",
+                                                                          "ROWS"))
+        mfma = sum(r.mfma().values())
+        per = (lambda n: round(n / mfma, 2)) if mfma else (lambda n: None)
+        rows.append({"step": name, "what": what, "target": target, "v_mfma": mfma,
+                     "v_exp_f32 / MFMA": per(r.count(r"v_exp_f32\w*")),
+                     "multiplies / MFMA": per(r.count(r"v_(pk_)?mul_f32\w*")),
+                     "v_cndmask (masks) / MFMA": per(r.count(r"v_cndmask\w*")),
+                     "VGPRs": r.vgprs, "AGPRs": r.agprs, "compiler's waves/SIMD": r.compiler_occupancy})
+    return rows
+
+
+def time_steps(causal: bool = True, shape=(4, 16, 4096, 128), tiles=ATTENTION_TILES, steps=None) -> list[dict] | str:
+    """Every attention step (or those named in ``steps``) on the GPU here, then the best SDPA backend, in one run:
+    ms, TFLOP/s, gain over the step before, ratio to the best SDPA. On a CPU: why nothing is timed."""
+    if not torch.cuda.is_available():
+        return ("not timed: no GPU here. Triton's CPU interpreter runs each program in numpy, so a time says "
+                "nothing about a GPU; on a GPU this cell times every step against torch's SDPA")
+    import torch.nn.functional as Fn
+
+    from rocmlab.course.labs.lab09_attention_on_mi300x.lab import attention_flops, sdpa_backends
+    from rocmlab.profile.timing import graph_bench
+
+    b, h, n, d = shape
+    g = torch.Generator(device="cuda").manual_seed(n)
+    q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
+    flops = attention_flops(b, h, n, d, causal)
+    ref = Fn.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
+    rows, prev = [], None
+    for name, what, sw, tile in ATTENTION_STEPS:
+        if steps is not None and name not in steps:
+            continue
+        best = None
+        for t in ([tile] if tile else tiles):
+            try:
+                err = float((flash(q, k, v, causal, sw, t).float() - ref).abs().max())
+                ms = graph_bench(lambda t=t: flash(q, k, v, causal, sw, t))
+            except Exception as exc:   # noqa: BLE001 - a tile this GPU cannot run (shared memory): next one
+                if tile:
+                    rows.append(dict(step=name, what=what, ms=None, note=f"{type(exc).__name__}: {str(exc)[:80]}"))
+                continue
+            if best is None or ms < best[1]:
+                best = (t, ms, err)
+        if best is None:
+            continue
+        t, ms, err = best
+        rows.append(dict(step=name, what=what, tile="{}x{} w{} s{}".format(*t), ms=ms, TFLOPs=flops / ms / 1e9,
+                         gain=(prev / ms) if prev else None, max_err_vs_sdpa=err))
+        prev = ms
+    sdpa = []
+    for label, ctx in sdpa_backends():
+        try:
+            with ctx():
+                ms = graph_bench(lambda: Fn.scaled_dot_product_attention(q, k, v, is_causal=causal))
+            sdpa.append((ms, label))
+        except Exception:   # noqa: BLE001,S112 - a backend not built for this GPU or shape
+            continue
+    if sdpa:
+        ms, label = min(sdpa)
+        rows.append(dict(step=f"vendor: sdpa {label}", what="torch's best SDPA backend here", ms=ms,
+                         TFLOPs=flops / ms / 1e9))
+        for r in rows:
+            if r.get("ms"):
+                r["vs_vendor"] = ms / r["ms"]
+    for r in rows:
+        r.update(shape=shape, causal=causal)
+    return rows

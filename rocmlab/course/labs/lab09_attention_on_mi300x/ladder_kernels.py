@@ -1,0 +1,125 @@
+"""Lab 09's speed ladder: one FlashAttention kernel whose ``tl.constexpr`` switches turn on one step at a time.
+
+Each switch is one step from the puzzle's plain solution towards a vendor-speed kernel, so that a step's gain is
+measured by changing one flag (:mod:`rocmlab.course.labs.lab09_attention_on_mi300x.ladder`), and its effect read in
+the offline gfx942/gfx950 ISA.
+
+FlashAttention forward (:func:`flash_ladder`; float16 Q, K, V of shape (B*H, N, D), float32 out):
+
+- ``EXP2``: ``exp2`` with the softmax scale and log2(e) folded into one multiply-add per score, where the plain
+  kernel scales the scores, subtracts the max, then calls ``exp`` (which is ``exp2`` of ``x * log2 e`` inside);
+- ``SPLIT`` (causal): the key blocks wholly below the diagonal run without the causal mask, only the diagonal band
+  masks (``BM`` must be a multiple of ``BN``);
+- ``EVEN``: no bounds masks, for ``N`` a multiple of both tiles (the launcher checks);
+- ``LONGEST_FIRST`` (causal): programs with the most key blocks start first, so the short ones fill the tail;
+- ``DESC``: Q, K, V and O move through tensor descriptors (``tl.make_tensor_descriptor``): on Hopper the bulk
+  tensor copy engine (TMA) fetches whole tiles into shared memory, with no per-thread address arithmetic; on AMD
+  Triton lowers them to buffer loads. Needs ``EVEN`` (the descriptor spans all heads: a tile past ``N`` would read
+  the next head's rows).
+
+The launcher's ``OUT16`` switch stores O in float16 (SDPA's output type) in place of float32: half the bytes
+written.
+
+Tiles, ``num_warps`` and ``num_stages`` are the last step, chosen per GPU by the ladder's ``time_steps``.
+The kernel is self-contained (no helper ``@triton.jit`` calls) so that it compiles offline for AMD targets.
+"""
+
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+
+
+@triton.jit
+def flash_ladder(q_ptr, k_ptr, v_ptr, o_ptr, N, sm_scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                 CAUSAL: tl.constexpr, EXP2: tl.constexpr, SPLIT: tl.constexpr, EVEN: tl.constexpr,
+                 LONGEST_FIRST: tl.constexpr, DESC: tl.constexpr = False, ROWS=0):
+    h = tl.program_id(1)
+    pid = tl.program_id(0)
+    if LONGEST_FIRST:
+        pid = tl.num_programs(0) - 1 - pid
+    start = pid * BM
+    i = start + tl.arange(0, BM)
+    d = tl.arange(0, D)
+    base = h * N * D
+    if DESC:   # ROWS = all heads' rows: the descriptors see (ROWS, D) tensors
+        dq = tl.make_tensor_descriptor(q_ptr, shape=[ROWS, D], strides=[D, 1], block_shape=[BM, D])
+        dk = tl.make_tensor_descriptor(k_ptr, shape=[ROWS, D], strides=[D, 1], block_shape=[BN, D])
+        dv = tl.make_tensor_descriptor(v_ptr, shape=[ROWS, D], strides=[D, 1], block_shape=[BN, D])
+        do = tl.make_tensor_descriptor(o_ptr, shape=[ROWS, D], strides=[D, 1], block_shape=[BM, D])
+        q = dq.load([h * N + start, 0])
+    elif EVEN:
+        q = tl.load(q_ptr + base + i[:, None] * D + d[None, :])
+    else:
+        q = tl.load(q_ptr + base + i[:, None] * D + d[None, :], mask=(i < N)[:, None], other=0.0)
+    if EXP2:
+        scale = sm_scale * 1.4426950408889634      # scores in log2 units: exp(x) = exp2(x * log2 e)
+    else:
+        scale = sm_scale
+    m = tl.full([BM], -float("inf"), tl.float32)
+    s_sum = tl.zeros([BM], tl.float32)
+    acc = tl.zeros([BM, D], tl.float32)
+    lo = 0
+    if CAUSAL and SPLIT:
+        # keys wholly below the diagonal band: every j < start <= i, and j < N, so no mask at all
+        lo = start
+        for n0 in range(0, start, BN):
+            j = n0 + tl.arange(0, BN)
+            if DESC:
+                k = dk.load([h * N + n0, 0])
+                v = dv.load([h * N + n0, 0])
+            else:
+                k = tl.load(k_ptr + base + j[:, None] * D + d[None, :])
+                v = tl.load(v_ptr + base + j[:, None] * D + d[None, :])
+            qk = tl.dot(q, tl.trans(k))
+            if EXP2:
+                m_new = tl.maximum(m, tl.max(qk, axis=1) * scale)
+                p = tl.exp2(qk * scale - m_new[:, None])
+                alpha = tl.exp2(m - m_new)
+            else:
+                s = qk * scale
+                m_new = tl.maximum(m, tl.max(s, axis=1))
+                p = tl.exp(s - m_new[:, None])
+                alpha = tl.exp(m - m_new)
+            s_sum = s_sum * alpha + tl.sum(p, axis=1)
+            acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+            m = m_new
+    if CAUSAL:
+        hi = tl.minimum(start + BM, N)
+    else:
+        hi = N
+    for n0 in range(lo, hi, BN):
+        j = n0 + tl.arange(0, BN)
+        if DESC:
+            k = dk.load([h * N + n0, 0])
+            v = dv.load([h * N + n0, 0])
+        elif EVEN:
+            k = tl.load(k_ptr + base + j[:, None] * D + d[None, :])
+            v = tl.load(v_ptr + base + j[:, None] * D + d[None, :])
+        else:
+            k = tl.load(k_ptr + base + j[:, None] * D + d[None, :], mask=(j < N)[:, None], other=0.0)
+            v = tl.load(v_ptr + base + j[:, None] * D + d[None, :], mask=(j < N)[:, None], other=0.0)
+        qk = tl.dot(q, tl.trans(k))
+        if CAUSAL:
+            qk = tl.where((j[None, :] <= i[:, None]) & (j < N)[None, :], qk, -float("inf"))
+        elif not EVEN:
+            qk = tl.where((j < N)[None, :], qk, -float("inf"))
+        if EXP2:
+            m_new = tl.maximum(m, tl.max(qk, axis=1) * scale)
+            p = tl.exp2(qk * scale - m_new[:, None])
+            alpha = tl.exp2(m - m_new)
+        else:
+            s = qk * scale
+            m_new = tl.maximum(m, tl.max(s, axis=1))
+            p = tl.exp(s - m_new[:, None])
+            alpha = tl.exp(m - m_new)
+        s_sum = s_sum * alpha + tl.sum(p, axis=1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        m = m_new
+    out = (acc / s_sum[:, None]).to(o_ptr.dtype.element_ty)
+    if DESC:
+        do.store([h * N + start, 0], out)
+    elif EVEN:
+        tl.store(o_ptr + base + i[:, None] * D + d[None, :], out)
+    else:
+        tl.store(o_ptr + base + i[:, None] * D + d[None, :], out, mask=(i < N)[:, None])

@@ -1,0 +1,219 @@
+"""A learner's Python or Triton answer, run in the sandbox like a HIP program: the re-grade's side of a lab task
+or a puzzle.
+
+:class:`Answer` stands for the learner's function (or Triton kernel) in a checker that runs in the grader's own
+process. Every use of it is one :func:`rocmlab.sandbox.run` of a fresh Python: it reads the learner's
+``answer.py`` and the inputs the checker drew, runs the function, and writes back only its outputs
+(:mod:`rocmlab.grader.answer_runner`). The checker, its seed and its reference answers stay outside: the
+sandbox sees neither the grader's frames (no "frame peek") nor its modules (a patched ``tasks.verdict`` patches
+only the sandbox's own copy, which does not exist), and it holds no rocmlab package, so a shipped reference
+cannot be imported and handed back. Outputs come back as JSON or through ``torch.load(weights_only=True)``
+(tensors and plain containers only, never pickled objects), capped in size.
+
+What stays the learner's to control: the traces a task reads (Lab 03's) are recorded in the same sandboxed
+process as their function. They prove what happened there, not more.
+
+A sandbox that cannot start is the machine's fault (:class:`rocmlab.sandbox.SandboxError`, raised: the
+grade is "error", not scored, not cached); an answer that does not import, times out or crashes is the
+learner's (:class:`AnswerError`, which the checker reports as "not run").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from rocmlab import sandbox, settings
+
+#: The largest output file read back from the sandbox (a puzzle's guarded buffers are a few MB).
+MAX_OUTPUT_BYTES = 256 << 20
+#: A Python answer's default time limit in the sandbox for its own work.
+ANSWER_TIME_LIMIT_S = 120.0
+#: Added to every Python answer's limit: a fresh Python importing torch and triton takes seconds to start
+#: (more on a busy grading machine), which a HIP program's run limit (the grader's time limit) does not count.
+STARTUP_ALLOWANCE_S = 60.0
+_HERE = Path(__file__).resolve().parent
+
+
+class AnswerError(RuntimeError):
+    """The learner's answer did not give outputs (it does not import, defines no such function, timed out,
+    crashed): the message is for the learner."""
+
+
+#: Parts of the rocmlab package a learner's answer never sees in the sandbox: the checkers and their specs
+#: (grader/, course/ with its tasks and puzzles), the reference answers and kernels (course/*_kernels.py,
+#: exercises/*/solution), and the workshop's hub. Everything else (comm, hip, machine, profile, port, serve...)
+#: is the course's toolkit, which an answer may use as in the notebook.
+HIDDEN = ("grader", "course", "exercises", "workshop", "commands", "cli.py", "preflight.py")
+
+
+def learner_package() -> Path:
+    """A folder holding a copy of the rocmlab package without :data:`HIDDEN` (made once per version of the
+    sources, in the grader's cache), for the sandbox's ``sys.path``."""
+    from rocmlab import paths
+
+    src = Path(__file__).resolve().parents[1]
+    data = paths.datasets_dir()           # public facts the toolkit reads (interconnects, hardware)
+    files = sorted((p, Path("rocmlab") / p.relative_to(src)) for p in src.rglob("*.py")
+                   if "__pycache__" not in p.parts and p.relative_to(src).parts[0] not in HIDDEN)
+    files += sorted((p, Path("datasets") / p.relative_to(data)) for p in data.rglob("*") if p.is_file())
+    key = hashlib.sha256("".join(f"{rel}:{p.stat().st_size}:{p.stat().st_mtime_ns};"
+                                 for p, rel in files).encode()).hexdigest()[:16]
+    dest = paths.cache_dir() / "learner-rocmlab" / key
+    if not (dest / "rocmlab" / "__init__.py").is_file():
+        tmp = Path(tempfile.mkdtemp(prefix=".learner-", dir=paths.cache_dir()))
+        for p, rel in files:
+            out = tmp / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(p, out)
+        for d in [tmp, *tmp.rglob("*")]:
+            os.chmod(d, 0o755 if d.is_dir() else 0o644)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        os.chmod(dest.parent, 0o755)
+        try:
+            os.replace(tmp, dest)
+        except OSError:          # another grader made it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def python_binds() -> list[str]:
+    """What a sandboxed Python needs read-only: its installation, the environment's site-packages (torch,
+    triton) and :func:`learner_package`. Never the rocmlab source itself: an answer cannot import the checkers
+    or the references."""
+    binds = {sys.base_prefix, sys.prefix, str(learner_package())}
+    return sorted(b for b in binds if os.path.isdir(b))
+
+
+class Answer:
+    """The function (or Triton kernel, ``triton=True``) ``name`` of a learner's answer file ``source``."""
+
+    def __init__(self, source: str, name: str, *, triton: bool = False, time_limit_s: float | None = None):
+        self.source, self.name, self.triton = source, name, triton
+        self.time_limit_s = float(time_limit_s or ANSWER_TIME_LIMIT_S) + STARTUP_ALLOWANCE_S
+        self.runs = 0
+        self.traces: list[tuple[str, str]] = []    # (name, text): the chrome traces of the last tensor run's "trace" calls
+
+    def __repr__(self) -> str:
+        return f"<answer {self.name} (run in the sandbox)>"
+
+    # ------------------------------------------------------------------ the one sandbox run
+    def _run(self, job_name: str, write_job, out_name: str) -> Path:
+        tmp = Path(tempfile.mkdtemp(prefix="rocmlab-answer-"))
+        os.chmod(tmp, 0o755)
+        try:
+            (tmp / "answer.py").write_text(self.source)
+            shutil.copy(_HERE / "answer_runner.py", tmp / "answer_runner.py")
+            if self.triton:
+                shutil.copy(_HERE.parent / "course" / "triton_rounding.py", tmp / "triton_rounding.py")
+            write_job(tmp / job_name)
+            for f in tmp.iterdir():
+                os.chmod(f, 0o644)
+            limits = sandbox.Limits(wall_s=self.time_limit_s, memory_bytes=settings.RUN_MEMORY_BYTES,
+                                    file_bytes=MAX_OUTPUT_BYTES)
+            env = {"TRITON_INTERPRET": "1"} if self.triton else {}
+            env["ROCMLAB_LEARNER_PATH"] = str(learner_package())
+            done = sandbox.run([sys.executable, "-I", "-B", str(tmp / "answer_runner.py"), str(tmp / job_name),
+                                str(tmp / out_name)], limits=limits, scratch=str(tmp), ro_binds=python_binds(),
+                               env=env, cwd=str(tmp))
+            self.runs += 1
+            out = tmp / out_name
+            if done.starved:
+                raise sandbox.MachineBusy(f"your answer {done.explain()}")
+            if not done.ok:
+                tail = (done.stderr.strip().splitlines() or [""])[-1][:300]
+                raise AnswerError(f"your answer {done.explain()}" + (f" ({tail})" if tail and not done.timed_out
+                                                                    and tail not in done.explain() else ""))
+            st = os.lstat(out) if out.exists() or out.is_symlink() else None
+            if st is None or not os.path.isfile(out) or out.is_symlink() or st.st_size > MAX_OUTPUT_BYTES:
+                raise AnswerError("your answer left no readable output (it must not write or remove the "
+                                  "grader's files)")
+            keep = Path(tempfile.mkdtemp(prefix="rocmlab-answer-out-"))
+            shutil.copy(out, keep / out_name)
+            self.traces = []
+            for t in sorted(tmp.glob("trace-*.json")):
+                if t.is_file() and not t.is_symlink() and t.stat().st_size <= MAX_OUTPUT_BYTES:
+                    self.traces.append((t.name, t.read_text(errors="replace")))
+            return keep / out_name
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+    # ------------------------------------------------------------------ plain values
+    def map(self, calls: list[tuple]) -> list[tuple[object, str]]:
+        """``[(value, error)]`` for ``name(*args)`` with each ``args`` of ``calls`` (one sandbox run). A
+        dataclass argument arrives as an object with the same attributes; a value comes back as JSON data
+        (a tuple as a list)."""
+        plain = [[dataclasses.asdict(a) if dataclasses.is_dataclass(a) else a for a in args] for args in calls]
+        ns = any(dataclasses.is_dataclass(a) for args in calls for a in args)
+        out = self._run("job.json", lambda p: p.write_text(json.dumps({"name": self.name, "calls": plain,
+                                                                          "namespace": ns})), "out.json")
+        try:
+            data = json.loads(out.read_text())
+        except (ValueError, RecursionError):          # written in the sandbox: the learner's doing
+            raise AnswerError("your answer's outputs are not readable") from None
+        finally:
+            shutil.rmtree(out.parent, ignore_errors=True)
+        return self._results(data, len(calls), lambda r: (r.get("value"), "") if r.get("ok") else
+                             (None, str(r.get("error", "failed"))))
+
+    # ------------------------------------------------------------------ tensors
+    def tensor_calls(self, calls: list[dict]) -> list[tuple[object, str]]:
+        """``[(value, error)]`` for each call ``{"op": "call" | "trace" | "launch", "args": [...], "grid": ...,
+        "meta": {...}}`` (one sandbox run): ``call`` returns the function's outputs, ``trace`` leaves a chrome
+        trace in :attr:`traces`, ``launch`` runs ``kernel[grid](*args, **meta)`` and returns every tensor
+        argument as the kernel left it."""
+        import torch
+
+        out = self._run("job.pt", lambda p: torch.save({"name": self.name, "triton": self.triton,
+                                                         "calls": calls}, p), "out.pt")
+        try:
+            data = torch.load(out, weights_only=True)
+        except Exception as exc:   # noqa: BLE001 - not a file torch's safe loader accepts (deep nesting too)
+            raise AnswerError(f"your answer's outputs are not readable ({type(exc).__name__})") from None
+        finally:
+            shutil.rmtree(out.parent, ignore_errors=True)
+        return self._results(data, len(calls), lambda r: (r.get("value"), "") if r.get("ok") else
+                             (None, str(r.get("error", "failed"))))
+
+    def __call__(self, *args):
+        """One call with tensors; raises AnswerError with the learner's error."""
+        (value, err), = self.tensor_calls([{"op": "call", "args": list(args)}])
+        if err:
+            raise AnswerError(err)
+        return value
+
+    @staticmethod
+    def _results(data, n: int, one) -> list[tuple[object, str]]:
+        if not isinstance(data, dict):
+            raise AnswerError("your answer's outputs are not readable")
+        if data.get("load_error"):
+            raise AnswerError(str(data["load_error"])[:600])
+        results = data.get("results")
+        if not isinstance(results, list) or len(results) != n or not all(isinstance(r, dict) for r in results):
+            raise AnswerError("your answer's outputs are not the grader's (wrong count)")
+        return [one(r) for r in results]
+
+
+def answers(fn, inputs: list, *, spread: bool = False) -> list[tuple[object, str]]:
+    """``[(fn(x), error)]`` for each ``x`` of ``inputs`` (``spread``: ``fn(*x)``): in the sandbox for an
+    :class:`Answer` (one run; a whole-run failure gives every input its error), else here, one call at a time
+    (the notebook's preview)."""
+    calls = [tuple(x) if spread else (x,) for x in inputs]
+    if isinstance(fn, Answer):
+        try:
+            return fn.map(calls)
+        except AnswerError as exc:
+            return [(None, str(exc))] * len(inputs)
+    out = []
+    for args in calls:
+        try:
+            out.append((fn(*args), ""))
+        except Exception as exc:   # noqa: BLE001 - a learner's function can fail in many ways: report it
+            out.append((None, f"{type(exc).__name__}: {exc}"))
+    return out

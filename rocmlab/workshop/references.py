@@ -1,0 +1,147 @@
+"""Reference answers and reference kernels stay with the instructor in a workshop (issue 38).
+
+Self-study installs keep the course's references (the puzzles' and Labs 08-10's reference kernels, the
+exercises' ``solution.*`` files): a learner alone may read them, and the labs label them as references.
+
+In a workshop two things keep them from a learner:
+
+- the setting ``ROCMLAB_REFERENCES=off`` in the learner's server environment: the reference kernel modules
+  refuse to load (``ReferencesWithheld``, "references are held by the instructor on this hub"). A setting only stops
+  the course's own imports: a learner who can read the files can still open them with ``cat``.
+- file permissions, the real fix: ``lock(paths)`` (run as root by the node's set-up) makes each reference
+  file readable by its owner only (0600, owner root), so a learner's process gets ``PermissionError``
+  while the instructor's grader, running as root, reads and re-grades with them.
+
+The instructor's server and ``rocmlab grade --exchange`` run without the setting.
+
+On Kubernetes every pod runs as the same uid (jovyan, 1000), so the lock is a group's: the workshop's image is
+built with ``--build-arg REFERENCES=withheld`` (binder/Dockerfile.rocm), which runs
+``python -m rocmlab.workshop.references lock --group 2000``: each reference file root-owned, group
+:data:`GRADER_GID`, mode 0640. Only the grading profile's pod has that group (binder/jupyterhub/values.yaml).
+
+The hub recipe (:mod:`rocmlab.workshop.hubconfig`, mode ``users``) does both: every learner's server gets the
+setting, and the hub, as root, locks the files of the package the servers run (:func:`lock`, with the modules'
+compiled ``__pycache__`` copies, which hold the same code). In a learner's process :func:`install` (run when
+``rocmlab.course.needs`` is imported: every lab imports it) puts a finder first on ``sys.meta_path`` that
+refuses the reference modules before Python opens their files, so a locked file gives the same plain message,
+not a ``PermissionError``; :class:`ReferencesWithheld` shows in a notebook as that message alone, without a
+traceback, and ``needs.module`` turns it into a stand-in so that a lab's other cells still run.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import os
+import sys
+from pathlib import Path
+
+from rocmlab.withheld import MESSAGE
+
+ENV = "ROCMLAB_REFERENCES"
+#: The group that reads the locked references on Kubernetes (the grading pod's supplemental group).
+GRADER_GID = 2000
+#: The modules that hold reference answers (what a learner could hand back as their own).
+KERNEL_MODULES = ("rocmlab.course.labs.lab06_triton_on_amd.kernels", "rocmlab.course.labs.lab08_mi300x_package.kernels",
+                  "rocmlab.course.labs.lab09_attention_on_mi300x.kernels", "rocmlab.course.labs.lab10_fp8_gemm.kernels")
+
+
+class ReferencesWithheld(ImportError):
+    """A reference module was asked for where references are withheld (a workshop learner's server)."""
+
+    def _render_traceback_(self) -> list[str]:
+        """What IPython shows for it in a notebook: the message alone (it is not a bug, so no traceback)."""
+        return [f"{type(self).__name__}: {self}"]
+
+
+class _Withholder(importlib.abc.MetaPathFinder):
+    """Refuses the reference modules before any file is opened (a locked file would raise PermissionError)."""
+
+    names = frozenset(KERNEL_MODULES)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in self.names and withheld():
+            raise ReferencesWithheld(MESSAGE.format(what=fullname), name=fullname)
+        return None
+
+
+def withheld() -> bool:
+    """True where this process must not load references: ``ROCMLAB_REFERENCES=off``."""
+    return os.environ.get(ENV, "").strip().lower() == "off"
+
+
+def guard(module: str) -> None:
+    """Called at the top of each reference module: refuses to load it where references are withheld."""
+    if withheld():
+        raise ReferencesWithheld(MESSAGE.format(what=module), name=module)
+
+
+def install() -> None:
+    """Where references are withheld, refuse the reference modules before Python opens their files (once)."""
+    if withheld() and not any(isinstance(f, _Withholder) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Withholder())
+
+
+def reference_files(package: Path | None = None) -> list[Path]:
+    """The reference files of an installed package: the reference kernel modules, their compiled copies in
+    ``__pycache__`` (the same code, readable by anyone who can read the file), and every exercise's
+    ``solution.*`` file."""
+    root = Path(package) if package is not None else Path(__file__).resolve().parents[1]
+    mods = [root.joinpath(*m.split(".")[1:]).with_suffix(".py") for m in KERNEL_MODULES]
+    compiled = [c for m in mods for c in sorted((m.parent / "__pycache__").glob(f"{m.stem}.*.pyc"))]
+    return [p for p in mods if p.is_file()] + compiled + sorted((root / "exercises").glob("*/solution.*"))
+
+
+def lock(paths, uid: int = 0, gid: int = 0, group_reads: bool = False) -> list[Path]:
+    """Make each file readable by ``uid`` only (0600), or with ``group_reads`` by ``uid`` and group ``gid`` (0640):
+    a learner's process cannot read it, the instructor's grader (that uid, or that group) can. Links are refused,
+    never followed. Returns the files locked."""
+    done = []
+    for p in map(Path, paths):
+        fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            os.fchown(fd, uid, gid)
+            os.fchmod(fd, 0o640 if group_reads else 0o600)
+        finally:
+            os.close(fd)
+        done.append(p)
+    return done
+
+
+def compile_references(package: Path | None = None) -> None:
+    """Write the reference modules' compiled copies now, so that :func:`lock` locks them too (a copy Python wrote
+    later, as the grader imports them, takes the locked file's mode)."""
+    import py_compile
+
+    root = Path(package) if package is not None else Path(__file__).resolve().parents[1]
+    for m in KERNEL_MODULES:
+        src = root.joinpath(*m.split(".")[1:]).with_suffix(".py")
+        if src.is_file():
+            py_compile.compile(str(src), doraise=True)
+
+
+def main(argv=None) -> int:
+    """``python -m rocmlab.workshop.references lock [--group GID] [--package DIR]``: lock this (or DIR's) rocmlab's
+    reference files root-only (0600), or root and group GID (0640); ``list`` prints them."""
+    import argparse
+
+    ap = argparse.ArgumentParser(prog="python -m rocmlab.workshop.references", description=main.__doc__)
+    ap.add_argument("action", choices=("lock", "list"))
+    ap.add_argument("--group", type=int, default=None, help=f"the group that may read them (Kubernetes: {GRADER_GID})")
+    ap.add_argument("--package", type=Path, default=None, help="the rocmlab package folder (default: this one)")
+    args = ap.parse_args(argv)
+    if args.package is not None and not (args.package / "workshop" / "references.py").is_file():
+        ap.error(f"--package {args.package}: not a rocmlab package folder (no workshop/references.py in it)")
+    if args.action == "list":
+        print("\n".join(map(str, reference_files(args.package))))
+        return 0
+    if os.geteuid() != 0:
+        ap.error("lock changes the files' owner to root: run it as root (the image's build, the hub's set-up)")
+    compile_references(args.package)
+    locked = lock(reference_files(args.package), gid=args.group or 0, group_reads=args.group is not None)
+    who = f"root and group {args.group} (0640)" if args.group is not None else "root only (0600)"
+    print(f"locked {len(locked)} reference files: readable by {who}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
