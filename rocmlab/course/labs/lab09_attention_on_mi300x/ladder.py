@@ -17,6 +17,7 @@ import math
 import torch
 
 from rocmlab import triton_amd as TA
+from rocmlab.course import puzzles as P
 from rocmlab.course.ladder import descriptor_memory
 from rocmlab.course.labs.lab09_attention_on_mi300x import ladder_kernels as LK
 
@@ -80,9 +81,11 @@ def attention_reference(q, k, v, causal: bool) -> torch.Tensor:
     return torch.softmax(s, -1) @ vd
 
 
-def check_steps(device: str = "cpu", n: int = 128, d: int = 32, seed: int | None = None) -> list[dict]:
+def check_steps(device: str | None = None, n: int = 128, d: int = 32, seed: int | None = None) -> list[dict]:
     """Every attention step, causal and not, against a float64 reference on fresh inputs: [{ladder, step, causal,
-    max_err, bound, ok}]. Small tiles so Triton's CPU interpreter finishes quickly; the same code runs on a GPU."""
+    max_err, bound, ok}]. Small tiles so Triton's CPU interpreter finishes quickly; ``device`` defaults to the GPU
+    where torch sees one (the same code runs there)."""
+    device = device or P.device()       # the GPU where torch sees one (Triton compiles for it), else the CPU
     g = torch.Generator().manual_seed(seed if seed is not None else torch.seed())
     rows = []
     q, k, v = (torch.randn(1, 2, n, d, generator=g).to(torch.float16).to(device) for _ in range(3))
@@ -116,7 +119,7 @@ def isa_steps(target: str = "gfx942", causal: bool = True, d: int = 128, steps=N
                            num_warps=warps, num_stages=stages, divisible=("q_ptr", "k_ptr", "v_ptr", "o_ptr", "N",
                                                                           "ROWS"))
         mfma = sum(r.mfma().values())
-        per = (lambda n: round(n / mfma, 2)) if mfma else (lambda n: None)
+        per = (lambda n, mfma=mfma: round(n / mfma, 2)) if mfma else (lambda n: None)
         rows.append({"step": name, "what": what, "target": target, "v_mfma": mfma,
                      "v_exp_f32 / MFMA": per(r.count(r"v_exp_f32\w*")),
                      "multiplies / MFMA": per(r.count(r"v_(pk_)?mul_f32\w*")),
@@ -149,7 +152,7 @@ def time_steps(causal: bool = True, shape=(4, 16, 4096, 128), tiles=ATTENTION_TI
         for t in ([tile] if tile else tiles):
             try:
                 err = float((flash(q, k, v, causal, sw, t).float() - ref).abs().max())
-                ms = graph_bench(lambda t=t: flash(q, k, v, causal, sw, t))
+                ms = graph_bench(lambda t=t, sw=sw: flash(q, k, v, causal, sw, t))
             except Exception as exc:   # noqa: BLE001 - a tile this GPU cannot run (shared memory): next one
                 if tile:
                     rows.append(dict(step=name, what=what, ms=None, note=f"{type(exc).__name__}: {str(exc)[:80]}"))

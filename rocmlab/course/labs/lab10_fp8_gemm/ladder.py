@@ -15,6 +15,7 @@ from __future__ import annotations
 import torch
 
 from rocmlab import triton_amd as TA
+from rocmlab.course import puzzles as P
 from rocmlab.course.ladder import descriptor_memory
 from rocmlab.course.labs.lab10_fp8_gemm import ladder_kernels as LK
 from rocmlab.course.labs.lab10_fp8_gemm import puzzles as F
@@ -62,10 +63,11 @@ def fp8_gemm(a, b, a_scale, b_scale, switches: dict, tile=(128, 128, 8, 2)) -> t
     return c
 
 
-def check_steps(device: str = "cpu", seed: int | None = None) -> list[dict]:
+def check_steps(device: str | None = None, seed: int | None = None) -> list[dict]:
     """Every FP8 GEMM step against a float64 reference on fresh inputs, in this machine's FP8 format:
-    [{ladder, step, causal, max_err, bound, ok}]. Small tiles so Triton's CPU interpreter finishes quickly; the same
-    code runs on a GPU."""
+    [{ladder, step, causal, max_err, bound, ok}]. Small tiles so Triton's CPU interpreter finishes quickly; ``device``
+    defaults to the GPU where torch sees one (the same code runs there)."""
+    device = device or P.device()       # the GPU where torch sees one (Triton compiles for it), else the CPU
     g = torch.Generator().manual_seed(seed if seed is not None else torch.seed())
     rows = []
     fmt = F.machine_format()
@@ -135,7 +137,7 @@ def time_fp8_steps(shape=(1024, 1536, 7168), tiles=FP8_TILES, steps=None) -> lis
         for t in ([tile] if tile else tiles):
             try:
                 err = float((fp8_gemm(a, b, sa, sb, sw, t).float() - ref).norm() / ref.norm())
-                ms = graph_bench(lambda t=t: fp8_gemm(a, b, sa, sb, sw, t))
+                ms = graph_bench(lambda t=t, sw=sw: fp8_gemm(a, b, sa, sb, sw, t))
             except Exception:   # noqa: BLE001,S112 - a tile this GPU cannot run
                 continue
             if best is None or ms < best[1]:
