@@ -229,3 +229,37 @@ def test_on_an_nvidia_gpu_the_port_runs_and_matches_the_cuda_original(tmp_path):
     assert (control.runs, control.matches, control.status) == (True, False, "mismatch"), control
     assert "expected 4, got 8" in control.first_difference
     assert f"lanes {lanes}, mask bytes 4" in control.original_stdout
+
+
+def test_a_program_that_includes_a_cuda_library_header_links_that_library(tmp_path, monkeypatch):
+    """The olcf cuBLAS exercise ported and translated back to CUDA failed to link on an H100 ("undefined reference
+    to cublasCreate_v2"): nvcc_program now links the CUDA libraries the project's files include."""
+    fake = tmp_path / "cublas"
+    (fake / "include").mkdir(parents=True)
+    (fake / "lib").mkdir()
+    (fake / "include" / "cublas_v2.h").write_text("")
+    (fake / "lib" / "libcublas.so").write_text("")
+    monkeypatch.setenv("ROCMLAB_CUBLAS", str(fake))
+    blas = '#include <cstdio>\n  #  include "cublas_v2.h"\nint main() { return 0; }\n'
+    flags, why = run_compare.cuda_library_flags([blas, "#include <curand.h>\n#include <cufft.h>\n"])
+    assert why == "" and "-lcublas" in flags and flags[flags.index("-I") + 1] == str(fake / "include"), flags
+    assert {"-lcurand", "-lcufft"} <= set(flags) and "-lcusparse" not in flags, flags
+    # no library header, or one only named in a comment or a string: nothing linked
+    assert run_compare.cuda_library_flags(['// #include <cublas_v2.h>\nconst char *s = "cublas.h";\n']) == ((), "")
+    # cuBLAS included but nowhere on this machine: the fix, not a link error
+    monkeypatch.setenv("ROCMLAB_CUBLAS", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(run_compare, "_project_texts", lambda root: [blas])
+    from rocmlab.grader import libs
+    monkeypatch.setattr(libs, "cublas_dirs", lambda: None)
+    flags, why = run_compare.cuda_library_flags([blas])
+    assert flags == () and "cuBLAS headers (cublas_v2.h) not found" in why and "nvidia-cublas" in why, why
+
+
+def test_the_project_texts_are_every_source_file_under_the_root(tmp_path):
+    (tmp_path / "inc").mkdir()
+    (tmp_path / "inc" / "blas.cuh").write_text("#include <cublas_v2.h>\n")
+    (tmp_path / "main.cu").write_text('#include "inc/blas.cuh"\n')
+    (tmp_path / "notes.txt").write_text("#include <curand.h>\n")
+    texts = run_compare._project_texts(tmp_path)
+    assert len(texts) == 2 and any("cublas_v2.h" in t for t in texts)     # the header beside main.cu counts
+    assert not any("curand" in t for t in texts)                           # a text file is not a source

@@ -398,6 +398,37 @@ CUDA_NEEDS_NO_SHIM = "rocmlab_port/cg_vector_shfl.h"
 _HOST_SUFFIXES = (".c", ".cpp", ".cc", ".cxx", ".C")
 
 
+#: CUDA libraries a program links when one of its files includes their header (the port maps hipBLAS, hipRAND,
+#: hipFFT, hipSPARSE and hipSOLVER to these on the way back to CUDA): "blas" goes through the grader's cuBLAS finder
+#: (the CUDA toolkit or the nvidia-cublas wheel); the others are in the toolkit's own library folder, which nvcc links
+#: from.
+CUDA_LIBRARIES = {"cublas_v2.h": "blas", "cublas.h": "blas", "curand.h": "-lcurand", "cufft.h": "-lcufft",
+                  "cusparse.h": "-lcusparse", "cusparse_v2.h": "-lcusparse", "cusolverDn.h": "-lcusolver"}
+_INCLUDED = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
+_SOURCE_SUFFIXES = (".cu", ".cuh", ".hip", ".h", ".hpp", ".c", ".cpp", ".cc", ".cxx", ".C")
+
+
+def cuda_library_flags(texts) -> tuple[tuple[str, ...], str]:
+    """(nvcc's link flags, '' or the fix) for the CUDA libraries that ``texts`` (a program's source files) include."""
+    from rocmlab.grader import libs
+
+    wanted = {CUDA_LIBRARIES[Path(h).name] for t in texts for h in _INCLUDED.findall(t)
+              if Path(h).name in CUDA_LIBRARIES}
+    out = sorted(w for w in wanted if w != "blas")
+    if "blas" in wanted:
+        blas, why = libs.flags(["blas"], nvidia=True)
+        if why:
+            return (), why
+        out = [*blas, *out]
+    return tuple(out), ""
+
+
+def _project_texts(root: Path) -> list[str]:
+    """The text of every source file under ``root`` (a library header may be included from any of them)."""
+    return [p.read_text(errors="replace") for p in sorted(root.rglob("*"))
+            if p.suffix in _SOURCE_SUFFIXES and p.is_file()]
+
+
 def nvcc_flags(rel: str) -> tuple[str, ...]:
     """nvcc's flags for one ported unit: GPU code (``.hip``) as CUDA, host files as the original's were."""
     return ("-O2", "-w") if rel.endswith(_HOST_SUFFIXES) else ("-O2", "-w", "-x", "cu")
@@ -435,7 +466,10 @@ def nvcc_program(tc, root: Path, build: Path, tus: list[str], main: str, include
         return "", f"nvcc: could not archive {len(lib)} object(s) ({driver.archiver(tc)})"
     program = build / "bin" / str(Path(main).with_suffix(""))
     program.parent.mkdir(parents=True, exist_ok=True)
-    r = driver.link(tc, [objs[main], *([archive] if lib else [])], program, cwd=root,
+    libraries, why = cuda_library_flags(_project_texts(root))
+    if why:
+        return "", f"nvcc link: {why}"
+    r = driver.link(tc, [objs[main], *([archive] if lib else [])], program, libs=libraries, cwd=root,
                     time_limit=settings.COMPILE_TIME_LIMIT_S)
     if not r.ok:
         failed = [t for t in tus if t not in objs]
