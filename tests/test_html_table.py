@@ -31,9 +31,9 @@ def test_one_value_cells_stay_whole_and_prose_wraps():
              for _ in range(10)]
     prose = [" ".join(rng.choice(["the", "kernel", "reads", "fp8-gemm", "twice"]) for _ in range(8))
              for _ in range(10)]
-    out = html_table(["name", "what it does"], [[n, p] for n, p in zip(names, prose)])
+    out = html_table(["name", "what it does"], [[n, p] for n, p in zip(names, prose, strict=True)])
     cells = _cells(out)[2:]
-    assert [t for _, t in cells] == [x for pair in zip(names, prose) for x in pair]
+    assert [t for _, t in cells] == [x for pair in zip(names, prose, strict=True) for x in pair]
     assert all(cells[k][0].startswith(NOWRAP) for k in range(0, 20, 2)), out      # the names: one line each
     assert not any(NOWRAP in cells[k][0] for k in range(1, 20, 2)), out           # control: prose may wrap
 

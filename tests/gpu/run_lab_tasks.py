@@ -27,9 +27,9 @@ import torch  # noqa: E402
 
 from rocmlab.course.labs.lab08_mi300x_package import kernels as K08  # noqa: E402
 from rocmlab.course.labs.lab05_quickreduce_tuning import task as codec_choice  # noqa: E402
-from rocmlab.course.labs.lab07_matrix_cores import task as occupancy_task
-from rocmlab.course.labs.lab03_pytorch_on_rocm import task as slow_step
-from rocmlab.course.labs.lab08_mi300x_package import task as xcd_remap
+from rocmlab.course.labs.lab07_matrix_cores import task as occupancy_task  # noqa: E402
+from rocmlab.course.labs.lab03_pytorch_on_rocm import task as slow_step  # noqa: E402
+from rocmlab.course.labs.lab08_mi300x_package import task as xcd_remap  # noqa: E402
 
 
 def tasks():

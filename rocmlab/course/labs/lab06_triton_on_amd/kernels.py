@@ -9,8 +9,8 @@ makes; the tests check that every reference passes and every wrong kernel fails 
 from rocmlab.workshop.references import guard
 
 guard(__name__)   # a workshop learner's server (ROCMLAB_REFERENCES=off) does not load references
-import triton
-import triton.language as tl
+import triton  # noqa: E402 - after the guard
+import triton.language as tl  # noqa: E402 - after the guard
 
 
 @triton.jit

@@ -17,8 +17,8 @@ targets through :mod:`rocmlab.triton_amd`.
 from rocmlab.workshop.references import guard
 
 guard(__name__)   # a workshop learner's server (ROCMLAB_REFERENCES=off) does not load references
-import triton
-import triton.language as tl
+import triton  # noqa: E402 - after the guard
+import triton.language as tl  # noqa: E402 - after the guard
 
 # --- 1. row softmax, T larger than the block: three passes ---------------------------------------
 
