@@ -429,9 +429,15 @@ def _project_texts(root: Path) -> list[str]:
             if p.suffix in _SOURCE_SUFFIXES and p.is_file()]
 
 
+#: Read before each ported unit on the way back to CUDA: hipProfilerStart/Stop are declared by HIP's runtime API
+#: header, which becomes cuda_runtime_api.h, while CUDA declares cudaProfilerStart/Stop in a header of their own.
+CUDA_PRE_INCLUDE = ("-include", "cuda_profiler_api.h")
+
+
 def nvcc_flags(rel: str) -> tuple[str, ...]:
     """nvcc's flags for one ported unit: GPU code (``.hip``) as CUDA, host files as the original's were."""
-    return ("-O2", "-w") if rel.endswith(_HOST_SUFFIXES) else ("-O2", "-w", "-x", "cu")
+    return (*CUDA_PRE_INCLUDE, "-O2", "-w") if rel.endswith(_HOST_SUFFIXES) else \
+        (*CUDA_PRE_INCLUDE, "-O2", "-w", "-x", "cu")
 
 
 def nvcc_program(tc, root: Path, build: Path, tus: list[str], main: str, include_dirs, defines, target: str,
