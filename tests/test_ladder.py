@@ -18,16 +18,18 @@ CHILD = textwrap.dedent("""
     import json, sys, warnings
     warnings.simplefilter("ignore")
     from rocmlab.course import puzzles as P
-    P.setup()
+    P.setup()                 # the interpreter on a CPU; on a GPU machine the kernels compile for the GPU
     import torch
+    dev = P.device()
     from rocmlab.course.labs.lab09_attention_on_mi300x import ladder as L
     from rocmlab.course.labs.lab10_fp8_gemm import ladder as L10
     rows = L.check_steps(n=96, d=32, seed=int(sys.argv[1])) + L10.check_steps(seed=int(sys.argv[1]))
     # control: the non-causal answer compared with the causal reference must fail the same bound
     g = torch.Generator().manual_seed(int(sys.argv[1]))
-    q, k, v = (torch.randn(1, 2, 96, 32, generator=g).to(torch.float16) for _ in range(3))
-    wrong = L.flash(q, k, v, False, dict(L.OFF), (32, 16, 4, 1)).double()
-    control = float((wrong - L.attention_reference(q, k, v, True)).abs().max()) > 2.0 ** -9 * float(v.abs().max())
+    q, k, v = (torch.randn(1, 2, 96, 32, generator=g).to(torch.float16).to(dev) for _ in range(3))
+    wrong = L.flash(q, k, v, False, dict(L.OFF), (32, 16, 4, 1)).double().cpu()
+    ref = L.attention_reference(q, k, v, True).cpu()
+    control = float((wrong - ref).abs().max()) > 2.0 ** -9 * float(v.abs().max())
     errors = []
     for bad in ((q[:, :, :90], dict(L.OFF, EVEN=True), (32, 16, 4, 1)), (q, dict(L.OFF, SPLIT=True), (32, 64, 4, 1)),
                 (q, dict(L.OFF, DESC=True), (32, 16, 4, 1))):
@@ -35,11 +37,11 @@ CHILD = textwrap.dedent("""
             L.flash(bad[0], bad[0], bad[0], True, bad[1], bad[2])
         except ValueError as exc:
             errors.append(str(exc))
-    a = torch.zeros(64, 256).to(torch.float8_e4m3fn)
+    a = torch.zeros(64, 256).to(torch.float8_e4m3fn).to(dev)
     for sw, tile in ((dict(GROUP_M=8, EVEN=True, SCALAR_SB=True), (32, 64, 4, 1)),
                      (dict(GROUP_M=8, EVEN=False, DESC=True), (32, 128, 4, 1))):
         try:
-            L10.fp8_gemm(a, a, torch.ones(64, 2), torch.ones(1, 2), sw, tile)
+            L10.fp8_gemm(a, a, torch.ones(64, 2, device=dev), torch.ones(1, 2, device=dev), sw, tile)
         except ValueError as exc:
             errors.append(str(exc))
     print(json.dumps(dict(rows=rows, control=control, errors=errors)))
