@@ -6,13 +6,32 @@ error of one encode/decode), the kind of data, and the link (MI300X's xGMI mesh 
 right when
 
 - its **exact** error, measured here by :mod:`rocmlab.comm.torch_codec` on fresh data of that kind
-  (a sample the learner never saw), is within the budget, and
+  (samples the learner never saw), is within the budget, and
 - its two-shot time in the cost model (:mod:`rocmlab.comm.costmodel`) is within 1 % of the fastest
   choice that meets the budget (``fp``, no codec, always does: its error is 0).
 
-Budgets are drawn away from every codec's error (by 10 %), so a learner who measures the errors on a
-sample of their own gets the same answer as the grader. Everything here runs on a CPU: the grade is the
-same on any machine.
+An option's error is itself random: it changes from one sample of a kind to the next, little on
+``normal`` data (over 2000 samples of 32768 values, within 0.96x to 1.04x of its median) and a lot on
+``heavy-tailed`` and ``outliers`` data (0.54x to 1.69x: one huge value, or the outlier channels' gains,
+move it). So the grader measures every option's error on :data:`SAMPLES` independent fresh samples of
+the kind, and every budget keeps :data:`MARGIN` (30 %) below the smallest and above the largest of each
+option's errors. On the grader's samples "within the budget" then has one answer: each sample's error, their
+mean and their worst are on the same side of the budget; the grade uses (and reports) the mean. A learner
+who measures the errors on one sample of their own of the same size (``1 << 15`` values, any seed) and
+takes the fastest option within the budget gets the grader's answer. Measured with errors drawn from those
+2000 samples per kind and the learner's sample independent of the grader's: with one grader sample and
+budgets 10 % from its errors (before), the right method lost points in 269 of 20 000 grades; with 4 samples
+and 30 %, in none of 100 000 (and on real samples, grader seeds 0-299 with learner seeds 4242, 12345, 7
+and 99999: 1, 2, 2 and 11 seeds lost points before, none now).
+
+The price is that no choice finer than that noise is asked. Adjacent block sizes differ in error by 5-40 %,
+as much as one sample differs from the next, so whether a smaller block meets a budget that a larger one
+misses depends on the sample, not on the method: within a codec the right answer is the largest block
+(256). On ``heavy-tailed`` and ``outliers`` data the codecs' ranges overlap from the smallest error to
+the largest, so a budget there is below every codec's error (``fp``) or above them all; on ``normal`` data
+it also falls between q8, q6/fp8 and q4. What is graded: the codec a budget allows, and whether it pays
+off against fp16 for the message size and the link. Everything here runs on a CPU: the grade is the same
+on any machine.
 
     s = Scenario(...)                       # what the learner's function receives
     grade(choose)                           # a Report; points recorded for 05-quickreduce-tuning
@@ -37,10 +56,11 @@ KINDS = ("normal", "heavy-tailed", "outliers")
 SYSTEMS = ("MI300X", "H200")
 #: message size ranges (bytes) of the four scenarios, smallest first
 SIZE_RANGES = ((16 << 10, 512 << 10), (1 << 20, 16 << 20), (32 << 20, 256 << 20), (256 << 20, 1 << 30))
-BUDGET_RANGE = (0.004, 0.3)
-MARGIN = 0.10        # a budget is never within 10 % of an option's error
+BUDGET_RANGE = (0.002, 0.3)  # from below every codec's error (fp the only choice) to above most of them
+MARGIN = 0.30        # a budget keeps 30 % below an option's smallest and above its largest error
 FAST_TOL = 0.01      # "fastest": within 1 % of the best time
 SAMPLE = 1 << 15     # values per error measurement
+SAMPLES = 4          # independent fresh samples per kind on which the grader measures every option's error
 
 
 @dataclass(frozen=True)
@@ -78,6 +98,17 @@ def errors(kind: str, seed: int, numel: int = SAMPLE) -> dict[tuple[str, int], f
     return out
 
 
+def spread(kind: str, seeds) -> dict[tuple[str, int], tuple[float, ...]]:
+    """Every option's exact error on each of several independent fresh samples of ``kind``, one per seed."""
+    per_sample = [errors(kind, s) for s in seeds]
+    return {o: tuple(e[o] for e in per_sample) for o in options()}
+
+
+def mean_errors(errs: dict[tuple[str, int], tuple[float, ...]]) -> dict[tuple[str, int], float]:
+    """The grader's error of each option: the mean over its samples (all on one side of every budget)."""
+    return {o: sum(v) / len(v) for o, v in errs.items()}
+
+
 def time_us(choice: tuple[str, int], s: Scenario) -> float:
     name, block = choice
     return CM.latency(C.get_codec(name, block), s.message_bytes, s.system, s.world)["total_s"] * 1e6
@@ -95,33 +126,41 @@ def _log_uniform(g: torch.Generator, lo: float, hi: float) -> float:
     return math.exp(math.log(lo) + float(torch.rand(1, generator=g)) * (math.log(hi) - math.log(lo)))
 
 
+def away(b: float, errs: tuple[float, ...]) -> bool:
+    """Whether budget ``b`` keeps MARGIN below the smallest and above the largest of one option's errors."""
+    return b < min(errs) * (1 - MARGIN) or b > max(errs) * (1 + MARGIN)
+
+
 def _budget(g, lo, hi, errs) -> float:
     for _ in range(500):
-        b = _log_uniform(g, lo, hi)
-        if all(abs(b - e) > MARGIN * e for e in errs.values() if e > 0):
-            return round(b, 4)
+        b = round(_log_uniform(g, lo, hi), 4)
+        if all(away(b, v) for v in errs.values() if max(v) > 0):
+            return b
     raise RuntimeError(f"no budget in {lo:.3g}..{hi:.3g} away from every codec's error")   # pragma: no cover
 
 
 def draw(seed: int) -> tuple[list[Scenario], dict[str, dict]]:
-    """Four scenarios and, per kind, the grader's exact errors on its own fresh sample.
+    """Four scenarios and, per kind, the grader's exact errors of every option on its own
+    :data:`SAMPLES` fresh samples (``{kind: {option: (error on sample 1, ...)}}``).
 
     Roles make the task honest: one scenario has a budget tighter than every Q4 option (a codec chosen
     without looking at the budget fails), and the largest message has a budget loose enough for Q4
     (always sending fp16 fails there)."""
     g = torch.Generator().manual_seed(seed)
     kinds = [KINDS[int(torch.randint(0, len(KINDS), (1,), generator=g))] for _ in SIZE_RANGES]
-    errs = {k: errors(k, seed + 1 + i) for i, k in enumerate(KINDS) if k in kinds}
+    errs = {k: spread(k, [seed + 1 + SAMPLES * i + j for j in range(SAMPLES)])
+            for i, k in enumerate(KINDS) if k in kinds}
     tight = int(torch.randint(0, len(SIZE_RANGES) - 1, (1,), generator=g))
     out = []
     for i, (lo, hi) in enumerate(SIZE_RANGES):
         e = errs[kinds[i]]
         nbytes = int(_log_uniform(g, lo, hi)) // C.QR_ATOM_BYTES * C.QR_ATOM_BYTES
-        q4 = [v for (n, _), v in e.items() if n == "q4"]
+        q4 = [x for (n, _), v in e.items() if n == "q4" for x in v]
         if i == tight:
-            b = _budget(g, BUDGET_RANGE[0], min(q4) / (1 + MARGIN), e)
+            b = _budget(g, BUDGET_RANGE[0], min(q4) * (1 - MARGIN), e)
         elif i == len(SIZE_RANGES) - 1:
-            b = _budget(g, max(q4) * (1 + MARGIN) ** 2, max(BUDGET_RANGE[1], max(q4) * 1.5), e)
+            top = max(q4) * (1 + MARGIN)
+            b = _budget(g, top, max(BUDGET_RANGE[1], top * 1.5), e)
         else:
             b = _budget(g, *BUDGET_RANGE, e)
         system = SYSTEMS[int(torch.randint(0, 2, (1,), generator=g))]
@@ -145,7 +184,8 @@ def grade(choose, seed: int | None = None, record: bool = True):
     """Grade ``choose(scenario) -> (codec, block_size)`` on four fresh scenarios."""
     started = time.monotonic()
     seed = T.draw_seed(seed)
-    scenarios, errs = draw(seed)
+    scenarios, samples = draw(seed)
+    errs = {k: mean_errors(v) for k, v in samples.items()}
     answers, problems = [], []
     for s, (value, err) in zip(scenarios, pyanswer.answers(choose, scenarios), strict=True):
         try:
@@ -170,7 +210,8 @@ def grade(choose, seed: int | None = None, record: bool = True):
         what = f"{s.label()}: you chose {a[0]} block {a[1]}"
         if err > s.budget:
             checks.append(T.failed(cid, "compare", 2, f"{what}: exact error {err:.4f} > budget {s.budget:.4g} "
-                                   "(fresh data)", "measure each codec's error on data of this kind "
+                                   f"(mean of {SAMPLES} fresh samples, each over the budget)",
+                                   "measure each codec's error on data of this kind "
                                    "(torch_codec.error_metrics); smaller blocks err less"))
         elif mine > bt * (1 + FAST_TOL):
             checks.append(T.failed(cid, "compare", 2, f"{what}: within budget (error {err:.4f}) but "
