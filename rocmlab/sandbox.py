@@ -99,6 +99,16 @@ class SandboxError(RuntimeError):
     """The sandbox itself could not start (not the program's fault)."""
 
 
+#: The words every "the machine was too busy" verdict carries (:meth:`Completed.explain`, the grader's static
+#: analysis): :func:`too_busy` finds them in a report's error.
+TOO_BUSY = "the machine was too busy"
+
+
+def too_busy(text: str) -> bool:
+    """True when ``text`` (a report's error) says a busy machine stopped the work: run it again later."""
+    return TOO_BUSY in (text or "")
+
+
 class MachineBusy(SandboxError):
     """A run reached its time limit because the machine starved it (:attr:`Completed.starved`): the machine's
     fault, not the program's. Raised by graders, never by :func:`run` (which returns what happened)."""
@@ -206,7 +216,7 @@ class Completed:
     def explain(self) -> str:
         """One sentence a learner can act on."""
         if self.starved:
-            return (f"was stopped at its time limit after {self.duration_s:.1f} s, but the machine was too busy to "
+            return (f"was stopped at its time limit after {self.duration_s:.1f} s, but {TOO_BUSY} to "
                     f"run it: its threads got {self.cpu_run_s:.1f} s on a CPU and waited {self.cpu_wait_s:.1f} s for "
                     f"one (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs). A fault of the machine, "
                     "not of the program: not scored; run it again when the machine is less busy")

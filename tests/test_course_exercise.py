@@ -88,3 +88,21 @@ def test_papermill_sees_the_quick_parameter_of_each_exercise_notebook(path):
     import papermill
 
     assert "quick" in papermill.inspect_notebook(str(path))
+
+
+def test_the_solution_cell_grades_once_more_when_a_busy_machine_stopped_the_grade(monkeypatch, tmp_path):
+    """The reference solution's grade that a starved machine stopped (never scored) is tried once more; a grade the
+    machine did not stop, or a fault of another kind, is not repeated."""
+    from rocmlab import sandbox
+
+    busy = Report("x", "X", "cpu", "test CPU", 1, [], status="error",
+                  error=f"the program was stopped at its time limit after 60.1 s, but {sandbox.TOO_BUSY} to run it")
+    graded = _report([("runs", "run", "passed", 1)])
+    other = Report("x", "X", "cpu", "test CPU", 1, [], status="error", error="grader error (OSError: disk full)")
+    bench = Workbench("vector-add", folder=tmp_path)
+    for replies, want, calls in (([busy, graded], graded, 2), ([graded, busy], graded, 1),
+                                 ([busy, busy], busy, 2), ([other, graded], other, 1)):
+        queue = list(replies)
+        monkeypatch.setattr(grader, "check", lambda *a, queue=queue, **k: queue.pop(0))
+        assert bench.grade_solution() is want and len(replies) - len(queue) == calls
+    assert sandbox.too_busy(busy.error) and not sandbox.too_busy(other.error) and not sandbox.too_busy("")

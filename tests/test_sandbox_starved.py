@@ -161,7 +161,18 @@ def scanner_only(tmp_path, monkeypatch):
 
 def test_a_static_analysis_that_runs_out_of_time_on_a_free_cpu_is_the_files(scanner_only):
     """The analysis end to end: a file it cannot finish in the limit, on a CPU it has, is refused as too large."""
+    from rocmlab import sandbox
     from rocmlab.grader import static
 
-    with pytest.raises(static.AnalysisError, match="did not finish"):
-        static.analyze(_macro_heavy(), time_limit_s=0.2)
+    busy = []
+    for _ in range(3):        # a loaded suite can starve even 0.2 s: then the verdict is the machine's, rightly
+        try:
+            static.analyze(_macro_heavy(), time_limit_s=0.2)
+        except sandbox.MachineBusy as exc:
+            busy.append(str(exc))
+            continue
+        except static.AnalysisError as exc:
+            assert "did not finish" in str(exc), exc
+            return
+        pytest.fail("a file the analysis cannot finish in 0.2 s was accepted")
+    pytest.skip(f"the machine starved all three tries (each rightly not the file's fault): {busy[-1]}")

@@ -219,7 +219,7 @@ def _starved_or_not(pid: int, limit: float, what: str) -> None:
     grading machine never refuses a learner's file; return when it had the CPU (the file's own fault)."""
     account = sandbox.tree_cpu_account(pid)
     if account and sandbox.starved(True, account[0], account[1], limit):
-        raise sandbox.MachineBusy(f"{what} did not finish in {limit:g} s because the machine was too busy: it got "
+        raise sandbox.MachineBusy(f"{what} did not finish in {limit:g} s because {sandbox.TOO_BUSY}: it got "
                                   f"{account[0]:.1f} s on a CPU and waited {account[1]:.1f} s for one. A fault of "
                                   "the machine, not of the file: not scored; grade again when the machine is less busy")
 
