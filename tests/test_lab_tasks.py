@@ -5,6 +5,7 @@ go to the progress record."""
 from __future__ import annotations
 
 import functools
+from dataclasses import replace
 import json
 import math
 
@@ -40,7 +41,7 @@ def test_codec_choice_wrong_answers_fail(name):
     rep = codec_choice.grade(codec_choice.wrong_answers()[name], record=False)
     bad = _failed(rep)
     assert rep.earned < rep.possible and bad, rep.to_text()
-    assert all(("exact error" in m and "> budget" in m) or "in the cost model" in m for m in bad.values()), bad
+    assert all(("exact error" in m and "over the budget" in m) or "in the cost model" in m for m in bad.values()), bad
 
 
 def test_codec_choice_bad_answers_get_a_message():
@@ -50,18 +51,54 @@ def test_codec_choice_bad_answers_get_a_message():
     assert "block_size 48 is not supported" in rep.check("answers").message and rep.earned == 0
 
 
-def test_codec_choice_budgets_keep_away_from_every_error():
-    scen, errs = codec_choice.draw(99)
-    for s in scen:                    # MARGIN below the smallest and above the largest of each option's errors
+def test_codec_choice_zones_and_roles():
+    seed = T.draw_seed()
+    scen, errs = codec_choice.draw(seed)
+    for s in scen:
         for v in errs[s.kind].values():          # one error per independent sample (fp's: 0 on each)
             assert len(v) == codec_choice.SAMPLES and len(set(v)) == (1 if max(v) == 0 else len(v))
-            if max(v) > 0:
-                lo, hi = min(v) * (1 - codec_choice.MARGIN), max(v) * (1 + codec_choice.MARGIN)
-                assert s.budget < lo or s.budget > hi, (s, v)
-    q4 = [min(min(v) for (n, _), v in errs[s.kind].items() if n == "q4") for s in scen]
-    assert any(s.budget < q for s, q in zip(scen, q4, strict=True))          # one budget no Q4 option meets
-    q4_top = max(max(v) for (n, _), v in errs[scen[-1].kind].items() if n == "q4")
-    assert scen[-1].budget > q4_top                                          # the largest message: Q4 fits
+            m = codec_choice.MARGINS[s.kind]
+            assert codec_choice.zone(v, s.kind) == (min(v) * (1 - m), max(v) * (1 + m))
+    q4 = [[codec_choice.zone(v, s.kind) for (n, _), v in errs[s.kind].items() if n == "q4"] for s in scen]
+    assert any(s.budget < min(z[0] for z in zs) for s, zs in zip(scen, q4, strict=True)), seed   # no Q4 meets it
+    assert scen[-1].budget > max(z[1] for z in q4[-1]), seed                                     # every Q4 meets it
+
+
+def _grade_one(monkeypatch, scenario, samples, answer):
+    """Lab 05's grade of ``answer`` on four copies of one scenario, with these grader samples."""
+    monkeypatch.setattr(codec_choice, "draw", lambda seed: ([scenario] * 4, samples))
+    return codec_choice.grade(lambda s: answer, seed=1, record=False).check("message-1")
+
+
+def test_codec_choice_a_zone_decides_only_where_the_noise_does_not(monkeypatch):
+    """A choice whose zone is wholly over the budget fails; one whose zone straddles it passes either way when no
+    faster option is within the budget on any sample; a slower one fails."""
+    scen, errs = codec_choice.draw(5)
+    s = scen[0]
+    zones = {o: codec_choice.zone(v, s.kind) for o, v in errs[s.kind].items()}
+    for option in (("q4", 256), ("q8", 16)):
+        lo, hi = zones[option]
+        for budget in (lo * 0.99, (lo + hi) / 2, hi * 1.01):
+            t = replace(s, budget=budget)
+            faster = [o for o, z in zones.items() if z[1] <= budget and codec_choice.time_us(o, t)
+                      * (1 + codec_choice.FAST_TOL) < codec_choice.time_us(option, t)]
+            got = _grade_one(monkeypatch, t, errs, option)
+            assert (got.status == "passed") == (budget >= lo and not faster), (option, budget, faster, got.message)
+            if budget < lo:
+                assert "over the budget" in got.message
+            elif faster:
+                assert "takes" in got.message and "within the budget on any sample" in got.message
+
+
+def test_codec_choice_still_asks_for_a_block_size(monkeypatch):
+    """On normal data the zones are narrow: q4's block 256 is over a budget on any sample while its block 16 is
+    within, and then block 256 fails."""
+    samples = codec_choice.spread("normal", [T.draw_seed() for _ in range(codec_choice.SAMPLES)])
+    zones = {o: codec_choice.zone(v, "normal") for o, v in samples.items()}
+    small, big = ("q4", 16), ("q4", 256)
+    assert zones[small][1] < zones[big][0], zones
+    t = codec_choice.Scenario(256 << 20, (zones[small][1] + zones[big][0]) / 2, "normal", "MI300X", 8)
+    assert "over the budget" in _grade_one(monkeypatch, t, {"normal": samples}, big).message
 
 
 #: Grader seeds on which the old grade (one grader sample per kind, budgets 10 % from its errors) took 2
