@@ -32,6 +32,9 @@ from rocmlab.course.labs.lab05_quickreduce_tuning import task as t  # noqa: E402
 
 def pools(n: int) -> dict[str, list[dict]]:
     """Every option's exact error on ``n`` independent samples of each kind."""
+    import torch
+
+    torch.set_num_threads(1)      # small tensors: one thread is fastest, and stays fast on a busy machine
     out = {}
     for kind in t.KINDS:
         started = time.monotonic()

@@ -205,9 +205,10 @@ def test_nvcc_compiles_gpu_units_as_cuda_and_host_files_as_host_code():
         assert "-x" not in run_compare.nvcc_flags(host)
     # hipProfilerStart comes back as cudaProfilerStart, which CUDA declares in cuda_profiler_api.h (not in
     # cuda_runtime_api.h, what hip_runtime_api.h becomes): every unit reads it first (Learn-CUDA-Programming's sgemm)
-    for rel in ("src/main.hip", "src/util.c"):
+    for rel in ("src/main.hip", "src/io.cpp"):
         flags = run_compare.nvcc_flags(rel)
         assert flags[flags.index("-include") + 1] == "cuda_profiler_api.h", flags
+    assert "-include" not in run_compare.nvcc_flags("src/util.c")       # a C file is left as the original's
 
 
 # --- end to end, where nvcc and an NVIDIA GPU are --------------------------------------------------------------------

@@ -429,13 +429,16 @@ def _project_texts(root: Path) -> list[str]:
             if p.suffix in _SOURCE_SUFFIXES and p.is_file()]
 
 
-#: Read before each ported unit on the way back to CUDA: hipProfilerStart/Stop are declared by HIP's runtime API
+#: Read before each ported C++ or CUDA unit on the way back to CUDA: hipProfilerStart/Stop are declared by HIP's runtime API
 #: header, which becomes cuda_runtime_api.h, while CUDA declares cudaProfilerStart/Stop in a header of their own.
 CUDA_PRE_INCLUDE = ("-include", "cuda_profiler_api.h")
 
 
 def nvcc_flags(rel: str) -> tuple[str, ...]:
-    """nvcc's flags for one ported unit: GPU code (``.hip``) as CUDA, host files as the original's were."""
+    """nvcc's flags for one ported unit: GPU code (``.hip``) as CUDA, host files as the original's were (C files
+    without the C++ pre-include)."""
+    if rel.endswith(".c"):
+        return ("-O2", "-w")
     return (*CUDA_PRE_INCLUDE, "-O2", "-w") if rel.endswith(_HOST_SUFFIXES) else \
         (*CUDA_PRE_INCLUDE, "-O2", "-w", "-x", "cu")
 
