@@ -13,6 +13,8 @@ test-artifacts/browser/views/verdict.png, puzzle-view.png and puzzle-not-answere
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 from labharness import Notebook, chromium
@@ -97,8 +99,18 @@ def test_a_verdict_and_a_puzzle_view_in_the_browser(server, browser):
         # the puzzle view: a grid per buffer (x, y, z) and the program table; warnings folded, not printed
         assert cells.nth(3).locator("svg.rocmlab-puzzle-grid").count() == 3
         table = cells.nth(3).locator(".rocmlab-puzzle-programs").inner_text()
-        assert "past the end of x" in table and "store: 8 past the end of z" in table, table
-        assert "outside z" in verdicts[3][0] and "RuntimeWarning" not in verdicts[3][0]
+        # N0 is drawn fresh (1000..3000, blocks of 256): the last program reads pad elements past x and stores
+        # min(8, pad) past z, where pad is what its block covers beyond N0 (read back from the table's last row)
+        rows = table.strip().splitlines()[1:]
+        last = int(re.search(r"x: \d+ \(\d+\.\.(\d+)\)", rows[-1]).group(1))
+        pad = 256 * len(rows) - (last + 1)
+        if pad:
+            assert f"load: {pad} past the end of x" in table, (pad, table)
+            assert f"store: {min(8, pad)} past the end of z" in table, (pad, table)
+            assert "outside z" in verdicts[3][0], verdicts[3]
+        else:                                     # N0 a multiple of 256: no block reaches past the end
+            assert "past the end" not in table, table
+        assert "RuntimeWarning" not in verdicts[3][0]
         assert "RuntimeWarning" in cells.nth(3).locator("details.rocmlab-details").text_content()
         assert not cells.nth(3).locator(".jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']").count()
         assert overflowing_outputs(page) == [] and repeated_verdicts(page) == []
