@@ -105,11 +105,6 @@ def spread(kind: str, seeds) -> dict[tuple[str, int], tuple[float, ...]]:
     return {o: tuple(e[o] for e in per_sample) for o in options()}
 
 
-def mean_errors(errs: dict[tuple[str, int], tuple[float, ...]]) -> dict[tuple[str, int], float]:
-    """The mean of each option's errors over the grader's samples (what the feedback reports)."""
-    return {o: sum(v) / len(v) for o, v in errs.items()}
-
-
 def zone(errs: tuple[float, ...], kind: str) -> tuple[float, float]:
     """The errors a learner's own sample of ``kind`` can show for one option: :data:`MARGINS` beyond the smallest
     and the largest of the grader's samples."""
@@ -128,6 +123,29 @@ def best(s: Scenario, errs: dict) -> tuple[tuple[str, int], float]:
     t = {o: time_us(o, s) for o in ok}
     o = min(t, key=t.get)
     return o, t[o]
+
+
+@dataclass(frozen=True)
+class Judged:
+    """How the grade sees one answer: ``verdict`` is "over" (over the budget on any sample), "slower" (an option
+    within the budget on any sample is faster by more than :data:`FAST_TOL`) or "right"; ``near``: the answer's zone
+    straddles the budget; ``fastest``, ``fastest_us``: the fastest option within the budget on any sample."""
+    verdict: str
+    near: bool
+    mine_us: float
+    fastest: tuple[str, int]
+    fastest_us: float
+
+
+def judge(s: Scenario, samples: dict[tuple[str, int], tuple[float, ...]], answer: tuple[str, int]) -> Judged:
+    """The grade's rule for ``answer`` on scenario ``s``, given the grader's errors of every option on its samples
+    of ``s.kind``: a choice is judged by its :func:`zone`."""
+    zones = {o: zone(v, s.kind) for o, v in samples.items()}
+    fastest, fastest_us = best(s, {o: z[1] for o, z in zones.items()})
+    lo, hi = zones[answer]
+    mine = time_us(answer, s)
+    verdict = "over" if lo > s.budget else "slower" if mine > fastest_us * (1 + FAST_TOL) else "right"
+    return Judged(verdict, hi > s.budget, mine, fastest, fastest_us)
 
 
 def _log_uniform(g: torch.Generator, lo: float, hi: float) -> float:
@@ -204,26 +222,24 @@ def grade(choose, seed: int | None = None, record: bool = True):
         if a is None:
             checks.append(T.not_run(cid, "compare", 2, f"{s.label()}: no valid answer"))
             continue
-        zones = {o: zone(v, s.kind) for o, v in samples[s.kind].items()}
-        lo, hi = zones[a]
+        j = judge(s, samples[s.kind], a)
         err = sum(samples[s.kind][a]) / SAMPLES
-        (bname, bblock), bt = best(s, {o: z[1] for o, z in zones.items()})     # the fastest surely within
-        mine = time_us(a, s)
         what = f"{s.label()}: you chose {a[0]} block {a[1]}"
-        if lo > s.budget:
+        if j.verdict == "over":
             checks.append(T.failed(cid, "compare", 2, f"{what}: exact error {err:.4f} (mean of {SAMPLES} fresh "
                                    f"samples) is over the budget {s.budget:.4g} on any sample of this size",
                                    "measure each codec's error on data of this kind "
                                    "(torch_codec.error_metrics); smaller blocks err less"))
-        elif mine > bt * (1 + FAST_TOL):
+        elif j.verdict == "slower":
+            (bname, bblock) = j.fastest
             checks.append(T.failed(cid, "compare", 2, f"{what}: within budget (error {err:.4f}) but "
-                                   f"{mine:.1f} us; {bname} block {bblock} takes {bt:.1f} us in the cost model "
-                                   "and is within the budget on any sample", "time every option within the budget "
-                                   "with costmodel.latency; larger blocks send fewer scale bytes"))
+                                   f"{j.mine_us:.1f} us; {bname} block {bblock} takes {j.fastest_us:.1f} us in the "
+                                   "cost model and is within the budget on any sample", "time every option within "
+                                   "the budget with costmodel.latency; larger blocks send fewer scale bytes"))
         else:
-            near = " (its error is within the samples' noise of the budget: accepted either way)" if hi > s.budget else ""
+            near = " (its error is within the samples' noise of the budget: accepted either way)" if j.near else ""
             checks.append(T.passed(cid, "compare", 2, f"{what}: error {err:.4f} vs budget {s.budget:.4g} and "
-                                   f"{mine:.1f} us, the fastest within the budget{near}"))
+                                   f"{j.mine_us:.1f} us, the fastest within the budget{near}"))
     return T.finish(LAB, TASK, TITLE, checks, "cpu (exact codec errors and the cost model)",
                     "any machine: the same grade everywhere", seed, started, record)
 
