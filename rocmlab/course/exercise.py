@@ -27,6 +27,11 @@ from rocmlab.hip import hipify
 DEFAULT_FOLDER = "my-work"
 
 
+def busy_machine(report) -> bool:
+    """True when a busy machine stopped this grade (never scored): grading again later may give a verdict."""
+    return report.status == "error" and sandbox.too_busy(report.error)
+
+
 @dataclass
 class Workbench:
     """The learner's copy of one exercise, and the grade / hint loop over it."""
@@ -80,7 +85,7 @@ class Workbench:
         """The reference solution through the same grader (its score only): the most this machine awards. A grade
         that a busy machine stopped (never scored) is tried once more, as its verdict advises."""
         report = self.grade(self.exercise.solution)
-        if report.status == "error" and sandbox.too_busy(report.error):
+        if busy_machine(report):
             report = self.grade(self.exercise.solution)
         return report
 
@@ -148,8 +153,7 @@ def notebook_cells(ex) -> list[tuple]:
                "lists it."),
         ("code", "quick = None  # None means quick sizes on a CPU or when ROCMLAB_QUICK is 1", ["parameters"]),
         ("code", "from IPython.display import HTML, Markdown, display\n\n"
-                 "from rocmlab import sandbox\n"
-                 "from rocmlab.course.exercise import Workbench\n"
+                 "from rocmlab.course.exercise import Workbench, busy_machine\n"
                  "from rocmlab.hip import hipify\n"
                  "from rocmlab.machine.detect import current\n"
                  "from rocmlab.course.headline import headline, resolve_quick\n\n"
@@ -174,7 +178,7 @@ def notebook_cells(ex) -> list[tuple]:
                "(its score only, not its source): the most this machine can award."),
         ("code", "solution = bench.grade_solution()\n"
                  "print(bench.score(solution))\n"
-                 "if solution.status == 'error' and sandbox.too_busy(solution.error):\n"
+                 "if busy_machine(solution):\n"
                  "    print('not graded: this machine was too busy twice (never scored); run the cell again later')\n"
                  "else:\n"
                  "    assert solution.full_marks, solution.to_text()\n"
