@@ -232,8 +232,8 @@ def grade(choose, seed: int | None = None, record: bool = True):
                                    "(torch_codec.error_metrics); smaller blocks err less"))
         elif j.verdict == "slower":
             (bname, bblock) = j.fastest
-            checks.append(T.failed(cid, "compare", 2, f"{what}: within budget (error {err:.4f}) but "
-                                   f"{j.mine_us:.1f} us; {bname} block {bblock} takes {j.fastest_us:.1f} us in the "
+            checks.append(T.failed(cid, "compare", 2, f"{what}: error {err:.4f} vs budget {s.budget:.4g}, "
+                                   f"but {j.mine_us:.1f} us; {bname} block {bblock} takes {j.fastest_us:.1f} us in the "
                                    "cost model and is within the budget on any sample", "time every option within "
                                    "the budget with costmodel.latency; larger blocks send fewer scale bytes"))
         else:
