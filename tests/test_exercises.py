@@ -107,7 +107,15 @@ def test_every_solution_compiles_and_links_offline_for_every_amd_target():
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=IDS)
 def test_every_solution_scores_full_marks_on_what_this_backend_runs(ex):
+    from rocmlab.course.exercise import busy_machine
+
     report = grader.check(ex.id, ex.solution)
+    for _ in range(2):   # a machine that starved the run is never scored: the grade says so, and grading again decides
+        if not busy_machine(report):
+            break
+        report = grader.check(ex.id, ex.solution)
+    if busy_machine(report):
+        pytest.skip(f"the machine was too busy three times in a row to grade {ex.id}: {report.error}")
     failed = [c for c in report.checks if c.status == "failed"]
     assert not failed, report.to_text()
     assert report.earned == report.available > 0
