@@ -3,7 +3,7 @@
 The notebooks in ``labs/`` stay thin and call into this package:
 
 - :mod:`rocmlab.machine.detect`  detects the backend (rocm, cuda or cpu) once, with device facts
-- :mod:`rocmlab.machine.doctor`    environment checks, each ok/warn/fail/skip with a concrete fix
+- :mod:`rocmlab.doctor`          environment checks, each ok/warn/fail/skip with a concrete fix
 - :mod:`rocmlab.preflight` runs every lab headless (the instructor's pre-workshop check)
 - :mod:`rocmlab.course.headline`    headline figures that always name their backend and device
 - :mod:`rocmlab.sandbox`   runs programs with time, memory and output limits

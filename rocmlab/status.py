@@ -5,7 +5,7 @@ kind of result     words                                       used by
 =================  ==========================================  ===============================================
 a verdict          passed, failed, not run, skipped            grader checks, preflight labs
 a grade report     graded, error                               :class:`rocmlab.grader.report.Report`
-a machine check    ok, warn, fail, skip                        :mod:`rocmlab.machine.doctor`
+a machine check    ok, warn, fail, skip                        :mod:`rocmlab.doctor`
 a build step       ok, failed, timeout, not-linked             ``rocmlab port``'s compile units and links
 a finding          error, warning, info (a severity)           the trap scanner, :mod:`rocmlab.cuda2hip.scan`
 a ported run       matched, mismatch, ran, run-failed          ``rocmlab port --run``'s runs

@@ -54,7 +54,7 @@ def row(item, result, points="", detail=""):
 
 
 def isolation_row():
-    from rocmlab.machine import doctor
+    from rocmlab import doctor
     from rocmlab.machine.detect import current
 
     c = doctor.check_isolation(current(), None)

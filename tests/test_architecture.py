@@ -113,6 +113,27 @@ def test_control_port_and_hip_importing_each_other_is_caught(tmp_path):
     assert any({"rocmlab.hip", "rocmlab.port"} <= set(c) for c in r["room_loops"]), r["room_loops"]
 
 
+def test_no_rooms_reach_each_other(measured):
+    """No loop of rooms: the doctor, which checks every room, is a room above them (it was machine/doctor.py,
+    which made hip -> machine -> serve -> machine a loop)."""
+    assert measured["room_loops"] == [], measured["room_loops"]
+    assert measured["rooms_importing_each_other"] == [], measured["rooms_importing_each_other"]
+
+
+def test_control_a_loop_of_three_rooms_is_caught(tmp_path):
+    lazy = random.choice([True, False])            # a lazy import is still an arrow
+    back = ("def f():\n    from rocmlab.hip import toolchain\n    return toolchain\n" if lazy
+            else "from rocmlab.hip import toolchain\n")
+    root = _plant(tmp_path, {
+        "hip/toolchain.py": "from rocmlab.machine import detect\n",
+        "machine/detect.py": "from rocmlab.serve import env\n",
+        "serve/env.py": back,
+    })
+    r = arch.measure(root)
+    assert r["rooms_importing_each_other"] == []          # no pair imports each other: only the loop says it
+    assert [sorted(c) for c in r["room_loops"]] == [["rocmlab.hip", "rocmlab.machine", "rocmlab.serve"]], r["room_loops"]
+
+
 def test_control_port_above_hip_above_cuda2hip_passes(tmp_path):
     root = _plant(tmp_path, {
         "cuda2hip/scan.py": "from rocmlab import settings\n",
@@ -154,7 +175,7 @@ def test_control_names_that_break_the_rules_are_caught(tmp_path):
 def test_every_result_type_refuses_a_word_outside_its_vocabulary():
     from rocmlab import status
     from rocmlab.grader.report import CheckResult, Report
-    from rocmlab.machine.doctor import Check
+    from rocmlab.doctor import Check
     from rocmlab.port.unit_build import LinkResult, UnitResult
     from rocmlab.preflight import LabResult
 

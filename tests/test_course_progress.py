@@ -230,7 +230,7 @@ def test_plain_torch_hipify_keeps_the_32_bit_mask_and_the_widening_is_rocmlabs()
 
 
 def test_visible_devices_are_not_treated_as_interchangeable():
-    from rocmlab.machine import doctor
+    from rocmlab import doctor
     from rocmlab.machine.detect import Probe, detect
 
     probe = Probe()

@@ -8,7 +8,7 @@ import os
 import pytest
 from conftest import amd_props, fake_torch, nvidia_props
 
-from rocmlab.machine import doctor
+from rocmlab import doctor
 from rocmlab.cli import main
 from rocmlab.machine.detect import Probe, detect
 

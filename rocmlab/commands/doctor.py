@@ -25,7 +25,7 @@ def run(args) -> int:
         else:
             print(settings.variables_table(with_values=True))
         return 0
-    from rocmlab.machine import doctor
+    from rocmlab import doctor
     from rocmlab.machine.detect import Probe, detect
 
     probe = Probe()

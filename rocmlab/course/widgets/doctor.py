@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rocmlab.html_table import html_table
-from rocmlab.machine import doctor
+from rocmlab import doctor
 from rocmlab.machine.detect import Probe, current, detect
 
 
