@@ -367,7 +367,7 @@ def check_sandbox_fallback(plat: Platform, probe: Probe) -> Check:
                          "(ROCMLAB_HOME=DIR bash scripts/setup/20-rocm-root.sh)")
     if os.geteuid() == 0:
         for what, path, move in (
-                ("the course (rocmlab's package)", Path(__file__).resolve().parents[1],
+                ("the course (rocmlab's package)", Path(__file__).resolve().parent,
                  "move the checkout to a folder other users can pass through (e.g. /opt/rocmlab)"),
                 ("the cache (ROCMLAB_HOME)", cache_dir(),
                  "set ROCMLAB_HOME to a folder other users can pass through (e.g. /var/cache/rocmlab)")):

@@ -222,9 +222,9 @@ def test_fallback_check_warns_when_the_sandbox_user_cannot_read_the_course(machi
     try:
         os.chmod(top, 0o755)
         os.makedirs(os.path.join(top, "cache"))
-        os.makedirs(os.path.join(top, "rocmlab", "machine"))
+        os.makedirs(os.path.join(top, "rocmlab"))
         monkeypatch.setenv("ROCMLAB_HOME", os.path.join(top, "cache"))
-        monkeypatch.setattr(doctor, "__file__", os.path.join(top, "rocmlab", "machine", "doctor.py"))
+        monkeypatch.setattr(doctor, "__file__", os.path.join(top, "rocmlab", "doctor.py"))
         c = doctor.check_sandbox_fallback(detect(p), p)
         assert c.status == "ok" and "reads the course" in c.message          # the control: folders others pass
         os.chmod(top, 0o700)                                                 # as root's home is
