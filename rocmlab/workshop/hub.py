@@ -63,6 +63,16 @@ class HubError(RuntimeError):
     """The hub did not start, or a call to it failed: the message says why and carries its log's tail."""
 
 
+#: How many times :func:`jupyterhub` starts the hub when a port it drew was taken before the hub bound it.
+START_TRIES = 3
+
+
+def port_taken(log: str) -> bool:
+    """True when the hub's log says a port it was to listen on was in use (the hub's, the proxy's or its API's:
+    :func:`free_port` draws a free port, and another program may bind it before the hub does)."""
+    return "Address already in use" in log or "EADDRINUSE" in log
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -82,6 +92,7 @@ class Hub:
     user_prefix: str = ""
     seen_pids: set = field(default_factory=set)
     disk: tuple | None = None     # (images folder, bytes): each learner's home is a file system of that size
+    tries: int = 1                # how many starts it took (a port drawn free was taken before the hub bound it)
 
     @property
     def base(self) -> str:
@@ -315,11 +326,14 @@ class Hub:
                     return p
         raise HubError(f"no running server process for {user}")
 
-    def log_tail(self, n: int = 30) -> str:
+    def log_text(self) -> str:
         try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
+            return self.log_path.read_text(errors="replace")
         except OSError:
             return "(no log)"
+
+    def log_tail(self, n: int = 30) -> str:
+        return "\n".join(self.log_text().splitlines()[-n:])
 
     def remember_pids(self) -> set[int]:
         import psutil
@@ -556,7 +570,7 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
     prepare(exchange)
     _instructor_material(instructor_dir)
 
-    port = port or free_port()
+    given_port = port
     token, password = secrets.token_hex(24), secrets.token_urlsafe(12)
     server_python, pythonpath = (learner_python(os.environ.get("PYTHONPATH", "")) if mode == "users"
                                  else (sys.executable, os.environ.get("PYTHONPATH", "")))
@@ -577,24 +591,36 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
         env_pass.setdefault("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))
         env_pass.setdefault("JUPYTER_CONFIG_PATH", str(Path(sys.prefix) / "etc" / "jupyter"))
         env_pass["PATH"] = f"{_learner_bin(workdir / 'bin', server_python)}{os.pathsep}{env_pass['PATH']}"
-    cfg = write_config(state, learners=list(learners), instructor=instructor, n_gpus=n_gpus, exchange=exchange,
-                       homes=homes, port=port, token=token, password=password, environment=env_pass, mode=mode,
-                       user_prefix=user_prefix, mem_limit=mem_limit, cpu_limit=cpu_limit, cull_idle_s=cull_idle_s,
-                       server_args=server_args, server_python=server_python,
-                       admin_environment={"ROCMLAB_HOME": str(paths.home()),      # the instructor grades as root
-                                          "ROCMLAB_ROCM_ROOT": str(paths.rocm_root())}, pids_limit=pids_limit,
-                       disk_limit=disk_limit, tmp_limit=tmp_limit, gpu_devices=gpu_devices)
     log_path = state / "jupyterhub.log"
     env = dict(os.environ)
     env.pop("JUPYTERHUB_API_TOKEN", None)
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(cfg)], cwd=state, env=env,
-                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=_term_with_parent)
-    hub = Hub(workdir, port, token, password, exchange, proc, log_path, mode, user_prefix,
-              disk=(state / "disks", parse_bytes(disk_limit)) if mode == "users" and disk_limit else None)
+    for attempt in range(1, START_TRIES + 1):
+        port = given_port or free_port()      # the hub's and the proxy's own ports are drawn afresh each try
+        cfg = write_config(state, learners=list(learners), instructor=instructor, n_gpus=n_gpus, exchange=exchange,
+                           homes=homes, port=port, token=token, password=password, environment=env_pass, mode=mode,
+                           user_prefix=user_prefix, mem_limit=mem_limit, cpu_limit=cpu_limit,
+                           cull_idle_s=cull_idle_s, server_args=server_args, server_python=server_python,
+                           admin_environment={"ROCMLAB_HOME": str(paths.home()),      # the instructor grades as root
+                                              "ROCMLAB_ROCM_ROOT": str(paths.rocm_root())}, pids_limit=pids_limit,
+                           disk_limit=disk_limit, tmp_limit=tmp_limit, gpu_devices=gpu_devices)
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(cfg)], cwd=state, env=env,
+                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                    start_new_session=True, preexec_fn=_term_with_parent)
+        hub = Hub(workdir, port, token, password, exchange, proc, log_path, mode, user_prefix,
+                  disk=(state / "disks", parse_bytes(disk_limit)) if mode == "users" and disk_limit else None,
+                  tries=attempt)
+        try:
+            _wait_healthy(hub, timeout_s)
+            break
+        except HubError as exc:
+            left = hub.stop()
+            _remove_created(hub)
+            if left:
+                raise HubError(f"processes left after the hub stopped: {left}; it had not started: {exc}") from None
+            if attempt == START_TRIES or not port_taken(hub.log_text()):
+                raise
     try:
-        _wait_healthy(hub, timeout_s)
         yield hub
     finally:
         left = hub.stop()

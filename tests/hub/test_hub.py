@@ -146,3 +146,39 @@ def test_an_error_page_reads_as_its_words():
     assert _message(page) == "503 : Service Unavailable Your server at /user/a/ is not running & cannot be reached. OK"
     assert _message({"message": "no seat"}) == "no seat"
     assert _message("x" * 5000) == "x" * 600               # a long plain answer is cut, not dropped
+
+
+def test_a_port_taken_before_the_hub_binds_it_is_drawn_again(needs_proxy, tmp_path, monkeypatch):
+    """free_port() draws a free port and lets it go; another program (a kernel's ZeroMQ socket, in CI) may bind it
+    before the hub does. The hub then exits saying the address is in use, and jupyterhub() starts it again on
+    fresh ports. The control: a hub that cannot start for another reason is not started again (the test above)."""
+    import socket
+
+    from rocmlab.workshop import hub as hubmod
+
+    squatter = socket.socket()
+    squatter.bind(("127.0.0.1", 0))
+    squatter.listen()
+    taken = squatter.getsockname()[1]
+    real, calls = hubmod.free_port, []
+
+    def draws():                      # the first draw of the hub's own port gets the taken one
+        calls.append(1)
+        return taken if len(calls) == 2 else real()
+
+    monkeypatch.setattr(hubmod, "free_port", draws)
+    try:
+        with jupyterhub(tmp_path, ["x"], n_gpus=1, mode="dry-run", timeout_s=60) as h:
+            assert h.tries == 2 and h.port != taken
+            assert h.request("/hub/health", timeout=10)[0] == 200
+    finally:
+        squatter.close()
+
+
+def test_only_a_port_in_use_is_a_reason_to_start_again():
+    from rocmlab.workshop.hub import port_taken
+
+    assert port_taken("OSError: [Errno 98] Address already in use")
+    assert port_taken("Error: listen EADDRINUSE: address already in use 127.0.0.1:8000")
+    assert not port_taken("ValueError: Port out of range 0-65535")
+    assert not port_taken("")
