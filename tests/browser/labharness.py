@@ -194,25 +194,38 @@ def isolated_env(work: Path) -> dict:
     return env
 
 
+#: What a start error says when the port was taken (the harness then draws another, unless the port was given).
+PORT_IN_USE = "is already in use"
+
+
 @contextlib.contextmanager
 def jupyterlab(root: Path, work: Path, port: int | None = None, timeout_s: float = 90.0, extra_args=()):
-    """JupyterLab serving ``root`` on 127.0.0.1:``port`` (a free one by default) with a random token."""
-    port = port or free_port()
+    """JupyterLab serving ``root`` on 127.0.0.1:``port`` (a free one by default) with a random token. A drawn port
+    that another program binds first (free_port lets it go before JupyterLab binds it) is drawn again, twice."""
+    given = port
     token = secrets.token_hex(16)
     env = isolated_env(work)
-    log_path = work / f"jupyterlab-{port}.log"
-    cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={root}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-           "--ServerApp.open_browser=False", *extra_args]
-    if os.geteuid() == 0:
-        cmd.append("--allow-root")
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    server = JupyterLab(root=root, port=port, token=token, proc=proc, log_path=log_path, env=env)
+    for attempt in range(1, 4):
+        port = given or free_port()
+        log_path = work / f"jupyterlab-{port}.log"
+        cmd = [sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+               f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+               f"--ServerApp.root_dir={root}", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+               "--ServerApp.open_browser=False", *extra_args]
+        if os.geteuid() == 0:
+            cmd.append("--allow-root")
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(cmd, cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        server = JupyterLab(root=root, port=port, token=token, proc=proc, log_path=log_path, env=env)
+        try:
+            _wait_ready(server, timeout_s)
+            break
+        except JupyterLabStartError as exc:
+            server.stop()
+            if given or attempt == 3 or PORT_IN_USE not in str(exc):
+                raise
     try:
-        _wait_ready(server, timeout_s)
         yield server
     finally:
         server.stop()
@@ -225,7 +238,7 @@ def _wait_ready(server: JupyterLab, timeout_s: float) -> None:
         if rc is not None:
             log = server.log_tail()
             if re.search(r"already in use|Address already in use|Errno 98", log):
-                reason = (f"port {server.port} on 127.0.0.1 is already in use; stop what listens there "
+                reason = (f"port {server.port} on 127.0.0.1 {PORT_IN_USE}; stop what listens there "
                           f"or let the harness pick a free port (port=None)")
             else:
                 reason = "see its log below"

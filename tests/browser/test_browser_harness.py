@@ -117,3 +117,21 @@ def test_the_error_scan_sees_only_real_errors():
     assert is_error("Error displaying widget: model not found")
     assert not is_error("UserWarning: quick mode: small sizes")
     assert not is_error("100%|██████████| 3/3 [00:01<00:00]")
+
+
+def test_a_drawn_port_taken_before_jupyterlab_binds_it_is_drawn_again(tmp_path, monkeypatch):
+    """free_port() lets its port go before JupyterLab binds it; another program may take it first. A port the
+    harness drew is then drawn again; a port the caller gave is not (the child test above: that one fails)."""
+    import socket
+
+    import labharness
+
+    with socket.socket() as squatter:
+        squatter.bind(("127.0.0.1", 0))
+        squatter.listen()
+        taken, real, draws = squatter.getsockname()[1], labharness.free_port, []
+        monkeypatch.setattr(labharness, "free_port", lambda: draws.append(1) or (taken if len(draws) == 1 else real()))
+        with labharness.jupyterlab(tmp_path, tmp_path, timeout_s=60) as srv:
+            assert len(draws) == 2 and srv.port != taken
+            assert srv.api("status", timeout=10)
+        assert (tmp_path / f"jupyterlab-{taken}.log").read_text().count("already in use") >= 1
