@@ -43,21 +43,23 @@ CHILD = textwrap.dedent("""
                           html=ok._repr_html_(), graded=[(r.key, r.passed) for r in graded])))
 """)
 
-#: a phrase each wrong kernel's message must contain (what the learner is told)
+#: phrases of the message each wrong kernel gets (what the learner is told): the message must contain one
 EXPECTED = {
-    "softmax_rows_wrong_first_block_max": "NaN",
-    "softmax_rows_wrong_block_sum": "NaN",
-    "online_softmax_wrong_no_rescale": "values differ",
-    "online_softmax_wrong_sum_only": "values differ",
-    "attn_tile_wrong_no_scale": "values differ",
-    "attn_tile_wrong_pad_keys": "values differ",
-    "flash_fwd_wrong_no_rescale": "values differ",
-    "flash_fwd_wrong_pad_keys": "values differ",
-    "flash_causal_wrong_off_by_one": "0/0",
-    "flash_causal_wrong_skips_diagonal": "NaN",
-    "flash_gqa_wrong_interleaved": "values differ",
-    "paged_decode_wrong_logical_block": "values differ",
-    "paged_decode_wrong_stale_tail": "values differ",
+    # row-softmax's wrong kernels show as NaN when a block's exps all underflow (0/0) or overflow (inf/inf), which
+    # most draws give; a draw where no block does shows the same bug as plain wrong values (seen in a full run)
+    "softmax_rows_wrong_first_block_max": ("NaN", "values differ"),
+    "softmax_rows_wrong_block_sum": ("NaN", "values differ"),
+    "online_softmax_wrong_no_rescale": ("values differ",),
+    "online_softmax_wrong_sum_only": ("values differ",),
+    "attn_tile_wrong_no_scale": ("values differ",),
+    "attn_tile_wrong_pad_keys": ("values differ",),
+    "flash_fwd_wrong_no_rescale": ("values differ",),
+    "flash_fwd_wrong_pad_keys": ("values differ",),
+    "flash_causal_wrong_off_by_one": ("0/0",),
+    "flash_causal_wrong_skips_diagonal": ("NaN",),
+    "flash_gqa_wrong_interleaved": ("values differ",),
+    "paged_decode_wrong_logical_block": ("values differ",),
+    "paged_decode_wrong_stale_tail": ("values differ",),
 }
 
 
@@ -77,7 +79,7 @@ def test_references_pass_and_every_wrong_kernel_fails_on_fresh_inputs(tmp_path):
         for w in r["wrongs"]:
             names.add(w["name"])
             assert w["caught"], f"wrong kernel {w['name']} passed (seed {r['seed']})"
-            assert EXPECTED[w["name"]] in w["message"], (w["name"], w["message"])
+            assert any(p in w["message"] for p in EXPECTED[w["name"]]), (w["name"], w["message"])
     assert names == set(EXPECTED)
     assert not out["starter"] and "stored nothing in z" in out["starter_msg"]   # issue 44: not answered, not "N of N NaN"
     assert "yours" in out["html"] and "expected" in out["html"]       # 3-D outputs render as a table
