@@ -42,6 +42,14 @@ def test_time_limit_defaults_only_in_settings(measured):
     assert measured["time_limit_default_definitions"] == []
 
 
+def _an_import(module: str, name: str) -> str:
+    """``from MODULE import NAME`` as a planted module's text: at its top or, drawn at random, inside a function
+    (the measure must count both)."""
+    if random.choice([True, False]):
+        return f"def g():\n    from {module} import {name}\n    return {name}\n"
+    return f"from {module} import {name}\n"
+
+
 def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
     root = tmp_path / "rocmlab"
     for rel, text in {"__init__.py": "", **files}.items():
@@ -55,9 +63,7 @@ def _plant(tmp_path: Path, files: dict[str, str]) -> Path:
 
 def test_control_a_planted_loop_an_upward_import_and_a_private_use_are_caught(tmp_path):
     tk = random.choice(["hip", "port", "grader", "serve", "comm"])      # any toolkit package
-    lazy = random.choice([True, False])                               # a lazy import is still a loop
-    b_body = ("def g():\n    from rocmlab.{tk}.a import f\n    return f\n" if lazy
-              else "from rocmlab.{tk}.a import f\n").format(tk=tk)
+    b_body = _an_import(f"rocmlab.{tk}.a", "f")                         # a lazy import is still a loop
     root = _plant(tmp_path, {
         f"{tk}/a.py": f"from rocmlab.{tk} import b\nfrom rocmlab.course import widget\n\ndef f():\n    return b._hidden()\n",
         f"{tk}/b.py": b_body + "\ndef _hidden():\n    return 1\n",
@@ -96,9 +102,7 @@ def test_port_and_hip_do_not_import_each_other(measured):
 
 
 def test_control_port_and_hip_importing_each_other_is_caught(tmp_path):
-    lazy = random.choice([True, False])            # a lazy import is still an arrow
-    up = ("def f():\n    from rocmlab.port import build\n    return build\n" if lazy
-          else "from rocmlab.port import build\n")
+    up = _an_import("rocmlab.port", "build")         # a lazy import is still an arrow
     below = random.choice(["hip", "port"])           # the shared room importing either of the rooms above it
     root = _plant(tmp_path, {
         "hip/compile.py": up,
@@ -121,9 +125,7 @@ def test_no_rooms_reach_each_other(measured):
 
 
 def test_control_a_loop_of_three_rooms_is_caught(tmp_path):
-    lazy = random.choice([True, False])            # a lazy import is still an arrow
-    back = ("def f():\n    from rocmlab.hip import toolchain\n    return toolchain\n" if lazy
-            else "from rocmlab.hip import toolchain\n")
+    back = _an_import("rocmlab.hip", "toolchain")    # a lazy import is still an arrow
     root = _plant(tmp_path, {
         "hip/toolchain.py": "from rocmlab.machine import detect\n",
         "machine/detect.py": "from rocmlab.serve import env\n",
@@ -247,9 +249,7 @@ def _notebook(path: Path, *sources: str) -> None:
 
 
 def test_control_a_lab_importing_another_lab_and_notebooks_importing_others_labs_are_caught(tmp_path):
-    lazy = random.choice([True, False])                  # a lazy import still ties the labs together
-    up = ("def f():\n    from rocmlab.course.labs.lab04_vllm_on_rocm import plots\n    return plots\n" if lazy
-          else "from rocmlab.course.labs.lab04_vllm_on_rocm import plots\n")
+    up = _an_import("rocmlab.course.labs.lab04_vllm_on_rocm", "plots")   # a lazy import still ties the labs together
     root = _plant(tmp_path, {
         "course/labs/__init__.py": "",
         "course/labs/lab04_vllm_on_rocm/plots.py": "from rocmlab.course import verdict\n",
