@@ -1,7 +1,7 @@
 """rocmlab port against plain hipify (hipify-perl or torch.utils.hipify) on the same CUDA programs
 (offline compile and link, no GPU needed).
 
-Without ``--samples`` it ports the sample code bases in tests/data/port/. With ``--samples DIR``
+Without ``--samples`` it ports Lab 02's sample code bases and the test projects in tests/data/port/. With ``--samples DIR``
 every project folder under DIR is ported (the top-most folder holding a source file; ``--only``
 picks some by path), each with the ``-I`` folders given (relative to the project, e.g.
 ``-I ../../../Common`` for a Samples/<category>/<name>/ layout, or absolute). For each project it
@@ -33,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 TEST_DATA = ROOT / "tests" / "data" / "port"
+#: Lab 02's sample code bases, shipped in the package
+LAB02_SAMPLES = ROOT / "rocmlab" / "course" / "labs" / "lab02_porting_cuda_to_hip" / "samples"
 SOURCE = (".cu", ".cpp", ".cc", ".c")
 #: what a program needs that ROCm does not have: (pattern over its sources, reason)
 NOT_IN_ROCM = (
@@ -48,7 +50,7 @@ NOT_IN_ROCM = (
 
 def projects(samples: Path | None, only: list[str] | None) -> list[Path]:
     if samples is None:
-        return sorted(p for p in TEST_DATA.iterdir() if p.is_dir() and p.name != "traps")
+        return sorted(p for d in (LAB02_SAMPLES, TEST_DATA) for p in d.iterdir() if p.is_dir() and p.name != "traps")
     found = sorted({p.parent for p in samples.rglob("*") if p.suffix in SOURCE and p.is_file()})
     # a project is the top-most folder holding sources (its sub-folders are part of it)
     tops = [p for p in found if not any(q in p.parents for q in found)]
@@ -87,7 +89,7 @@ def main(argv=None) -> int:
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", default=settings.DEFAULT_TARGET, choices=settings.AMD_TARGETS)
-    ap.add_argument("--samples", type=Path, default=None, help="a tree of CUDA projects (default: tests/data/port)")
+    ap.add_argument("--samples", type=Path, default=None, help="a tree of CUDA projects (default: Lab 02's samples and tests/data/port)")
     ap.add_argument("--one-project", action="store_true",
                     help="port --samples DIR as ONE project (its files include each other across folders)")
     ap.add_argument("--only", default=None, help="comma-separated project folders (paths under --samples, or names)")
@@ -112,7 +114,7 @@ def main(argv=None) -> int:
     samples = args.samples.expanduser().resolve() if args.samples else None
     bases = [samples] if args.one_project and samples else projects(samples, only)
     out = {"backend": plat.backend, "device": device, "target": args.target, "engine": args.engine,
-           "baseline": baseline, "samples": str(args.samples or "tests/data/port"), "include": args.include,
+           "baseline": baseline, "samples": str(args.samples or "lab02 samples + tests/data/port"), "include": args.include,
            "projects": {}}
     t_all = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="rocmlab-port-bench-") as tmp:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from rocmlab.course.labs.lab02_porting_cuda_to_hip.port_view import SAMPLES_DIR as SAMPLES
 from rocmlab.port import port
 from rocmlab.port.unit_build import choose_toolchain
 
-SAMPLES = Path(__file__).parent / "data" / "port"
 BASES = ("reduce_intrinsics", "coop_streams", "blas_atomics")
 
 

@@ -17,15 +17,15 @@ from pathlib import Path
 
 from rocmlab import settings
 from rocmlab.course.headline import headline
-from rocmlab.paths import repo_root
 from rocmlab.port import port
 from rocmlab.port.page import body_html, charts_svg
 
-SAMPLES_DIR = repo_root() / "tests" / "data" / "port"
+#: the sample CUDA code bases Lab 02 ports, shipped in the package (see samples/README.md)
+SAMPLES_DIR = Path(__file__).resolve().parent / "samples"
 
 
 def samples() -> list[str]:
-    """The bundled sample CUDA code bases (see tests/data/port/README.md)."""
+    """The bundled sample CUDA code bases (see samples/README.md beside this module)."""
     return sorted(p.name for p in SAMPLES_DIR.iterdir() if p.is_dir()) if SAMPLES_DIR.is_dir() else []
 
 
