@@ -59,6 +59,8 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -382,7 +384,27 @@ def _describe(level: str, reason: str, fix: str) -> Isolation:
         text += "; a root file system (the offline ROCm root) is entered with PRoot (ptrace), as this user"
     elif level != BWRAP:
         text += f"; a root file system (the offline ROCm root) CANNOT be entered: {problem}"
+    if level in (RLIMITS, NONE) or (level == SETPRIV and not _as_root()):
+        text += f"; {NOT_OF_RECORD} (the program runs as this user)"
     return Isolation(level, text if level == NONE else f"{text}; {memory_isolation()}", reason, fix, entry, problem)
+
+
+#: What a report made by a weak runner says (:func:`of_record`): the words graders and the doctor show.
+NOT_OF_RECORD = "PREVIEW ONLY, never a grade of record"
+
+
+def of_record() -> str:
+    """'' when a grade made here can be the grade of record: the learner's code runs as a uid of its own (bubblewrap,
+    or as root the uid drop), so the grader's files (the seed, the results, other learners' hand-ins) stay closed
+    to it. Otherwise why not and the fix: the run would be this user's own (the rlimits fallback, PRoot included),
+    free to read the seed and rewrite the results; such a machine grades previews for self-study only."""
+    iso = isolation()
+    if iso.level == BWRAP or (iso.level == SETPRIV and _as_root()):
+        return ""
+    why = iso.reason or "no isolation"
+    return (f"{NOT_OF_RECORD} on this machine: learner code would run as this user ({iso.level}; {why}), able to "
+            "read the grading seed and other learners' hand-ins and to rewrite the results. Grade where bubblewrap "
+            f"runs ({iso.fix or NO_USERNS_FIX}), or as root (each run then gets a uid of its own)")
 
 
 def root_entry() -> tuple[str, str]:
@@ -1220,12 +1242,19 @@ def _run_fallback(cmd, iso: Isolation, *, limits: Limits, root: str, scratch, ro
             argv = _proot_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, cwd=cwd)
             view = _View.private(argv)     # only its /tmp
         elif drop:
-            hidden = [b for b in ro_binds if not _reachable(b)]
-            if hidden:
+            python = _python_unreachable(cmd[0])
+            covered = {os.path.realpath(sys.base_prefix)} if python else set()
+            hidden = [b for b in ro_binds if not _reachable(b) and os.path.realpath(b) not in covered]
+            if hidden or python:
                 view = _View.on_host()
+                if python:
+                    exe, libdir = view.add_python()
+                    env_run = {**env_run, "LD_LIBRARY_PATH": libdir}
                 for b in hidden:
                     view.add(b)
                 argv = [view.rewrite(a) for a in cmd]
+                if python:
+                    argv[0] = exe
             if scratch and not _reachable(scratch) and (cwd in (None, scratch)):
                 argv = [_relative_to(a, scratch) for a in argv]   # the run starts in its scratch folder
         if iso.level in (SETPRIV, RLIMITS):
@@ -1337,6 +1366,17 @@ def _proot_argv(cmd, *, root: str, scratch, ro_binds, cwd) -> list[str]:
     return a + list(cmd)
 
 
+def _python_unreachable(program: str) -> bool:
+    """Whether ``program`` is this process's own Python and a uid of the sandbox's cannot run it where it is
+    (its installation is under a folder closed to others, as a pyenv Python under ``/root``)."""
+    try:
+        same = os.path.realpath(program) == os.path.realpath(sys.executable)
+    except OSError:
+        return False
+    return same and not (_reachable_folder(os.path.realpath(sys.executable))
+                         and _reachable_folder(os.path.realpath(sys.base_prefix)))
+
+
 def _relative_to(arg: str, folder: str) -> str:
     """``arg`` with ``folder`` (the run's working folder) written as ``.``: the dropped uid reaches it only that way."""
     return _rewrite_arg(arg, folder, ".")
@@ -1407,6 +1447,7 @@ class _View:
         self.pairs: list[tuple[str, str]] = []        # (host path, inside path), for the rewriting
         self.copied = self.entries = 0
         self.proot_tmp: str | None = None
+        self.skip: set[str] = set()             # host paths a mirror leaves out
 
     @classmethod
     def in_root(cls, root: str) -> _View:
@@ -1443,6 +1484,54 @@ class _View:
         at = proot_argv.index("-w")
         proot_argv[at:at] = ["-b", f"{v.proot_tmp}:/tmp"]
         return v
+
+    def add_python(self) -> tuple[str, str]:
+        """This process's Python (``sys.executable``) shown to a dropped uid that cannot reach its installation (a
+        pyenv Python under a 0700 ``/root``): its interpreter, its shared library and its standard library in
+        ``base/`` (without the base installation's site-packages: tens of thousands of files a virtual environment
+        does not use), and, for a virtual environment, ``py/pyvenv.cfg`` naming ``base/`` with the environment's
+        site-packages (linked where the uid reaches it, else shown). Returns (the interpreter the run starts, the
+        folder for LD_LIBRARY_PATH)."""
+        ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
+        base = os.path.realpath(sys.base_prefix)
+        venv = os.path.realpath(sys.prefix) != base
+        stdlib = os.path.realpath(sysconfig.get_path("stdlib", vars={"installed_base": base, "base": base}))
+        base_site = os.path.join(stdlib, "site-packages")
+        b = os.path.join(self.host, "base")
+        for d in (b, os.path.join(b, "bin"), os.path.join(b, "lib")):
+            os.mkdir(d, 0o755)
+            os.chmod(d, 0o755)
+        for lib in glob.glob(os.path.join(base, "lib", "libpython*.so*")):
+            self._place(lib, os.path.join(b, "lib", os.path.basename(lib)), os.stat(lib))
+        os.mkdir(os.path.join(b, "lib", ver), 0o755)
+        os.chmod(os.path.join(b, "lib", ver), 0o755)
+        self.skip.add(base_site)
+        self._mirror_tree(stdlib, os.path.join(b, "lib", ver))
+        exe_real = os.path.realpath(sys.executable)
+        if not venv:
+            self.skip.discard(base_site)
+            if os.path.isdir(base_site):
+                self._mirror(base_site, os.path.join(b, "lib", ver, "site-packages"))
+            self._place(exe_real, os.path.join(b, "bin", ver), os.stat(exe_real))
+            self.pairs.append((base, os.path.join(self.inside, "base")))
+            return os.path.join(self.inside, "base", "bin", ver), os.path.join(self.inside, "base", "lib")
+        py = os.path.join(self.host, "py")
+        for d in (py, os.path.join(py, "bin"), os.path.join(py, "lib"), os.path.join(py, "lib", ver)):
+            os.mkdir(d, 0o755)
+            os.chmod(d, 0o755)
+        self._place(exe_real, os.path.join(py, "bin", ver), os.stat(exe_real))
+        with open(os.path.join(py, "pyvenv.cfg"), "w") as f:
+            f.write(f"home = {os.path.join(self.inside, 'base', 'bin')}\ninclude-system-site-packages = false\n"
+                    f"version = {sys.version_info.major}.{sys.version_info.minor}.{sys.version_info.micro}\n")
+        os.chmod(os.path.join(py, "pyvenv.cfg"), 0o644)
+        site = os.path.realpath(sysconfig.get_path("purelib"))
+        dst = os.path.join(py, "lib", ver, "site-packages")
+        if _reachable_folder(site) and os.stat(site).st_mode & 0o005 == 0o005:
+            os.symlink(site, dst)
+        else:
+            self._mirror(site, dst)
+        self.pairs.append((base, os.path.join(self.inside, "base")))
+        return os.path.join(self.inside, "py", "bin", ver), os.path.join(self.inside, "base", "lib")
 
     def add(self, path: str) -> str:
         dst = os.path.join(self.host, f"b{len(self.pairs)}")
@@ -1536,7 +1625,7 @@ class _View:
             raise SandboxError(f"cannot show {src} to the sandboxed program: not a file or folder")
 
     def _mirror_tree(self, src: str, dst: str) -> None:
-        skip = {h for h, _ in self.pairs}
+        skip = {h for h, _ in self.pairs} | self.skip
         with os.scandir(src) as it:
             for e in it:
                 self.entries += 1

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -180,11 +181,22 @@ def test_writes_outside_scratch_are_denied(tmp_path):
     assert "ETC:E30 " in out and "USR:E30 " in out                     # EROFS
     assert "OWN:OK6 " in out and out.endswith("END\n")
     assert victim.read_text() == "original\n" and not (tmp_path / "new.txt").exists()
-    # control: the same program, run directly as the grading user, writes both
-    ctl = subprocess.run([host_program(body.replace(c_str(host_tmp), c_str(tmp_path / "h")), tmp_path)],
-                         cwd=tmp_path, capture_output=True, text=True, timeout=30)
-    assert "VICTIM:OK6 " in ctl.stdout and "NEW:OK6 " in ctl.stdout
-    assert victim.read_text() == "original\nPWNED\n" and (tmp_path / "new.txt").exists()
+    # control: the same program, run directly as the grading user, writes both. Its system paths are stand-ins in a
+    # folder of its own, removed after (as root the real /etc and /usr would take the writes and keep them)
+    stand_in = Path(tempfile.mkdtemp(prefix="rocmlab-attack-control-"))
+    try:
+        ctl_body = body.replace(c_str(host_tmp), c_str(stand_in / "h"))
+        ctl_body = ctl_body.replace('"/etc/rocmlab-attack"', c_str(stand_in / "etc")).replace(
+            '"/usr/rocmlab-attack"', c_str(stand_in / "usr"))
+        assert "/etc/" not in ctl_body and "/usr/" not in ctl_body
+        ctl = subprocess.run([host_program(ctl_body, tmp_path)], cwd=tmp_path, capture_output=True, text=True,
+                             timeout=30)
+        assert "VICTIM:OK6 " in ctl.stdout and "NEW:OK6 " in ctl.stdout and "ETC:OK6 " in ctl.stdout
+        assert victim.read_text() == "original\nPWNED\n" and (tmp_path / "new.txt").exists()
+        assert (stand_in / "etc").read_text() == "PWNED\n"
+    finally:
+        shutil.rmtree(stand_in, ignore_errors=True)
+    assert not Path("/etc/rocmlab-attack").exists() and not Path("/usr/rocmlab-attack").exists()
 
 
 # --- 2. tampering with the grader's code and with results ------------------------------------------------

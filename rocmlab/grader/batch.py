@@ -179,6 +179,38 @@ def read_submission(path) -> bytes:
         return f.read(MAX_SUBMISSION_BYTES + 1)
 
 
+#: The deepest nesting of a JSON hand-in that is read (an answer is an object of a few levels; Python's parser
+#: recurses, and a hand-in nested 200,000 deep would end the grade with a RecursionError instead of a verdict).
+MAX_JSON_DEPTH = 64
+
+
+def json_too_deep(text: str) -> str:
+    """'' when the JSON text ``text`` nests at most MAX_JSON_DEPTH arrays and objects, else the learner's message
+    (counted without parsing: brackets outside strings)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_JSON_DEPTH:
+                    return (f"the JSON is nested more than {MAX_JSON_DEPTH} levels deep: hand in a plain object "
+                            'of your answers, e.g. {"max_concurrency": 4}')
+        elif ch in "]}":
+            depth -= 1
+    return ""
+
+
 def _refused_sha(reason: str) -> str:
     """A stable hash for a refusal that depends only on its reason (a rerun does not grade it again)."""
     return "refused:" + hashlib.sha256(reason.encode("utf-8", "backslashreplace")).hexdigest()[:16]
@@ -313,7 +345,9 @@ def _grade_one(job: Job, out: str, seed: int | None, time_limit_s: float | None)
                                                  f"a {item.suffix} answer: hand in {items.flat(item.id)}{item.suffix}")
         else:
             source = read_submission(job.path).decode(errors="replace")
-            report = items.grade(job.exercise, source, seed=seed, time_limit_s=time_limit_s)
+            deep = json_too_deep(source) if suffix == ".json" else ""
+            report = (items.refused(job.exercise, deep) if deep
+                      else items.grade(job.exercise, source, seed=seed, time_limit_s=time_limit_s))
         d = report.to_json()
         text, page = report.to_text(), report.to_html()
     except BatchError as exc:   # the hand-in changed since it was listed (now a link, too large): the learner's
@@ -345,10 +379,15 @@ def _done(job: Job, out: Path) -> bool:
 def grade_folder(submissions, exercises: list[str], out, *, assignment: str = "", workers: int = 1,
                  seed: int | None = None, time_limit_s: float | None = None, progress: bool = True) -> dict:
     """Grade every submission; returns counts. Already-graded (same source) results are skipped."""
-    from rocmlab import grader
+    from rocmlab import grader, sandbox
 
+    refused_here = sandbox.of_record()
+    if refused_here:
+        raise BatchError(f"nothing graded: {refused_here}")
     out = Path(out)
     jobs = find_jobs(submissions, exercises)
+    out.mkdir(parents=True, exist_ok=True)
+    os.chmod(out, 0o700)          # results hold the seeds: closed to every other uid, a sandboxed run's included
     grader.sweep_stale()       # left by an earlier run that was killed
     todo = [j for j in jobs if not _done(j, out)]
     bar = None

@@ -594,8 +594,12 @@ def grade_exchange(exchange, exercises: list[str], out=None, *, assignment: str 
                    seed: int | None = None, time_limit_s: float | None = None, progress: bool = True) -> dict:
     """Collect the latest hand-ins, grade them in the sandbox (:func:`rocmlab.grader.batch.grade_folder`),
     and return feedback to each learner. Resumable: run it again after a crash or after new hand-ins."""
+    from rocmlab import sandbox
     from rocmlab.grader import batch
 
+    refused_here = sandbox.of_record()
+    if refused_here:            # before anything is collected: no copy of a hand-in is made for a grade never made
+        raise ExchangeError(f"nothing graded: {refused_here}")
     root = Path(exchange)
     if not (root / "inbound").is_dir():
         raise ExchangeError(f"{root} is not an exchange (no inbound/ folder): give the folder the hub's "
