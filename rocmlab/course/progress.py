@@ -131,7 +131,10 @@ def read_record(path: Path | None = None) -> dict:
             raise _problem(path, "is not a regular file (a device or a socket)")
         if st.st_size > MAX_RECORD_BYTES:
             raise _problem(path, f"is {st.st_size} bytes, over the {MAX_RECORD_BYTES} byte limit of a record")
-        raw = os.read(fd, MAX_RECORD_BYTES + 1)
+        try:
+            raw = os.read(fd, MAX_RECORD_BYTES + 1)
+        except OSError as exc:      # /proc/self/mem and the like: a "regular file" that cannot be read
+            raise _problem(path, f"cannot be read ({exc.strerror})") from None
     finally:
         os.close(fd)
     if len(raw) > MAX_RECORD_BYTES:
