@@ -443,13 +443,14 @@ LIST_REFERENCES = ("from rocmlab.workshop import references as R\n"
                    "import compileall, pathlib\n"
                    "for p in R.reference_files():\n"
                    "    p.suffix == '.py' and compileall.compile_file(str(p), quiet=2)\n"
-                   "print('\\n'.join(map(str, R.reference_files())))\n")
+                   "print('\\n'.join(map(str, R.locked_paths())))\n")
 
 
 def lock_server_references(python: str) -> tuple[list[Path], str]:
     """Lock (root-only, 0600) the reference files of the rocmlab that ``python`` (the learners' servers'
-    interpreter) imports, after compiling them so that no learner's import writes a readable copy. Returns
-    (the files locked, "") or ([], why not)."""
+    interpreter) imports, after compiling them so that no learner's import writes a readable copy, and its
+    checkout's ``.git`` and ``tests/`` (0700; :func:`references.checkout_dirs`). Returns (the paths locked, "")
+    or ([], why not)."""
     if os.geteuid() != 0:
         return [], "the hub is not root"
     r = subprocess.run([python, "-c", LIST_REFERENCES], capture_output=True, text=True, timeout=120, cwd="/",

@@ -1,7 +1,8 @@
 """Reference answers and reference kernels stay with the instructor in a workshop (issue 38).
 
-Self-study installs keep the course's references (the puzzles' and Labs 08-10's reference kernels, the
-exercises' ``solution.*`` files): a learner alone may read them, and the labs label them as references.
+Self-study installs keep the course's references (the puzzles' and Labs 08-10's reference kernels, the speed
+ladders' kernels, the lab tasks' reference answers, the exercises' ``solution.*`` files): a learner alone may read
+them, and the labs label them as references.
 
 In a workshop two things keep them from a learner:
 
@@ -10,7 +11,10 @@ In a workshop two things keep them from a learner:
   the course's own imports: a learner who can read the files can still open them with ``cat``.
 - file permissions, the real fix: ``lock(paths)`` (run as root by the node's set-up) makes each reference
   file readable by its owner only (0600, owner root), so a learner's process gets ``PermissionError``
-  while the instructor's grader, running as root, reads and re-grades with them.
+  while the instructor's grader, running as root, reads and re-grades with them. Where the package runs from a
+  checkout (an editable install), its ``.git`` (every reference ever committed, readable with ``git show``) and
+  ``tests/`` (a right answer for every graded item) are locked too: folders 0700, so nothing under them can be
+  reached (:func:`checkout_dirs`).
 
 The instructor's server and ``rocmlab grade --exchange`` run without the setting.
 
@@ -40,9 +44,18 @@ from rocmlab.withheld import MESSAGE
 ENV = "ROCMLAB_REFERENCES"
 #: The group that reads the locked references on Kubernetes (the grading pod's supplemental group).
 GRADER_GID = 2000
-#: The modules that hold reference answers (what a learner could hand back as their own).
+#: The modules that hold reference answers (what a learner could hand back as their own): the puzzles' and labs'
+#: reference kernels, the speed ladders' kernels (each switched off is the puzzle's plain solution) and the lab
+#: tasks' reference answers.
 KERNEL_MODULES = ("rocmlab.course.labs.lab06_triton_on_amd.kernels", "rocmlab.course.labs.lab08_mi300x_package.kernels",
-                  "rocmlab.course.labs.lab09_attention_on_mi300x.kernels", "rocmlab.course.labs.lab10_fp8_gemm.kernels")
+                  "rocmlab.course.labs.lab09_attention_on_mi300x.kernels", "rocmlab.course.labs.lab10_fp8_gemm.kernels",
+                  "rocmlab.course.labs.lab09_attention_on_mi300x.ladder_kernels",
+                  "rocmlab.course.labs.lab10_fp8_gemm.ladder_kernels",
+                  "rocmlab.course.labs.lab03_pytorch_on_rocm.reference")
+#: Folders of the checkout the package runs from (an editable install) that hold answers: the git history
+#: (every reference ever committed: ``git show HEAD:rocmlab/exercises/NAME/solution.hip``) and the test suite
+#: (a right answer for every graded item). Locked whole: a folder a learner cannot enter hides all it holds.
+CHECKOUT_DIRS = (".git", "tests")
 
 
 class ReferencesWithheld(ImportError):
@@ -91,16 +104,36 @@ def reference_files(package: Path | None = None) -> list[Path]:
     return [p for p in mods if p.is_file()] + compiled + sorted((root / "exercises").glob("*/solution.*"))
 
 
+def checkout_dirs(package: Path | None = None) -> list[Path]:
+    """:data:`CHECKOUT_DIRS` of the checkout holding the package (its parent, when that has the project's
+    ``pyproject.toml``: an editable install); none for an installed package. ``.git`` may be a file (a
+    worktree's pointer): it is locked like a folder's."""
+    root = Path(package) if package is not None else Path(__file__).resolve().parents[1]
+    checkout = root.parent
+    if not (checkout / "pyproject.toml").is_file():
+        return []
+    return [checkout / d for d in CHECKOUT_DIRS if (checkout / d).exists() and not (checkout / d).is_symlink()]
+
+
+def locked_paths(package: Path | None = None) -> list[Path]:
+    """Everything a workshop's lock takes from learners: :func:`reference_files` and :func:`checkout_dirs`."""
+    return reference_files(package) + checkout_dirs(package)
+
+
 def lock(paths, uid: int = 0, gid: int = 0, group_reads: bool = False) -> list[Path]:
-    """Make each file readable by ``uid`` only (0600), or with ``group_reads`` by ``uid`` and group ``gid`` (0640):
-    a learner's process cannot read it, the instructor's grader (that uid, or that group) can. Links are refused,
-    never followed. Returns the files locked."""
+    """Make each file readable by ``uid`` only (0600), or with ``group_reads`` by ``uid`` and group ``gid`` (0640);
+    a folder likewise (0700 or 0750: nothing under it can be reached by others): a learner's process cannot read
+    it, the instructor's grader (that uid, or that group) can. Links are refused, never followed. Returns the
+    paths locked."""
+    import stat
+
     done = []
     for p in map(Path, paths):
         fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
         try:
+            folder = stat.S_ISDIR(os.fstat(fd).st_mode)
             os.fchown(fd, uid, gid)
-            os.fchmod(fd, 0o640 if group_reads else 0o600)
+            os.fchmod(fd, (0o750 if group_reads else 0o700) if folder else (0o640 if group_reads else 0o600))
         finally:
             os.close(fd)
         done.append(p)
@@ -121,7 +154,8 @@ def compile_references(package: Path | None = None) -> None:
 
 def main(argv=None) -> int:
     """``python -m rocmlab.workshop.references lock [--group GID] [--package DIR]``: lock this (or DIR's) rocmlab's
-    reference files root-only (0600), or root and group GID (0640); ``list`` prints them."""
+    reference files root-only (0600), or root and group GID (0640), and its checkout's git history and tests
+    (0700 / 0750); ``list`` prints them."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m rocmlab.workshop.references", description=main.__doc__)
@@ -132,14 +166,16 @@ def main(argv=None) -> int:
     if args.package is not None and not (args.package / "workshop" / "references.py").is_file():
         ap.error(f"--package {args.package}: not a rocmlab package folder (no workshop/references.py in it)")
     if args.action == "list":
-        print("\n".join(map(str, reference_files(args.package))))
+        print("\n".join(map(str, locked_paths(args.package))))
         return 0
     if os.geteuid() != 0:
         ap.error("lock changes the files' owner to root: run it as root (the image's build, the hub's set-up)")
     compile_references(args.package)
     locked = lock(reference_files(args.package), gid=args.group or 0, group_reads=args.group is not None)
+    dirs = lock(checkout_dirs(args.package), gid=args.group or 0, group_reads=args.group is not None)
     who = f"root and group {args.group} (0640)" if args.group is not None else "root only (0600)"
-    print(f"locked {len(locked)} reference files: readable by {who}")
+    print(f"locked {len(locked)} reference files: readable by {who}"
+          + (f"; and the checkout's {', '.join(p.name for p in dirs)}" if dirs else ""))
     return 0
 
 

@@ -46,10 +46,10 @@ def slow_scores(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor):
 
 
 def reference_scores(x, w, b):
-    """The fix: the whole batch at once, and the total kept on the device."""
-    h = torch.relu(x @ w + b)
-    s = h.sum(dim=1, keepdim=True)
-    return h / (s + 1.0), h.sum()
+    """The fix (the reference answer, :mod:`.reference`: withheld from learners in a workshop)."""
+    from rocmlab.course.labs.lab03_pytorch_on_rocm import reference
+
+    return reference.fast_scores(x, w, b)
 
 
 def wrong_answers() -> dict:
@@ -143,7 +143,8 @@ def grade(fast_scores, seed: int | None = None, record: bool = True, big_rows: i
         return T.finish(LAB, TASK, TITLE, checks, dev, dev, seed, started, record)
     # the expected answer is computed only now, after the learner's function ran: it is never in a frame
     # their code could read
-    want_s, want_t = reference_scores(*(t.double() for t in (d["x"], d["w"], d["b"])))
+    # (from the slow step itself, in float64: the grade holds no reference answer a learner could copy)
+    want_s, want_t = slow_scores(*(t.double() for t in (d["x"], d["w"], d["b"])))
     R = d["x"].shape[0]
     if tuple(got_s.shape) != tuple(want_s.shape):
         ok, bad = False, f"scores have shape {tuple(got_s.shape)}, expected {tuple(want_s.shape)}"
