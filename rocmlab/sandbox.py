@@ -190,11 +190,18 @@ class Completed:
     #: seconds runnable but waiting for one); None where the run ended by itself or the kernel keeps no account
     cpu_run_s: float | None = None
     cpu_wait_s: float | None = None
+    #: at a time-out, the CPU time the machine gave to everything OUTSIDE the run while it ran (the machine's busy
+    #: time from /proc/stat less the run's own processes' CPU time, the reaped ones included); None where unknown
+    cpu_outside_s: float | None = None
+    cpu_capacity_s: float | None = None     # the CPUs the run could use x the time it took
 
     @property
     def starved(self) -> bool:
-        """Timed out because the machine was too busy: see ``settings.SANDBOX_STARVED_WAIT_RATIO``."""
-        return starved(self.timed_out, self.cpu_run_s, self.cpu_wait_s, self.duration_s)
+        """Timed out because the machine was too busy: see ``settings.SANDBOX_STARVED_WAIT_RATIO``. The CPU its
+        threads waited for must have gone to processes outside the run: 120 busy processes of its own make its
+        threads wait too, and that is the program's doing, never the machine's."""
+        return starved(self.timed_out, self.cpu_run_s, self.cpu_wait_s, self.duration_s, self.cpu_outside_s,
+                       self.cpu_capacity_s)
 
     def host_paths(self, text: str) -> str:
         """``text`` the run wrote (a preprocessed file, a listing) with the view's paths written as host paths."""
@@ -220,7 +227,10 @@ class Completed:
         if self.starved:
             return (f"was stopped at its time limit after {self.duration_s:.1f} s, but {TOO_BUSY} to "
                     f"run it: its threads got {self.cpu_run_s:.1f} s on a CPU and waited {self.cpu_wait_s:.1f} s for "
-                    f"one (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs). A fault of the machine, "
+                    f"one" + (f", while processes outside it took {self.cpu_outside_s:.1f} of the "
+                              f"{self.cpu_capacity_s:.1f} CPU-seconds its CPUs had" if self.cpu_outside_s is not None
+                              and self.cpu_capacity_s is not None else "")
+                    + f" (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs). A fault of the machine, "
                     "not of the program: not scored; run it again when the machine is less busy")
         if self.timed_out:
             return (f"stopped after {self.duration_s:.1f} s: the time limit was reached "
@@ -256,14 +266,55 @@ class Completed:
         return f"ran in {self.duration_s:.2f} s{trunc}"
 
 
-def starved(timed_out: bool, run_s: float | None, wait_s: float | None, duration_s: float) -> bool:
+def starved(timed_out: bool, run_s: float | None, wait_s: float | None, duration_s: float,
+            outside_s: float | None = None, capacity_s: float | None = None) -> bool:
     """Whether a run that reached its time limit was starved by the machine: its threads waited for a CPU at least
     ``settings.SANDBOX_STARVED_WAIT_RATIO`` times as long as they ran, and for at least
-    ``settings.SANDBOX_STARVED_MIN_FRACTION`` of the time it took. False without the scheduler's account."""
+    ``settings.SANDBOX_STARVED_MIN_FRACTION`` of the time it took; and, where the machine's account is known,
+    processes OUTSIDE the run took its CPUs: of ``capacity_s`` (the CPUs it may use x the time it took), what
+    ``outside_s`` left it was at most a ``1 / (1 + ratio)`` share of one CPU. A run whose own processes made its
+    threads wait (a fork of busy loops) had the CPUs the outside left it: that is the program's doing, never the
+    machine's. False without the scheduler's account."""
     if not timed_out or run_s is None or wait_s is None or duration_s <= 0:
         return False
-    return (wait_s >= settings.SANDBOX_STARVED_WAIT_RATIO * run_s
-            and wait_s >= settings.SANDBOX_STARVED_MIN_FRACTION * duration_s)
+    ratio = settings.SANDBOX_STARVED_WAIT_RATIO
+    if outside_s is not None and capacity_s is not None and capacity_s - outside_s > duration_s / (1 + ratio):
+        return False
+    return wait_s >= ratio * run_s and wait_s >= settings.SANDBOX_STARVED_MIN_FRACTION * duration_s
+
+
+def machine_busy_s(cpus=None) -> float | None:
+    """CPU seconds spent busy since boot (user, nice, system, irq, softirq and steal time, from /proc/stat) by the
+    CPUs numbered ``cpus`` (all of them by default); None where unknown."""
+    total = 0
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                name, *fields = line.split()
+                if not name.startswith("cpu"):
+                    break
+                if (cpus is None and name != "cpu") or (cpus is not None and (name == "cpu"
+                                                                              or int(name[3:]) not in cpus)):
+                    continue
+                user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+                total += user + nice + system + irq + softirq + steal
+    except (OSError, ValueError):
+        return None
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def run_cpu_s(pid: int, uid: int | None = None) -> float:
+    """CPU seconds of the run rooted at ``pid`` (its live processes, with what the ones they reaped used, and, as
+    root, every process of the run's own ``uid``: daemons that left the tree), from /proc/PID/stat."""
+    total = 0
+    for p in _run_pids(pid, uid):
+        try:
+            with open(f"/proc/{p}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            total += sum(int(x) for x in fields[11:15])       # utime, stime, cutime, cstime
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def tree_cpu_account(pid: int) -> tuple[float, float] | None:
@@ -1009,6 +1060,8 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
     """Start ``argv``, drain its output, wait with the wall limit; any interrupt ends its process group and re-raises."""
     display_cmd = tuple(display_cmd or argv)
     start = time.monotonic()
+    cpus = os.sched_getaffinity(0)           # the run inherits them
+    busy_at_start = machine_busy_s(cpus)
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.PIPE if stdin_data else subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec,
@@ -1024,7 +1077,7 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
                threading.Thread(target=_reader, args=(proc.stderr, output_bytes, err, err_t), daemon=True)]
     for t in threads:
         t.start()
-    timed_out, account = False, None
+    timed_out, account, outside, capacity = False, None, None, None
     with sigterm_raises_terminated():
         try:
             if stdin_data:
@@ -1038,6 +1091,12 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
             except subprocess.TimeoutExpired:
                 timed_out = True
                 account = tree_cpu_account(proc.pid)    # before it is ended: was it hung, or starved?
+                busy_now = machine_busy_s(cpus)
+                if account is not None and busy_at_start is not None and busy_now is not None:
+                    # starved by whom? what its CPUs did meanwhile, less what the run itself used
+                    own = run_cpu_s(proc.pid, guard.uid if guard is not None else None)
+                    outside = max(0.0, busy_now - busy_at_start - own)
+                    capacity = len(cpus) * (time.monotonic() - start)
         except BaseException:          # KeyboardInterrupt, Terminated, ...: end everything, then re-raise
             _kill_group(proc)
             if after_exit:
@@ -1057,7 +1116,8 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
                      b"".join(out).decode(errors="replace"), b"".join(err).decode(errors="replace"),
                      duration, timed_out, out_t[0], err_t[0], isolation_text,
                      bool(guard and guard.memory_exceeded), bool(guard and guard.scratch_exceeded),
-                     guard.peak if guard else 0, cpu_run_s=account and account[0], cpu_wait_s=account and account[1])
+                     guard.peak if guard else 0, cpu_run_s=account and account[0], cpu_wait_s=account and account[1],
+                     cpu_outside_s=outside, cpu_capacity_s=capacity)
     return done, proc
 
 

@@ -48,6 +48,9 @@ TITLE = "Lab 04 task: client settings that meet a throughput and latency target,
 KEYS = ("max_concurrency", "request_rate")
 MIN_ROUNDS = 3      # rounds (baseline + the learner's settings) always run; all agreeing decides
 MAX_ROUNDS = 9      # at most this many rounds, two more at a time while the rounds are split (_decide)
+#: The wall-clock bound of one grade (every round included): no round starts that could not end within it, and a
+#: grade that met it undecided ends with the machine's verdict (not scored).
+GRADE_WALL_S = 600.0
 
 
 @dataclass(frozen=True)
@@ -148,14 +151,25 @@ def grade(target: Target, settings, url: str | None, record: bool = True, seed: 
     thr_n = ttft_n = 0          # the rounds that decided it
     try:
         reqs = bench.random_requests(url, target.n, target.input_len, target.output_len, seed=seed % (2**31))
+        # the last of n requests arrives at n / request_rate s (Poisson arrivals scaled to that span: serve.load)
+        span = target.n / chosen["request_rate"]
+        slowest = 0.0          # the longest run so far, to see whether another round fits in GRADE_WALL_S
         while len(pairs) < MAX_ROUNDS:
             i = len(pairs)
+            if i and time.monotonic() - started + 2 * max(slowest, span) > GRADE_WALL_S:
+                break          # another round would pass the grade's bound: decide with the rounds there are
             runs = {}
             # alternate the order: neither side always runs first, after the other has warmed the server
             for side in (("base", "mine") if i % 2 == 0 else ("mine", "base")):
                 kw = {"max_concurrency": 1} if side == "base" else chosen
+                base_s = runs["base"].get("duration") if "base" in runs else None
+                if side == "mine" and base_s is not None and span > 2 * base_s:
+                    return _too_slow_to_arrive(target, shown, span, runs["base"], url, seed, started, record)
+                if side == "mine" and time.monotonic() - started + span > GRADE_WALL_S:
+                    return _too_slow_to_arrive(target, shown, span, None, url, seed, started, record)
                 runs[side] = bench.run(url, reqs, progress=False, test_request=(i == 0 and not runs),
                                        seed=seed + i, **kw)
+                slowest = max(slowest, runs[side].get("duration", 0.0))
             failed_reqs = max(failed_reqs, runs["mine"]["failed"])
             pairs.append((runs["base"], runs["mine"]))
             if failed_reqs or runs["base"]["failed"]:
@@ -193,6 +207,13 @@ def grade(target: Target, settings, url: str | None, record: bool = True, seed: 
         checks += [T.failed(c, t, p, f"not met: requests failed {where}", "lower the concurrency or the rate")
                    for c, t, p in ids[1:]]
         return T.finish(LAB, TASK, TITLE, checks, "live server", url, seed, started, record)
+    if (thr_ok is None or ttft_ok is None) and len(pairs) < MAX_ROUNDS:
+        why = (f"not decided within the grade's wall-clock bound of {GRADE_WALL_S:.0f} s ({len(pairs)} paired "
+               f"rounds: {listed}): a slow or busy machine; neither timing check is scored and the grade is not "
+               "recorded: grade again when it is quieter")
+        checks = [T.passed("settings", "static", 2, f"valid, and all {target.n} requests completed: {shown}")]
+        checks += [T.skipped(c, t, p, why) for c, t, p in ids[1:]]
+        return T.finish(LAB, TASK, TITLE, checks, "live server", url, seed, started, False)
     if thr_ok is None or ttft_ok is None:
         why = (f"too noisy to judge on this machine: the paired rounds disagree ({listed}; targets: throughput "
                f">= {target.throughput_x:g}x, TTFT <= {target.ttft_x:g}x), a busy machine; neither timing check is "
@@ -210,6 +231,26 @@ def grade(target: Target, settings, url: str | None, record: bool = True, seed: 
                             "more requests in flight let the server batch them: raise max_concurrency"))
     checks.append(T.verdict(ttft_ok, "ttft", "run", 4, f"median TTFT <= {ttft_txt}", f"median TTFT > {ttft_txt}",
                             "requests queue behind each other: cap max_concurrency"))
+    return T.finish(LAB, TASK, TITLE, checks, "live server", url, seed, started, record)
+
+
+def _too_slow_to_arrive(target: Target, shown: dict, span: float, base: dict | None, url, seed, started, record):
+    """The verdict, without running them, of settings whose requests cannot all even arrive in time: at
+    ``request_rate`` the last of the n requests is sent ``span`` s after the first. Over twice the one-at-a-time run
+    ``base``, that proves the throughput target (1.5x or more) missed, whatever the other rounds measure; without
+    one, the span passes the grade's wall-clock bound. Either way the learner's settings, scored: TTFT is not measured."""
+    if base is not None:
+        why = (f"at request_rate {shown.get('request_rate', 0):g}/s the last of {target.n} requests is sent "
+               f"{span:.3g} s after the first, so your run lasts at least that long: over twice the one-at-a-time "
+               f"run's {base['duration']:.1f} s ({base['output_throughput']:.1f} tok/s, measured on {url}), so its "
+               f"throughput is under half of that, and the target is {target.throughput_x:g}x")
+    else:
+        why = (f"at request_rate {shown.get('request_rate', 0):g}/s the last of {target.n} requests would be sent "
+               f"{span:.3g} s after the first: past the grade's wall-clock bound of {GRADE_WALL_S:.0f} s")
+    hint = "raise request_rate (or leave it out: all at once) and cap max_concurrency instead"
+    checks = [T.passed("settings", "static", 2, f"valid: {shown}"),
+              T.failed("throughput", "run", 4, f"output tok/s target not met: {why}", hint),
+              T.not_run("ttft", "run", 4, "not measured: the throughput target already fails at this rate")]
     return T.finish(LAB, TASK, TITLE, checks, "live server", url, seed, started, record)
 
 
