@@ -195,9 +195,9 @@ def record(lab: str, task: str, *, earned: float, earnable: float, possible: flo
 
 def record_report(lab: str, task: str, report, path: Path | None = None) -> bool:
     """Record a grader Report (rocmlab.grader): earned, what this machine could check, what is possible.
-    A report the machine could not grade (status "error": no compiler, say) is not a learner's attempt and
-    is not recorded. Returns whether it was recorded."""
-    if report.status != "graded":
+    A report the machine could not grade (status "error": no compiler, say), or one where not one point could
+    be checked here (every check skipped), is not a learner's attempt and is not recorded. Returns whether it was recorded."""
+    if report.status != "graded" or report.nothing_checked:     # nothing checked here: not an attempt either
         return False
     return record(lab, task, earned=report.earned, earnable=report.available, possible=report.possible,
                   backend=report.backend, path=path)

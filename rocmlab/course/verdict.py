@@ -8,7 +8,8 @@ An element has three parts, always in this order:
 2. **the checks**, one row each (status, check, points, what it found and what to do);
 3. **the details, folded** (``<details>``): where it ran, how the code was isolated, the seed, logs.
 
-``ok`` is True (right), False (wrong) or None (nothing to judge yet, or not graded on this machine).
+``ok`` is True (right), False (wrong) or None (nothing to judge yet, not graded on this machine, or graded
+with not one point checked here: never "correct", in the neutral colour, not recorded).
 """
 
 from __future__ import annotations
@@ -115,10 +116,17 @@ def unchecked_text(report, limit: int = 90) -> str:
     return f"{pts:g} points not checked here ({names}: {reason})."
 
 
+#: The mark of a grade where not one point could be checked on this machine (no server, no GPU): neutral.
+NOT_CHECKED = "not checked here"
+
+
 def report_text(report) -> str:
     """The verdict line's sentence for a grader report: what happened and what to do next."""
     if report.status != "graded":
         return f"not graded on this machine, and not your code's fault: {report.error}"
+    if report.nothing_checked:
+        return (f"nothing could be checked on this machine, so this is neither right nor wrong and is not recorded: "
+                f"{report.unchecked_reason()}.")
     first = _first_problem(report)
     unchecked = unchecked_text(report)
     if first is None:
@@ -152,6 +160,9 @@ def report_element(report, extra: str = "") -> str:
         return element(None, report_text(report), mark="not graded here", details=report_details(report),
                        extra=extra)
     rows = [(c.status, c.id, f"{c.points:g}/{c.max_points:g}", _check_message(c)) for c in report.checks]
+    if report.nothing_checked:
+        return element(None, report_text(report), f"0 of {report.possible:g} points checked", rows,
+                       report_details(report), extra, mark=NOT_CHECKED)
     return element(report.full_marks, report_text(report),
                    points_text(report.earned, report.available, report.possible), rows,
                    report_details(report), extra)

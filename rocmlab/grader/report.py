@@ -97,9 +97,21 @@ class Report:
         return sum(c.max_points for c in self.checks)
 
     @property
+    def nothing_checked(self) -> bool:
+        """Graded, but not one point could be checked on this machine (every check skipped: no server, no
+        GPU): such a grade is neither right nor wrong, is shown as "not checked here" and is not recorded."""
+        return self.status == "graded" and self.available == 0
+
+    def unchecked_reason(self) -> str:
+        """Why points were not checked here, in the first skipped check's own words ('' when none was)."""
+        return next((c.message.strip().rstrip(".") for c in self.checks if c.status == "skipped"), "")
+
+    @property
     def full_marks(self) -> bool:
-        """Every check this backend can run passed."""
-        return self.status == "graded" and all(c.status in ("passed", "skipped") for c in self.checks)
+        """Every check this backend can run passed, and at least one point was checked (an empty grade is
+        never full marks)."""
+        return (self.status == "graded" and not self.nothing_checked
+                and all(c.status in ("passed", "skipped") for c in self.checks))
 
     def check(self, check_id: str) -> CheckResult:
         for c in self.checks:
@@ -110,6 +122,10 @@ class Report:
     def score_line(self) -> str:
         if self.status == "error":
             return f"{self.exercise}: NOT GRADED (a problem of this machine, not of your code): {self.error}"
+        if self.nothing_checked:
+            return (f"{self.exercise}: NOT CHECKED here: none of its {self.possible:g} points could be checked on "
+                    f"this machine, so nothing is scored or recorded: {self.unchecked_reason()}  "
+                    f"[{self.backend}: {self.device}]")
         skipped = self.possible - self.available
         more = f"; {skipped:g} more not checked here: each skipped check says why" if skipped else ""
         return (f"{self.exercise}: {self.earned:g}/{self.available:g} points on the checks this machine runs"

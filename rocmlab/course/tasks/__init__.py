@@ -84,7 +84,7 @@ def finish(lab: str, task: str, title: str, checks: list[CheckResult], backend: 
            started: float, record: bool = True) -> TaskReport:
     """The report of one grade; its points go to the learner's progress when ``record``."""
     rep = TaskReport(f"{lab} / {task}", title, backend, device, seed, checks, round(time.monotonic() - started, 2))
-    if record:
+    if record and not rep.nothing_checked:      # a grade with nothing checked here is not an attempt
         progress.record(lab, task, earned=rep.earned, earnable=rep.available, possible=rep.possible,
                         backend=backend)
     return rep
@@ -116,7 +116,7 @@ def self_test(grade, right, wrongs: dict, **kw) -> SelfTest:
     for name, answer in [("reference answer", right)] + list(wrongs.items()):
         rep = grade(answer, record=False, **kw)
         bad = [c for c in rep.checks if c.status in ("failed", "not run")]
-        rows.append({"answer": name, "points": f"{rep.earned:g}/{rep.available:g}",
-                     "verdict": "full marks" if rep.full_marks else "caught",
-                     "first message": f"{bad[0].id}: {bad[0].message}" if bad else ""})
+        verdict = "not checked here" if rep.nothing_checked else "full marks" if rep.full_marks else "caught"
+        rows.append({"answer": name, "points": f"{rep.earned:g}/{rep.available:g}", "verdict": verdict,
+                     "first message": f"{bad[0].id}: {bad[0].message}" if bad else rep.unchecked_reason()})
     return rows

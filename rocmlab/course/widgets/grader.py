@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rocmlab import grader
 from rocmlab.course import progress
-from rocmlab.course.verdict import points_text, report_element, report_text, verdict_html
+from rocmlab.course.verdict import NOT_CHECKED, points_text, report_element, report_text, verdict_html
 from rocmlab.html_table import html_table
 
 
@@ -31,6 +31,8 @@ def report_verdict(report) -> str:
     """The report's verdict line alone: full marks on what this machine checks, not yet, or not graded here."""
     if report.status != "graded":
         return verdict_html(None, report_text(report), mark="not graded here")
+    if report.nothing_checked:
+        return verdict_html(None, report_text(report), f"0 of {report.possible:g} points checked", mark=NOT_CHECKED)
     return verdict_html(report.full_marks, report_text(report),
                         points_text(report.earned, report.available, report.possible))
 

@@ -93,13 +93,19 @@ def _settings(s) -> dict:
 
 def _server(url: str | None) -> tuple[str | None, str]:
     if not url:
-        return None, "no server is running here (Lab 04's section 3 starts one): nothing measured, nothing awarded"
+        return None, f"no server is running here, so the settings could not be measured: nothing awarded. {START_SERVER}"
     from rocmlab.serve import bench
     try:
         bench.check_server(url)
     except Exception as exc:   # noqa: BLE001 - any failure to reach it is the machine's, not the learner's
-        return None, f"the server at {url} does not answer ({type(exc).__name__}: {exc}): nothing measured, nothing awarded"
+        return None, (f"the server at {url} does not answer ({type(exc).__name__}), so the settings could not be "
+                      f"measured (it is stopped: the lab's last cell stops it; or it died): nothing awarded. {START_SERVER}")
     return url, ""
+
+
+#: How to get a server to grade against, said wherever none answers.
+START_SERVER = ("To grade it: run the first code cell of section 3 again (it starts the server and waits until it "
+                "answers), then this cell")
 
 
 def agree_needed(rounds: int) -> int:
