@@ -65,6 +65,20 @@ COMPILER_OUTPUT_BYTES = 4 << 20
 #: The largest file a compiler may write (an object, a program, a listing): a source with a 400 MB static array
 #: fails to build instead of filling the disk (RLIMIT_FSIZE; the compiler's own temporary files are in its tmpfs).
 COMPILER_FILE_BYTES = 128 << 20
+
+#: How many compilers one process (one grade) runs at once: a check build's device and host halves, or a compile
+#: beside the grader's CPU-simulator build. A third waits for a slot (the wait is not its compile time).
+COMPILE_SLOTS = 2
+_slots = threading.BoundedSemaphore(COMPILE_SLOTS)
+
+
+def compile_memory() -> int:
+    """The memory of one compiler run (the whole run: a cgroup of its own, else the watchdog): an equal share of
+    ``settings.COMPILE_MEMORY_BYTES`` per slot, so that the compiles one grade runs at once never hold more than
+    that in all. (Two halves of a 2^23-element initializer, each given the whole budget, took 13.9 GB together.)"""
+    return settings.COMPILE_MEMORY_BYTES // COMPILE_SLOTS
+
+
 #: The build cache's size cap: after each new entry the least recently used ones go until it is under this.
 CACHE_MAX_BYTES = 2 << 30
 #: The PATH the offline compiler sees inside the root.
@@ -375,8 +389,10 @@ def _unreadable_inputs(cmd, tc: Toolchain, work: Path) -> str:
 
 
 def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=(), env=None,
-        memory_bytes: int | None = settings.COMPILE_MEMORY_BYTES) -> sandbox.Completed:
-    """Run one compiler (or archiver) command: THE place rocmlab starts a compiler.
+        memory_bytes: int | None = None) -> sandbox.Completed:
+    """Run one compiler (or archiver) command: THE place rocmlab starts a compiler. At most
+    :data:`COMPILE_SLOTS` run at once in this process, each with :func:`compile_memory` (or ``memory_bytes``, at
+    most that) for all its processes.
 
     ``cwd`` is the build folder, the only place it can write (a private folder: the sandbox hands
     it to its unprivileged user while the compiler runs). The offline toolchain runs inside its
@@ -384,12 +400,14 @@ def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=()
     """
     cwd = str(Path(cwd).resolve())
     cmd = [str(c) for c in cmd]
+    share = compile_memory()
     limits = sandbox.Limits(wall_s=time_limit or settings.COMPILE_TIME_LIMIT_S, cpu_s=None,
-                            memory_bytes=memory_bytes, processes=None, file_bytes=COMPILER_FILE_BYTES,
-                            output_bytes=COMPILER_OUTPUT_BYTES)
+                            memory_bytes=min(memory_bytes or share, share), processes=None,
+                            file_bytes=COMPILER_FILE_BYTES, output_bytes=COMPILER_OUTPUT_BYTES)
     binds = tuple(dict.fromkeys([*map(str, ro_binds), *_host_paths(cmd, tc, exclude=(cwd,))]))
-    return sandbox.run(cmd, limits=limits, root=tc.root or "/", scratch=cwd, ro_binds=binds,
-                       env=_env(tc.root, env), cwd=cwd)
+    with _slots:
+        return sandbox.run(cmd, limits=limits, root=tc.root or "/", scratch=cwd, ro_binds=binds,
+                           env=_env(tc.root, env), cwd=cwd)
 
 
 def run_program(tc_kind: str, root: str | None, cmd, *, scratch, time_limit: float, memory_bytes, output_bytes,
