@@ -89,8 +89,9 @@ def table_rows() -> list[list[str]]:
     return [[lab.file, lab.title, lab.article, lab.rocm, lab.cuda, lab.cpu] for lab in LABS]
 
 
-#: Files of the labs folder that are not course material.
-_SKIP = (".ipynb_checkpoints", "__pycache__", "my-work")
+#: Files of the labs folder that are not course material: a learner's own work, Jupyter's checkpoints, and the
+#: maintainers' test set-up of the notebooks (pytest's conftest.py, nbval's output filters).
+_SKIP = (".ipynb_checkpoints", "__pycache__", "my-work", "conftest.py", "nbval_sanitize.cfg")
 
 
 class LabsCopyError(ValueError):

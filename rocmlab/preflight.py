@@ -4,7 +4,8 @@ Each notebook runs through papermill with ``quick=True`` in its own kernel. A fa
 lab never stops the others: its error, the failing cell and its source go into the
 summary. Outputs: the executed notebooks, ``summary.json``, ``summary.md`` and
 ``summary.html`` (lab, status, duration, backend, headline figures). Exit status 1
-when any lab failed, 2 for bad input.
+when any lab failed, 2 for bad input. The labs run in a temporary copy with a progress record of their own:
+the labs folder and the user's progress record are left as they were.
 
 The failing cell is the one that was running when the lab failed (an exception, a cell
 timeout, a kernel that died), numbered as in the lab itself: papermill's injected
@@ -13,6 +14,7 @@ timeout, a kernel that died), numbered as in the lab itself: papermill's injecte
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 import os
@@ -26,6 +28,8 @@ from rocmlab import optional_imports, settings
 from rocmlab.machine.detect import current
 from rocmlab.status import VERDICTS, check_status
 
+#: The progress record's variable (rocmlab.settings): a preflight's kernels record into a temporary one.
+PROGRESS_ENV = "ROCMLAB_PROGRESS"
 #: Characters of an error shown in summary.md's table (summary.json and .html have all of it).
 MD_ERROR_CHARS = 200
 
@@ -177,15 +181,37 @@ def run(labs_dir: Path, out_dir: Path, quick: bool = True, timeout_s: float = se
     out_dir.mkdir(parents=True, exist_ok=True)
     results = []
     bar = tqdm(labs, desc="preflight", unit="lab", disable=not progress)
-    with ThreadPoolExecutor(max_workers=1) as pool:
+    with _scratch_copy(Path(labs_dir)) as work, ThreadPoolExecutor(max_workers=1) as pool:
         detecting = pool.submit(lambda: current().label)   # imports torch (0.7 s) while the first kernel starts
         for nb in bar:
             bar.set_postfix_str(nb.stem)
-            result = _run_one(nb, out_dir, quick, timeout_s)
+            result = _run_one(work / nb.name, out_dir, quick, timeout_s)
             result.backend = detecting.result()
             results.append(result)
             write_summary(results, out_dir)   # after every lab: a killed run keeps what it did
     return results
+
+
+@contextlib.contextmanager
+def _scratch_copy(labs_dir: Path):
+    """A temporary copy of the labs (``rocmlab labs``' copy: course files only, no one's my-work) to run them in,
+    with a progress record of its own (``ROCMLAB_PROGRESS``, which the kernels inherit): a preflight leaves the labs
+    folder as it was (the starter files the labs write go into the copy's my-work/) and writes no grade into the
+    user's progress record. Both are removed afterwards."""
+    from rocmlab import labs as course_labs
+
+    old = os.environ.get(PROGRESS_ENV)
+    with tempfile.TemporaryDirectory(prefix="rocmlab-preflight-") as tmp:
+        work = Path(tmp) / "labs"
+        course_labs.copy_labs(work, src=labs_dir)
+        os.environ[PROGRESS_ENV] = str(Path(tmp) / "progress.json")
+        try:
+            yield work
+        finally:
+            if old is None:
+                os.environ.pop(PROGRESS_ENV, None)
+            else:
+                os.environ[PROGRESS_ENV] = old
 
 
 def _headline_text(h: dict) -> str:
