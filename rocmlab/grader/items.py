@@ -3,19 +3,19 @@
 
 An item is what a learner hands in and an instructor re-grades:
 
-==========  ===========================================  ========  =============================================
-kind        id                                           answer    re-graded by
-==========  ===========================================  ========  =============================================
-exercise    ``vector-add`` (the exercise id)             ``.hip``  :func:`rocmlab.grader.check` (compile, run,
-                                                                   compare), the program in the sandbox
-task        ``LAB/TASK``: ``08-mi300x-package/xcd-remap``  ``.py``   the task's checker; the answer runs in the
-                                                                   sandbox (:mod:`rocmlab.grader.pyanswer`)
-task        ``04-vllm-on-rocm/meet-a-serving-target``    ``.json`` measured again on the grader's live server
-                                                                   (a value: no learner code runs)
-puzzle      ``LAB/KEY``: ``06-triton-on-amd/softmax``    ``.py``   the puzzle's checker; the kernel runs in the
-                                                                   sandbox (Triton's CPU interpreter there)
-question    ``11-counters-and-faults/oob_write-line``    ``.json`` the question's checker (a value: no code runs)
-==========  ===========================================  ========  =============================================
+==========  =============================================  =========  =============================================
+kind        id                                             answer     re-graded by
+==========  =============================================  =========  =============================================
+exercise    ``vector-add`` (the exercise id)               ``.hip``   :func:`rocmlab.grader.check` (compile, run,
+                                                                      compare), the program in the sandbox
+task        ``LAB/TASK``: ``08-mi300x-package/xcd-remap``  ``.py``    the task's checker; the answer runs in the
+                                                                      sandbox (:mod:`rocmlab.grader.pyanswer`)
+task        ``04-vllm-on-rocm/meet-a-serving-target``      ``.json``  measured again on the grader's live server
+                                                                      (a value: no learner code runs)
+puzzle      ``LAB/KEY``: ``06-triton-on-amd/softmax``      ``.py``    the puzzle's checker; the kernel runs in the
+                                                                      sandbox (Triton's CPU interpreter there)
+question    ``11-counters-and-faults/oob_write-line``      ``.json``  the question's checker (a value: no code runs)
+==========  =============================================  =========  =============================================
 
 ``LAB`` is the notebook's file stem and ``TASK`` the task's name in the progress record, so an id names its row
 in ``rocmlab progress``; an id has at most one ``/``, which file names write as ``+`` (:func:`flat`). A ``.py``
