@@ -8,12 +8,18 @@ hipify-perl on the same files compiled and linked with the same compiler and fla
 ``rocmlab port --run``'s choice: the AMD GPU; else the NVIDIA GPU through HIP->CUDA (nvcc, warps of 32); else
 the wave64 CPU simulator.
 
+A project is a folder tree, not one folder: its sources' #includes are followed (``../common/book.h``, a
+subfolder, a header found through a build file's ``-I``: the one file of that name in the collection), and what
+they reach comes with the program (a header's same-named source too), laid out as in the collection.
+
 "matches": on an NVIDIA machine with nvcc, the CUDA original is built with nvcc and run on the same GPU, twice
 (what differs between its own two runs, such as timings, is not compared), and the port's output is compared with
 it. Elsewhere "matches" needs outputs recorded from a CUDA run (a manifest, ``rocmlab-port-run.json`` in the
 project); without one, a program that exits 0 is counted as "ran", and its stdout is searched for the program's
 own verdict ("PASS", "Success", "correct" vs "FAIL", "mismatch", "error") as "self-check passed": the program's
-word, not a comparison with CUDA.
+word, not a comparison with CUDA. "matched" counts only programs whose output was compared with the CUDA
+original's; every other program says why not (``not_compared_why``: the original did not build, and nvcc's error
+with the CUDA version it needs; it failed; it printed nothing; it printed only timings).
 
 An NVIDIA machine usually has no AMD compiler: there the gfx942 compile and hipify-perl's are not measured
 (shown as "-"). ``--amd-json FILE`` takes them from this benchmark's JSON of the same collection on a machine
@@ -66,16 +72,78 @@ def projects(collection: Path, match: str | None) -> list[tuple[Path, list[str]]
     return out
 
 
-def stage(collection: Path, folder: Path, keep: list[str], dest: Path) -> None:
-    """A copy of ``folder`` without the programs left out."""
-    dest.mkdir(parents=True)
-    for p in folder.iterdir():
-        if not p.is_file():
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*([<"])([^>"]+)[>"]', re.MULTILINE)
+_COMPANIONS = (".c", ".cpp", ".cc", ".cu")
+
+
+def project_tree(collection: Path, folder: Path, includes: list[Path]) -> tuple[Path, list[Path], list[Path]]:
+    """A program folder as the project it is: (root folder, files outside ``folder`` it needs, include folders).
+
+    Its sources' #includes are followed through the collection: a quoted include relative to the including file
+    (``../common/book.h``, ``dwt_cuda/dwt.h``), then relative to ``-I`` folders inside the collection, then -- as a
+    build file's ``-I../common`` would -- the one file of that name in the collection, whose folder becomes an
+    include folder of the project. A header's same-named source beside it (``lodepng.h`` -> ``lodepng.cpp``) comes
+    too. The root is the nearest folder holding the program folder and all of them."""
+    inside = [i for i in includes if collection in i.resolve().parents or i.resolve() == collection]
+    by_name: dict[str, list[Path]] = {}
+    for p in collection.rglob("*"):
+        if p.is_file() and not p.is_symlink():
+            by_name.setdefault(p.name, []).append(p)
+    need: list[Path] = []
+    inc_dirs: list[Path] = []
+    todo = [p for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in SOURCES]
+    seen = set(todo)
+    while todo:
+        cur = todo.pop()
+        for quote, name in _INCLUDE.findall(cur.read_text(errors="replace")):
+            cands = ([cur.parent / name] if quote == '"' else []) + [d / name for d in [*inside, *inc_dirs]]
+            hit = next((c.resolve() for c in cands if c.is_file()), None)
+            if hit is None and quote == '"':
+                same = [p for p in by_name.get(Path(name).name, []) if str(p).endswith(name)]
+                if len(same) == 1:
+                    hit = same[0].resolve()
+                    d = Path(str(hit)[: -len(name)].rstrip("/"))
+                    if d not in inc_dirs:
+                        inc_dirs.append(d)
+            if hit is None or hit in seen or collection.resolve() not in hit.parents:
+                continue
+            seen.add(hit)
+            todo.append(hit)
+            if folder.resolve() not in hit.parents:
+                need.append(hit)
+            for suffix in _COMPANIONS:
+                comp = hit.with_suffix(suffix)
+                if comp != hit and comp.is_file() and comp not in seen and not _MAIN.search(comp.read_text(errors="replace")):
+                    seen.add(comp)
+                    todo.append(comp)
+                    if folder.resolve() not in comp.parents:
+                        need.append(comp)
+    root = folder.resolve()
+    for p in [*need, *inc_dirs]:
+        while root not in p.parents and root != p:
+            root = root.parent
+    return root, need, inc_dirs
+
+
+def stage(collection: Path, folder: Path, keep: list[str], dest: Path, extra=(), root: Path | None = None) -> Path:
+    """A copy of ``folder`` without the programs left out, under ``dest`` as it sits under ``root`` (default: the
+    folder itself), with the ``extra`` files it includes from elsewhere in ``root``; returns the copy's folder."""
+    root = (root or folder).resolve()
+    here = dest / folder.resolve().relative_to(root)
+    here.mkdir(parents=True)
+    for p in sorted(folder.rglob("*")):
+        if not p.is_file() or p.is_symlink():
             continue
         rel = str(p.relative_to(collection))
         if p.suffix in (".cu", ".cpp", ".c") and _MAIN.search(p.read_text(errors="replace")) and rel not in keep:
             continue
-        shutil.copyfile(p, dest / p.name)
+        (here / p.relative_to(folder)).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, here / p.relative_to(folder))
+    for p in extra:
+        to = dest / p.relative_to(root)
+        to.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p, to)
+    return here
 
 
 def amd_compiler_here() -> str:
@@ -94,12 +162,15 @@ def one_project(n: int, folder: Path, keep: list[str], a, tmp: Path, amd: bool) 
     from rocmlab.port import port
     from rocmlab.port.baseline import plain_hipify
 
-    src = tmp / f"p{n}" / folder.name
-    stage(a.collection, folder, keep, src)
-    inc = [str(Path(i).resolve()) for i in a.include]
-    manifest = recorded_manifest(folder, a, tmp / f"m{n}.json") if a.reference_json else None
+    root, extra, found_inc = project_tree(a.collection.resolve(), folder, [Path(i).resolve() for i in a.include])
+    src = tmp / f"p{n}" / (root.name or "root")
+    stage(a.collection, folder, keep, src, extra, root)
+    in_root = [str(d.relative_to(root)) or "." for d in found_inc]           # -I folders the includes asked for
+    inc = [str(Path(i).resolve()) for i in a.include] + in_root
+    manifest = recorded_manifest(folder, root, a, tmp / f"m{n}.json") if a.reference_json else None
     res = port(src, tmp / f"o{n}", a.target, run=True, workers=a.workers, run_timeout_s=a.run_timeout, include=inc,
                manifest=manifest)
+    prefix = root.relative_to(a.collection.resolve())
     base_linked = None
     if amd:
         base = plain_hipify(src, tmp / f"b{n}", (a.target,), engine="perl", workers=a.workers, libs=[], include=inc)
@@ -107,7 +178,10 @@ def one_project(n: int, folder: Path, keep: list[str], a, tmp: Path, amd: bool) 
     rows = []
     for r in res.runs:
         out = r.stdout_tail
-        rows.append({"program": str(folder.relative_to(a.collection) / r.program), "compiled": r.compiles,
+        rows.append({"program": str(prefix / r.program), "compiled": r.compiles,
+                     "project_root": str(prefix) or ".", "from_outside_folder": [str(p.relative_to(root)) for p in extra],
+                     "include_found": in_root, "not_compared_why": r.not_compared_why,
+                     "original_needs": r.original_needs, "port_changes": r.port_changes,
                      "built_to_run": r.built, "ran": bool(r.runs), "matches": r.matches,
                      "self_check": (bool(r.runs) and bool(_PASS.search(out)) and not _FAIL.search(out)),
                      "status": r.status, "backend": r.backend, "reference": r.reference,
@@ -123,17 +197,19 @@ def one_project(n: int, folder: Path, keep: list[str], a, tmp: Path, amd: bool) 
     return rows
 
 
-def recorded_manifest(folder: Path, a, path: Path) -> Path | None:
+def recorded_manifest(folder: Path, root: Path, a, path: Path) -> Path | None:
     """A manifest of the CUDA original's outputs recorded by this benchmark on an NVIDIA machine (its --json, given
-    as --reference-json) for ``folder``'s programs that exited 0 there; None when it holds none of them."""
+    as --reference-json) for ``folder``'s programs that exited 0 there; None when it holds none of them. Program
+    paths are relative to the project's ``root`` (:func:`project_tree`)."""
     data = json.loads(a.reference_json.read_text())
-    here = str(folder.relative_to(a.collection))
+    coll = a.collection.resolve()
+    here = folder.resolve().relative_to(coll)
     programs = {}
     for r in data.get("programs", []):
         prog = Path(r["program"])
-        if str(prog.parent) != here or r.get("original_exit") != 0 or r.get("original_stdout") is None:
+        if prog.parent != here or r.get("original_exit") != 0 or r.get("original_stdout") is None:
             continue
-        programs[prog.name] = [{"args": [], "timeout_s": a.run_timeout,
+        programs[str((coll / prog).relative_to(root))] = [{"args": [], "timeout_s": a.run_timeout,
                                 "expected": {"exit": 0, "stdout": r["original_stdout"],
                                              "not_compared": r.get("not_compared_at") or []}}]
     if not programs:
@@ -150,6 +226,7 @@ def failed_project(folder: Path, keep: list[str], a, exc: BaseException) -> list
     return [{"program": str(folder.relative_to(a.collection) / Path(m).name), "compiled": None, "built_to_run": False,
              "ran": False, "matches": None, "self_check": False, "status": "benchmark-error", "backend": "",
              "reference": "", "first_difference": "", "not_compared": 0, "note": why, "seconds": 0.0,
+             "not_compared_why": "benchmark-error: " + why, "original_needs": "", "port_changes": [],
              "hipify_perl_compiled": None} for m in keep]
 
 
@@ -230,18 +307,27 @@ def main() -> int:
                     got = f.result()
                 except Exception as exc:          # one project's failure must not lose the others' rows
                     got = failed_project(folder, keep, a, exc)
+                if a.json:                        # what is done so far, should the run be stopped before its end
+                    a.json.write_text(json.dumps({"partial": True, "collection": str(a.collection),
+                                                  "programs": rows + got}, indent=1))
                 for row in got:
                     rows.append(row)
                     print(f"{row['program']:60s} compiled={_yes(row['compiled']):3} built={_yes(row['built_to_run']):3} "
                           f"ran={_yes(row['ran']):3} matches={_yes(row['matches']):3} "
                           f"self-check={_yes(row['self_check']):3} hipify-perl={_yes(row['hipify_perl_compiled']):3} "
-                          f"{row['status']} {(row['first_difference'] or row['note'])[:100]}", flush=True)
+                          f"{row['status']} {(row['first_difference'] or row['not_compared_why'] or row['note'])[:160]}",
+                          flush=True)
     amd_from = merge_amd(rows, a.amd_json) if a.amd_json else None
     total = {k: sum(r[k] is True for r in rows)
              for k in ("compiled", "built_to_run", "ran", "self_check", "hipify_perl_compiled")}
     total["matched"] = sum(r["matches"] is True for r in rows)
     total["mismatched"] = sum(r["matches"] is False for r in rows)
     total["compared"] = sum(r["matches"] is not None for r in rows)
+    total["not_compared"] = {}
+    for r in rows:
+        if r["matches"] is None:
+            code = (r.get("not_compared_why") or r["status"]).split(":")[0]
+            total["not_compared"][code] = total["not_compared"].get(code, 0) + 1
     total["programs"] = len(rows)
     total["wall_s"] = round(time.monotonic() - t0, 1)
     backends = sorted({r["backend"] for r in rows if r["backend"]})
@@ -253,6 +339,11 @@ def main() -> int:
           f"{total['matched']} of {total['compared']} compared ({'; '.join(refs) or 'nothing to compare with'}), "
           f"self-check passed {total['self_check']}; hipify-perl compiled {total['hipify_perl_compiled']}{amd_said}; "
           f"{total['wall_s']} s")
+    if total["not_compared"]:
+        print("not compared, and why: " + ", ".join(f"{k} {v}" for k, v in sorted(total["not_compared"].items())))
+        for r in rows:
+            if r["matches"] is None:
+                print(f"  {r['program']}: {(r.get('not_compared_why') or r['note'] or r['status'])[:240]}")
     if amd_from and amd_from["not_there"]:
         print(f"not in {a.amd_json}: {', '.join(amd_from['not_there'])}")
     if a.json:

@@ -42,7 +42,7 @@ import posixpath
 import re
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rocmlab import sandbox, settings
@@ -128,7 +128,7 @@ def sync_mask_names(texts) -> set[str]:
 
 
 def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], own: set[str],
-                file_own: set[str] = frozenset()) -> tuple[str, list]:
+                file_own: set[str] = frozenset(), void_ptrs: set[str] = frozenset()) -> tuple[str, list]:
     """Whole-word fixes on one code line (positions from the comment-free line); returns (line, fixes)."""
     edits = []   # (start, end, new, kind, why)
     for m in re.finditer(r"\b[A-Za-z_]\w*\b", clean):
@@ -155,6 +155,18 @@ def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], ow
             edits.append((m.start(1), m.end(1), OVERLOADS[name][1], "cuda-overload",
                           f"{name} with {sp} arguments is a C++ overload of CUDA's runtime header; HIP spells it "
                           f"{OVERLOADS[name][1]}"))
+    for m in _POINTER_CALL.finditer(clean):
+        args = _top_args(clean, m.end() - 1)
+        if not args:
+            continue
+        a, b = args[0]
+        arg = clean[a:b].strip()
+        if not arg or _is_void_pp(arg, void_ptrs):
+            continue
+        at = a + (len(clean[a:b]) - len(clean[a:b].lstrip()))
+        edits.append((at, at, "(void**)", "void-pointer-cast",
+                      f"CUDA's runtime header has a template overload of {_CUDA_OF.get(m.group(1), m.group(1))} "
+                      f"that takes any T** ({arg}); HIP's {m.group(1)} takes only void**: the argument is cast"))
     for m in _SPACED_LAUNCH.finditer(clean):
         why = ("a kernel launch written with spaces inside its chevrons ('<< <' ... '>> >'): nvcc reads it, clang "
                "does not ('expected expression')")
@@ -195,6 +207,40 @@ def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], ow
         why = "; ".join(dict.fromkeys(w for k, w in kinds if k == kind))
         fixes.append(Fix(out_rel, i + 1, kind, line, text, why))
     return text, fixes
+
+
+#: CUDA runtime calls whose first argument cuda_runtime.h also takes as any ``T**`` (a C++ template overload), where
+#: HIP 7.2's hip_runtime_api.h declares only ``void**`` (hipMalloc, hipHostMalloc, hipMallocManaged, hipMallocPitch,
+#: hipHostAlloc, hipMallocAsync and hipMallocFromPoolAsync have HIP templates of their own; tested against the
+#: headers): ``hipHostGetDevicePointer(&d_a, h_a, 0)`` with ``float* d_a`` compiles with nvcc, not with hipcc, so
+#: the argument gets ``(void**)``. {HIP name: the CUDA name it came from}
+POINTER_CALLS = {"hipHostGetDevicePointer": "cudaHostGetDevicePointer", "hipGetSymbolAddress": "cudaGetSymbolAddress",
+                 "hipMallocHost": "cudaMallocHost"}
+_CUDA_OF = POINTER_CALLS
+_POINTER_CALL = re.compile(r"\b(" + "|".join(POINTER_CALLS) + r")\s*\(")
+_CAST_VOID_PP = re.compile(r"^\(\s*(?:const\s+)?void\s*\*\s*\*\s*\)|^(?:reinterpret_cast|static_cast)\s*<\s*void\s*\*\s*\*\s*>")
+_VOID_PTR_DECL = re.compile(r"\bvoid\s*\*\s*(\*?)\s*([A-Za-z_]\w*)\s*(?=[=;,)\[])")
+
+
+def void_pointer_names(texts) -> set[str]:
+    """Names the texts declare as ``void*`` ("name") or ``void**`` ("*name")."""
+    out: set[str] = set()
+    for t in texts:
+        for m in _VOID_PTR_DECL.finditer(strip_comments_and_strings(t)):
+            out.add(m.group(1) + m.group(2))
+    return out
+
+
+def _is_void_pp(arg: str, void_ptrs: set[str]) -> bool:
+    """Whether a call's argument is already a ``void**``: cast to it, ``&p`` of a ``void* p``, or a ``void** pp``."""
+    if _CAST_VOID_PP.match(arg):
+        return True
+    m = re.fullmatch(r"&\s*\(?\s*([A-Za-z_]\w*)\s*\)?", arg)
+    if m:
+        return m.group(1) in void_ptrs
+    if re.fullmatch(r"[A-Za-z_]\w*", arg):
+        return "*" + arg in void_ptrs
+    return not arg.startswith("&")          # an expression we cannot type: left alone unless it takes an address
 
 
 #: C++ overloads in CUDA's cuda_runtime.h that HIP has under another name: {HIP name: (arguments, HIP's name)}
@@ -378,6 +424,9 @@ class Translation:
     texts: dict[str, str]          # source rel -> the ported text
     fixes: list[Fix]
     notes: list[str]
+    #: CUDA names in string literals the program may look up at run time (dlsym, an error-name table): left as
+    #: written, reported as warnings (:func:`keep_literals`)
+    literals: list[Finding] = field(default_factory=list)
 
 
 def translate(sources: dict[str, str], *, engine: str = "torch", include_dirs=()) -> Translation:
@@ -391,14 +440,23 @@ def translate(sources: dict[str, str], *, engine: str = "torch", include_dirs=()
     sources = {rel: (t.replace("\r\n", "\n") if rel in crlf else t) for rel, t in sources.items()}
     hip = hipify_texts(sources) if engine == "torch" else hipify_perl_texts(sources)
     names, notes = plan_names(sources)
+    literals: list[Finding] = []
+    for rel in sorted(sources):
+        hip[rel], kept, looked_up = keep_literals(sources[rel], hip[rel], names[rel])
+        literals += looked_up
+        if kept:
+            notes.append(f"{names[rel]}: {kept} string literal(s) and comment(s) kept as written ({engine} hipify "
+                         "renamed CUDA names inside them: what the program prints and looks up is not the port's "
+                         "to change)")
     texts, fixes = {}, []
     inc = list(include_dirs) or ["."]
     masks = sync_mask_names(hip.values())
     widened = widened_names(hip.values(), masks)
     textures = texture_refs(hip.values())
     own = {n for n in _own_functions(hip.values()) if n not in NAME_FIXES}
+    void_ptrs = void_pointer_names(hip.values())
     for rel in sorted(sources):
-        text, fx = fix_file(rel, names[rel], hip[rel], names, inc, masks, own, widened, textures)
+        text, fx = fix_file(rel, names[rel], hip[rel], names, inc, masks, own, widened, textures, void_ptrs)
         texts[rel] = text
         fixes += fx
     for rel in sorted(sources):
@@ -407,7 +465,66 @@ def translate(sources: dict[str, str], *, engine: str = "torch", include_dirs=()
     for rel in crlf:
         texts[rel] = texts[rel].replace("\n", "\r\n")
         hip[rel] = hip[rel].replace("\n", "\r\n")
-    return Translation(engine, names, hip, texts, fixes, notes)
+    return Translation(engine, names, hip, texts, fixes, notes, literals)
+
+
+# --- string literals and comments: what the program prints and looks up is not the port's to change ---------------
+#: Comments, string and character literals, and #include lines (whose header names the port does rename).
+_LITERAL = re.compile(r'^[ \t]*#[ \t]*include[^\n]*|//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'',
+                      re.DOTALL | re.MULTILINE)
+#: A string that is one CUDA API name (or a CUDA library's file name): the program may look it up at run time.
+_API_STRING = re.compile(r'"((?:cuda|cu|cublas|curand|cufft|cusparse|cusolver|nvrtc)[A-Z]\w*|CU(?:DA|BLAS|RAND|FFT|'
+                         r'SPARSE|SOLVER)?_\w+|lib(?:cudart|cuda|cublas|curand|cufft|cusparse|cusolver|nvrtc)\w*\.so[.\d]*)"$')
+_LOOKUP_CALL = re.compile(r"\b(?:dlsym|dlopen|cuGetProcAddress\w*|cudaGetDriverEntryPoint\w*|GetProcAddress|"
+                          r"LoadLibrary\w*)\s*\([^;]*$")
+
+
+def keep_literals(original: str, hipified: str, out_rel: str = "") -> tuple[str, int, list[Finding]]:
+    """``hipified`` with every string literal and comment of ``original`` put back as written (hipify renames
+    ``"cudaMalloc"`` inside ``printf("Time using cudaMalloc")`` too); #include lines keep hipify's header names.
+    Returns (text, how many literals were put back, findings for CUDA names in strings the program may look up at
+    run time: a string that is one API name, or an argument of dlsym/dlopen; reported, not rewritten)."""
+    def pieces(text):
+        return [m for m in _LITERAL.finditer(text) if not m.group().lstrip().startswith("#")]
+
+    old, new = pieces(original), pieces(hipified)
+    shape = re.compile(r"\w+")
+    match = difflib.SequenceMatcher(None, [shape.sub("w", m.group()) for m in old],
+                                    [shape.sub("w", m.group()) for m in new], autojunk=False)
+    out, pos, kept, found = [], 0, 0, []
+    for tag, i1, _i2, j1, j2 in match.get_opcodes():
+        if tag != "equal":
+            continue
+        for k in range(j2 - j1):
+            o, n = old[i1 + k], new[j1 + k]
+            if o.group() == n.group():
+                continue
+            if o.group().count("\n") != n.group().count("\n"):
+                continue                               # never change the number of lines
+            out.append(hipified[pos:n.start()])
+            out.append(o.group())
+            pos = n.end()
+            kept += 1
+    out.append(hipified[pos:])
+    text = "".join(out)
+    for m in pieces(original):
+        lit = m.group()
+        if not lit.startswith('"'):
+            continue
+        line_start = original.rfind("\n", 0, m.start()) + 1
+        before = original[line_start:m.start()]
+        api = _API_STRING.match(lit)
+        if api or _LOOKUP_CALL.search(before) and re.search(r"\b(?:cuda|cu[A-Z]|cublas|curand|cufft|cusparse|cusolver)",
+                                                           lit):
+            line = original.count("\n", 0, m.start()) + 1
+            what = api.group(1) if api else lit.strip('"')
+            found.append(Finding(out_rel, line, m.start() - line_start + 1, "cuda-name-in-string", "cuda-left", "warning",
+                                 f"the string {lit[:80]} names CUDA's {what}: it was left as written (a port never "
+                                 "changes what a program prints or the keys it looks up); if the program looks this "
+                                 "name up at run time (dlsym, an error-name table), its HIP name differs",
+                                 "if it is looked up at run time, write the HIP name (hipify's spelling of it) in the "
+                                 "string, or look up both", lit[:160]))
+    return text, kept, found
 
 
 def widened_names(texts, masks: set[str]) -> set[str]:
@@ -542,11 +659,12 @@ def _resolve_include(name: str, quote: bool, including_rel: str, include_dirs: l
 
 def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], include_dirs: list[str],
              masks: set[str] = frozenset(), own: set[str] = frozenset(),
-             widened: set[str] = frozenset(), textures: set[str] = frozenset()) -> tuple[str, list[Fix]]:
+             widened: set[str] = frozenset(), textures: set[str] = frozenset(),
+             void_ptrs: set[str] = frozenset()) -> tuple[str, list[Fix]]:
     """Apply the mechanical fixes to one hipified file; returns (text, fixes). ``masks``: names the
     project passes as warp-sync masks (:func:`sync_mask_names`); ``own``: names it defines itself;
     ``widened``: mask names the port makes 64-bit (printed with %llx from then on); ``textures``: texture
-    references the port turns into pointers (:func:`texture_refs`)."""
+    references the port turns into pointers (:func:`texture_refs`); ``void_ptrs``: :func:`void_pointer_names`."""
     text, shim_fixes = _file_level_fixes(out_rel, text, textures)
     fixes: list[Fix] = list(shim_fixes)
     known = set(names)
@@ -614,7 +732,7 @@ def fix_file(src_rel: str, out_rel: str, text: str, names: dict[str, str], inclu
                 cr = "\r" if lines[i].endswith("\r") else ""
                 lines[i] = lines[i][: len(lines[i]) - len(cr)] + ARCH_NOTE + cr
             continue
-        new_line, fx = _code_fixes(out_rel, i, line, clean, masks, own, file_own)
+        new_line, fx = _code_fixes(out_rel, i, line, clean, masks, own, file_own, void_ptrs)
         fmt_line, fmt_fx = _format_fixes(out_rel, i, new_line, strip_comments_and_strings(new_line), widened)
         if fx or fmt_fx:
             lines[i] = fmt_line
@@ -715,7 +833,13 @@ def _format_fixes(out_rel: str, i: int, line: str, clean: str, widened: set[str]
 
 # --- file-level fixes: texture references, old error enumerators, cooperative-groups gaps ---------------------
 _TEX_DECL = re.compile(r"^(?P<lead>[ \t]*(?:static[ \t]+)?)texture\s*<\s*(?P<type>[A-Za-z_][\w: ]*?)\s*"
-                       r"(?:,\s*1\s*(?:,\s*(?:cuda|hip)ReadModeElementType\s*)?)?>\s*(?P<name>[A-Za-z_]\w*)\s*;", re.MULTILINE)
+                       r"(?:,\s*(?:1|(?:cuda|hip)TextureType1D)\s*(?:,\s*(?:cuda|hip)ReadModeElementType\s*)?)?>\s*"
+                       r"(?P<name>[A-Za-z_]\w*)\s*;", re.MULTILINE)
+#: Settings of a texture reference that an element fetch from linear memory ignores (tex1Dfetch neither filters nor
+#: normalizes, and its addressing is by element): ``t.filterMode = cudaFilterModePoint;`` ... become comments.
+#: (A linear filter mode or normalized coordinates say the program meant a filtered read: left for a manual fix.)
+_TEX_SETTING = (r"\.\s*(?:filterMode\s*=\s*(?:cuda|hip)FilterModePoint|normalized\s*=\s*(?:false|0)|"
+                r"(?:addressMode\s*\[[^\]]*\]|channelDesc)\s*=[^;=][^;]*)\s*;")
 _ERROR_CASE = re.compile(r"\bcase\s+(?P<name>(?:cuda|hip)Error\w+)\s*:")
 _TILE_MEMORY = re.compile(r"^(?P<lead>[ \t]*)(?:__shared__\s+)?(?:\w+::)*block_tile_memory\s*<[^;>]*>\s*"
                           r"(?P<name>[A-Za-z_]\w*)\s*;")
@@ -731,7 +855,8 @@ def texture_refs(texts) -> set[str]:
     for m in _TEX_DECL.finditer(code):
         name = m.group("name")
         uses = {u.start() for u in re.finditer(rf"\b{name}\b", code)}
-        ok = re.compile(rf"(?:\btex1Dfetch\s*\(\s*|\b(?:cuda|hip)(?:Bind|Unbind)Texture\s*\([^;()]*?)\b{name}\b")
+        ok = re.compile(rf"(?:\btex1Dfetch\s*\(\s*|\b(?:cuda|hip)(?:Bind|Unbind)Texture\s*\([^;()]*?)\b{name}\b"
+                        rf"|\b{name}(?={_TEX_SETTING})")
         allowed = {u.start() + u.group(0).rfind(name) for u in ok.finditer(code)}
         decls = {d.start("name") for d in _TEX_DECL.finditer(code) if d.group("name") == name}
         if allowed and uses <= allowed | decls:
@@ -763,6 +888,10 @@ def _file_level_fixes(out_rel: str, text: str, textures: set[str] = frozenset())
             m = _TEX_DECL.match(c2)
             if m and m.group("name") == name:
                 new = f"{m.group('lead')}__device__ const {m.group('type').strip()}* {name};" + lines[k][m.end():]
+            st = re.match(rf"(\s*)({name}\s*{_TEX_SETTING})", c2)
+            if st:
+                new = (lines[k][:st.start(2)] + f"/* rocmlab port: {lines[k][st.start(2):st.end(2)]} (a plain load "
+                       "needs no texture setting) */" + lines[k][st.end(2):])
             for f in reversed(list(re.finditer(rf"\btex1Dfetch\s*\(\s*{name}\s*,", c2))):
                 args = _top_args(c2, c2.index("(", f.start()))
                 if args and len(args) == 2:

@@ -29,7 +29,7 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-VERSION = 5   # part of the build cache key: bump when the translation changes
+VERSION = 6   # part of the build cache key: bump when the translation changes
 FULL_MASK = "0xffffffffu"
 
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -53,7 +53,25 @@ HIP_HEADERS = {
     # hipBLAS mirrors cuBLAS's v2 (handle) API, not the legacy cublas.h the inverted tables give.
     "hipblas/hipblas.h": "cublas_v2.h",
     "hipblas.h": "cublas_v2.h",
+    # every library header the forward port (rocmlab port, torch's hipify, hipify-perl) writes, back to CUDA's
+    "hipblaslt/hipblaslt.h": "cublasLt.h",
+    "hiprand/hiprand.h": "curand.h",
+    "hiprand.h": "curand.h",
+    "hiprand/hiprand_kernel.h": "curand_kernel.h",
+    "hiprand_kernel.h": "curand_kernel.h",
+    "hipfft/hipfft.h": "cufft.h",
+    "hipfft.h": "cufft.h",
+    "hipfft/hipfftXt.h": "cufftXt.h",
+    "hipsparse/hipsparse.h": "cusparse.h",
+    "hipsparse.h": "cusparse.h",
+    "hipsolver/hipsolver.h": "cusolverDn.h",       # the port maps cusolverDn.h (and cusolver_common.h) here
+    "hipsolver.h": "cusolverDn.h",
+    "hipcub/hipcub.hpp": "cub/cub.cuh",
+    "hipcub/hipcub.h": "cub/cub.cuh",
 }
+#: Library names the inverted tables do not hold (the port writes them from CUDA's by prefix: CUSOLVER_STATUS_SUCCESS
+#: -> HIPSOLVER_STATUS_SUCCESS): back by the same prefix.
+_LIBRARY_PREFIX = re.compile(r"^(?:(hip)(solver|blas|rand|fft|sparse)([A-Z]\w*)|(HIP)(SOLVER|BLAS|RAND|FFT|SPARSE)(_\w+))$")
 
 # HIP-only names with a direct CUDA spelling (not in torch's tables, which go CUDA -> HIP).
 HIP_ONLY = {
@@ -74,6 +92,7 @@ HIP_ONLY = {
     "HIP_INCLUDE_HIP_HIP_FP16_H": "__CUDA_FP16_H__",
     "unsafeAtomicAdd": "atomicAdd",  # the hardware float atomic on AMD; atomicAdd is one already on NVIDIA
     "safeAtomicAdd": "atomicAdd",
+    "hipcub": "cub",                 # hipCUB's namespace (hipcub::DeviceReduce) is CUB's
 }
 # Mask-less warp functions: CUDA removed them (CUDA 9+ needs the _sync forms with a mask).
 MASKLESS = {"__shfl": "__shfl_sync", "__shfl_up": "__shfl_up_sync", "__shfl_down": "__shfl_down_sync",
@@ -259,6 +278,11 @@ def translate(hip_source: str) -> Translation:
             return inv[w]
         if w in PASSTHROUGH or w in own:
             return w
+        lib = _LIBRARY_PREFIX.match(w)
+        if lib:
+            cuda = "cu" + lib.group(2) + lib.group(3) if lib.group(1) else "CU" + lib.group(5) + lib.group(6)
+            replaced[w] = cuda
+            return cuda
         if (_HIPISH.match(w) or _AMD_ONLY.match(w)) and w not in unknown:
             unknown.append(w)
         return w

@@ -111,7 +111,11 @@ def _runs_html(result) -> str:
         traps = [f"{t['path']}:{t['line']} {t['rule']} ({t['how']})" for t in r.exposed]
         traps += [f"{t['path']}:{t['line']} {t['rule']} (flagged in its files)" for t in r.suspects[:6]]
         rows.append([r.program, " ".join(r.args), r.backend or "-", *[_badge(*_YES[v]) for v in
-                     (r.compiles, r.runs, r.matches)], r.first_difference or r.note, r.reference, "; ".join(traps)])
+                     (r.compiles, r.runs, r.matches)],
+                     "; ".join(x for x in (r.first_difference or r.note,
+                                           *(f"the port's own change: {c}" for c in r.port_changes),
+                                           f"not compared: {r.not_compared_why}" if r.not_compared_why else "") if x),
+                     r.reference, "; ".join(traps)])
     parts.append(_table(["program", "arguments", "ran on", "compiles", "runs", "matches the original",
                          "first difference", "compared with", "traps"], rows))
     return "".join(parts)

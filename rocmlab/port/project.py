@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rocmlab import settings
 from rocmlab.cuda2hip import translate
-from rocmlab.port import diagnose, run_compare, unit_build
+from rocmlab.port import cuda_removed, diagnose, run_compare, unit_build
 from rocmlab.port.inputs import SOURCE_SUFFIXES, TU_SUFFIXES, PortInputError, Problem, check_request, collect
 from rocmlab.port.page import write_reports
 from rocmlab.cuda2hip.scan import scan_project
@@ -170,6 +170,10 @@ class PortResult:
                              f"matches {yes[x.matches]}" + (f" [{x.status}]" if x.status != "matched" else ""))
                 if x.first_difference:
                     lines.append(f"       first difference: {x.first_difference}")
+                for change in x.port_changes:
+                    lines.append(f"       the port's own change: {change}")
+                if x.not_compared_why:
+                    lines.append(f"       not compared: {x.not_compared_why[:300]}")
                 if x.note:
                     lines.append(f"       note: {x.note[:300]}")
                 for t in x.exposed:
@@ -384,6 +388,10 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
         result.notes.append(f"not compiled for {', '.join(targets)}: {no_amd}. --run builds the port through "
                             "HIP->CUDA with nvcc and runs it on this NVIDIA GPU (warps of 32) instead")
     result.fixes = tr.fixes
+    needs = cuda_removed.needs_text(cuda_removed.removed_apis(proj.sources))
+    if needs:
+        result.notes.append(f"{needs}. The port does not use them (HIP names, plain loads): it builds for HIP; "
+                            "only the CUDA original needs that older CUDA")
     for rel in sorted(included):
         result.notes.append(f"{rel} is #included by another file of the project: it is compiled as part of that "
                             "file, never as a translation unit of its own (alone it misses the includer's types)")
@@ -442,6 +450,15 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
                                      ft.message, ft.fix, True,
                                      "included" if src_rel.startswith(EXTERNAL + "/") else "own",
                                      ext_origin.get(src_rel, src_rel), maps.get(src_rel, {}).get(ft.line, 0)))
+    for lit in tr.literals:          # CUDA names in strings the program may look up: kept, reported
+        src_rel = back.get(lit.file, "")
+        lines = written.get(lit.file, "").split("\n")
+        at = [n for n, text in enumerate(lines, start=1) if lit.snippet in text]
+        line = min(at, key=lambda n: abs(n - lit.line)) if at else lit.line
+        result.traps.append(PortTrap(lit.file, line, lit.column, lit.rule, lit.kind, lit.severity, lit.snippet,
+                                     lit.message, lit.fix, True,
+                                     "included" if src_rel.startswith(EXTERNAL + "/") else "own",
+                                     ext_origin.get(src_rel, src_rel), lit.line))
     result.traps = one_per_line(result.traps)
     per_file: dict[str, int] = {}
     for t in result.traps:

@@ -43,6 +43,7 @@ from pathlib import Path
 
 from rocmlab import settings
 from rocmlab.cuda2hip import translate
+from rocmlab.port import cuda_removed
 from rocmlab.port.inputs import PortInputError
 
 MANIFEST = "rocmlab-port-run.json"
@@ -166,6 +167,19 @@ _TIMING = re.compile(r"(?i)\b(?:time[ds]?|timing|elapsed|duration|ms|msec|us|use
                      r"[GMT]B/s|[GMT]?FLOPS|bandwidth|throughput)\b")
 
 
+def compared_content(text: str, skip) -> int:
+    """How many lines of ``text`` still say something once ``skip`` is left out: a line not skipped whole that is
+    not a timing line, or that keeps a number not skipped. 0: nothing of the output is compared."""
+    n_left = 0
+    for n, line in enumerate(_lines(text), start=1):
+        if (n, 0) in skip or not line.strip():
+            continue
+        nums = len(_split(line)[1])
+        if not _TIMING.search(line) or any((n, k) not in skip for k in range(1, nums + 1)):
+            n_left += 1
+    return n_left
+
+
 def timing_numbers(text: str) -> set:
     """{(line, k)} for every number of the lines of ``text`` that report a timing or a rate (``kernel time 0.12
     ms``, ``bandwidth 812 GB/s``): the CUDA original's and the port's differ even when both are right."""
@@ -203,6 +217,22 @@ def compare_text(expected: str, got: str, rel: float, abs_: float, what: str = "
 
 
 # --- results -------------------------------------------------------------------------------------------------------
+#: Why a run was not compared with CUDA (RunResult.not_compared_why starts with one of these codes).
+NOT_COMPARED = {
+    "original-not-built": "the CUDA original did not build with the nvcc here (its error follows)",
+    "original-failed": "the CUDA original itself failed or did not finish here",
+    "no-output": "the CUDA original printed nothing and wrote no file that was named: only exit statuses",
+    "only-timing": "every line the CUDA original printed is a timing or a rate, or differs between its own two runs",
+    "nothing-recorded": "no CUDA original here and no outputs recorded from a CUDA run (a manifest)",
+    "port-not-built": "the port was not built to run here",
+    "port-failed": "the port did not run to its end",
+}
+
+
+def _why(code: str, detail: str = "") -> str:
+    return f"{code}: {NOT_COMPARED[code]}" + (f": {detail}" if detail else "")
+
+
 @dataclass
 class RunResult:
     program: str                 # main file, relative to SRC
@@ -224,6 +254,11 @@ class RunResult:
     original_stdout: str = ""
     not_compared: int = 0                                  # numbers/lines that differ between two runs of the original
     not_compared_at: list = field(default_factory=list)    # which: [line, number] ([line, 0]: the whole line)
+    #: why the port's run was not compared with CUDA (matches is None): a code of NOT_COMPARED, then its words
+    not_compared_why: str = ""
+    original_needs: str = ""                               # the CUDA the original needs (it uses removed APIs)
+    #: the port's own changes to what this program prints (a widened mask's %x -> %llx), shown beside a mismatch
+    port_changes: list[str] = field(default_factory=list)
     exposed: list[dict] = field(default_factory=list)     # traps the run points at (the line is known)
     suspects: list[dict] = field(default_factory=list)    # traps flagged in this program's files (line not known)
     note: str = ""
@@ -533,6 +568,12 @@ def run_programs(result, src_root: Path, out_r: Path, build_dir: Path, files: li
     if original_includes is None:
         original_includes = [str(src_root / d) for d in include_dirs if (src_root / d).is_dir()]
     texts = {f: (out_r / f).read_text(encoding="utf-8", errors="replace") for f in files}
+    sources = {row["ported"]: row["source"] for row in result.files}     # ported file -> the CUDA file it came from
+    originals = {}
+    for ported, source in sources.items():
+        p = Path(source) if os.path.isabs(source) else src_root / source
+        if p.is_file():
+            originals[ported] = p.read_text(encoding="utf-8", errors="replace")
     out: list[RunResult] = []
     for main in sorted(mains):
         src_main = back[main]
@@ -563,16 +604,22 @@ def run_programs(result, src_root: Path, out_r: Path, build_dir: Path, files: li
                 program, why = _sim_build(sim_tc, sim_root, build_dir / SIM_DIR, tus, main, include_dirs, defines)
             backend = simulate.LABEL
         original, orig_why = "", ""
+        needs = cuda_removed.needs_text(cuda_removed.removed_apis(
+            {sources.get(f, f): originals[f] for f in sorted(prog_files) if f in originals}))
         if nv_tc is not None:
             original, orig_why = _original(nv_tc, src_root, build_dir, [back[t] for t in tus], src_main,
                                            original_includes, defines, nv_target)
+        changes = [f"{fx.path}:{fx.line}: {fx.before.strip()[:100]} -> {fx.after.strip()[:100]} ({fx.kind}: the "
+                   "port's own change to what the program prints)" for fx in result.fixes
+                   if fx.kind in PRINT_CHANGES and fx.path in prog_files]
         compiles = (main in gpu_build) if result.compiled else None
         for case in runs:
             r = RunResult(src_main, main, backend, compiles, bool(program), None, None,
-                          "not-built" if not program else "ran", args=list(case.args))
+                          "not-built" if not program else "ran", args=list(case.args), original_needs=needs)
             if not program:
                 r.status = "cannot-simulate" if why.startswith("the simulator cannot") else "not-built"
-                r.note = why
+                r.note = why + (f"; {needs}" if needs else "")
+                r.not_compared_why = _why("port-not-built", why)
                 out.append(r)
                 continue
             done, written = _run("rocm" if on_gpu else "nvcc" if nv_tc is not None else simulate.KIND,
@@ -587,12 +634,20 @@ def run_programs(result, src_root: Path, out_r: Path, build_dir: Path, files: li
                 r.reference = (f"outputs recorded from a CUDA run ({case.recorded or 'the manifest'})" if in_manifest
                                else "nothing: no recorded outputs for this program (add it to the manifest)")
                 if orig_why:
-                    r.note = orig_why
+                    r.note = orig_why + (f"; {needs}" if needs else "")
                 r.matches, r.first_difference = judge(case, done, written, src_root, in_manifest)
+                if r.matches is None:
+                    r.not_compared_why = (_why("original-not-built", orig_why.split(": ", 1)[-1]
+                                               + (f" ({needs})" if needs else "")) if orig_why else
+                                          _why("nothing-recorded"))
             r.status = ("matched" if r.matches else "mismatch" if r.matches is False and r.runs
                         else "run-failed" if not r.runs else "ran")
             if r.status == "run-failed" and not r.first_difference:
                 r.first_difference = done.explain()
+            if r.matches is None and not r.runs and not r.not_compared_why.startswith("original-"):
+                r.not_compared_why = _why("port-failed", done.explain())
+            if r.matches is False and changes:
+                r.port_changes = changes
             stopped = simulate.stopped_message(done.stderr)
             if stopped:
                 r.note = (r.note + "; " if r.note else "") + f"the simulator stopped it: {stopped}"
@@ -603,6 +658,8 @@ def run_programs(result, src_root: Path, out_r: Path, build_dir: Path, files: li
     return out
 
 
+#: The port's fixes that change what a program prints (shown beside a mismatch as the port's own change).
+PRINT_CHANGES = ("format-64",)
 #: The CUDA original's stdout kept in a run's result (for recording a manifest from it).
 ORIGINAL_STDOUT_BYTES = 64 << 10
 
@@ -619,10 +676,22 @@ def _compare_with_original(r: RunResult, case: Case, done, written, original: st
         r.matches = None
         r.note = (f"the CUDA original itself {ref.explain()} here (it may need arguments or input files: name them "
                   "in the manifest): nothing to compare")
+        r.not_compared_why = _why("original-failed", ref.explain())
         return
     skip = (varying(ref.stdout, again.stdout) if again.returncode == ref.returncode else set()) | \
         timing_numbers(ref.stdout)
     r.not_compared, r.not_compared_at = len(skip), sorted([n, k] for n, k in skip)
+    left = compared_content(ref.stdout, skip)
+    if not left and not case.files:
+        if done.timed_out or done.returncode != ref.returncode:
+            r.matches = False
+            r.first_difference = (f"did not finish: {done.explain()}" if done.timed_out else
+                                  f"exit status: expected {ref.returncode}, got {done.returncode} ({done.explain()})")
+            return
+        r.matches = None
+        r.not_compared_why = (_why("no-output", f"both exited {ref.returncode}") if not _lines(ref.stdout) else
+                              _why("only-timing", f"{len(_lines(ref.stdout))} line(s), both exited {ref.returncode}"))
+        return
     expected = Case(case.program, case.args, case.inputs, ref.returncode, ref.stdout, {}, case.rel, case.abs,
                     case.timeout_s)
     r.matches, r.first_difference = judge(expected, done, written, src_root, True, skip)

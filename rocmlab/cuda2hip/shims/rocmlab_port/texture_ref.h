@@ -5,6 +5,7 @@
 //   cudaBindTexture(0, t, d_ptr, bytes)              ->  rocmlab_bind_texture(0, t, d_ptr, bytes)
 //   tex1Dfetch(t, i)                                 ->  t[i]
 //   cudaUnbindTexture(t)                             ->  rocmlab_unbind_texture(t)
+//   t.filterMode = cudaFilterModePoint;              ->  a comment (an element fetch neither filters nor normalizes)
 // An element-type 1D fetch reads exactly the element, so the plain load returns the same value.
 #pragma once
 #include <hip/hip_runtime.h>
@@ -18,4 +19,13 @@ inline hipError_t rocmlab_bind_texture(size_t* offset, T*& symbol, const void* p
   return hipMemcpyToSymbol(HIP_SYMBOL(symbol), &p, sizeof(p));
 }
 
+// cudaBindTexture(NULL, &t, d_ptr, &desc, bytes): the reference passed by its address.
+template <class T, class... Rest>
+inline hipError_t rocmlab_bind_texture(size_t* offset, T** symbol, const void* ptr, Rest&&...) {
+  if (offset) *offset = 0;
+  T* p = static_cast<T*>(ptr);
+  return hipMemcpyToSymbol(HIP_SYMBOL(*symbol), &p, sizeof(p));
+}
+
 template <class T> inline hipError_t rocmlab_unbind_texture(T*&) { return hipSuccess; }
+template <class T> inline hipError_t rocmlab_unbind_texture(T**) { return hipSuccess; }
