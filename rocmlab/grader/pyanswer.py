@@ -33,6 +33,9 @@ from rocmlab import sandbox, settings
 
 #: The largest output file read back from the sandbox (a puzzle's guarded buffers are a few MB).
 MAX_OUTPUT_BYTES = 256 << 20
+#: The largest JSON output (plain values) the grader parses: size-checked before parsing, as parsing takes about
+#: 30 times the file's size in memory (48 MB of JSON took the grader to 1.41 GB).
+MAX_JSON_OUTPUT_BYTES = 8 << 20
 #: A Python answer's default time limit in the sandbox for its own work.
 ANSWER_TIME_LIMIT_S = 120.0
 #: Added to every Python answer's limit: a fresh Python importing torch and triton takes seconds to start
@@ -154,6 +157,10 @@ class Answer:
         out = self._run("job.json", lambda p: p.write_text(json.dumps({"name": self.name, "calls": plain,
                                                                           "namespace": ns})), "out.json")
         try:
+            size = out.stat().st_size
+            if size > MAX_JSON_OUTPUT_BYTES:
+                raise AnswerError(f"your answer's outputs are {size / 1e6:.1f} MB of JSON, over the "
+                                  f"{MAX_JSON_OUTPUT_BYTES >> 20} MiB the grader reads: return only the values asked for")
             data = json.loads(out.read_text())
         except (ValueError, RecursionError):          # written in the sandbox: the learner's doing
             raise AnswerError("your answer's outputs are not readable") from None
