@@ -313,3 +313,32 @@ def test_the_ports_own_change_is_shown_beside_a_mismatch(monkeypatch, tmp_path):
                    if f.kind in run_compare.PRINT_CHANGES and f.path in {"m.hip"}]
         got[name] = changes
     assert len(got["with"]) == 1 and "%llx" in got["with"][0] and got["without"] == []
+
+
+# --- the fold false alarm ------------------------------------------------------------------------------------------
+FOLD = """__global__ void r(const float* in, float* out) {{
+  __shared__ float sd[256];
+  unsigned tid = threadIdx.x;
+  sd[tid] = in[blockIdx.x * blockDim.x + tid];
+  __syncthreads();
+  for (unsigned s = blockDim.x / 2; {cond}; s >>= 1) {{ if (tid < s) sd[tid] += sd[tid + s]; __syncthreads(); }}
+  float v = tid < 32 ? sd[tid] : 0.f;
+  for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffffffffffull, v, offset);
+  if (tid == 0) out[blockIdx.x] = v;
+}}
+"""
+
+
+@pytest.mark.parametrize("cond", ["s >= 32", "s > 16", "s > 32"])
+def test_no_lane_offset_alarm_after_a_shared_memory_fold_to_32_values(cond):
+    from rocmlab.cuda2hip.scan import scan
+
+    assert [f.rule for f in scan(FOLD.format(cond=cond)).findings] == []
+
+
+def test_lane_offset_alarm_without_the_fold():
+    """Control: the block folded to one value by shared memory and then a 16-lane tail over all lanes is no fold to
+    32 values: the tail is flagged."""
+    from rocmlab.cuda2hip.scan import scan
+
+    assert [f.rule for f in scan(FOLD.format(cond="s > 0")).findings] == ["lane-offset-16-or-32"]

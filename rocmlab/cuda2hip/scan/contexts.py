@@ -95,7 +95,8 @@ def contexts(flat, value_at) -> tuple[list[bool], list[bool]]:
 
 def folded_to_32(flat, dev, value_at) -> list[bool]:
     """Per token: inside a __global__/__device__ function, after the block was folded to 32 values in shared
-    memory (``s[tid] += s[tid + 32]``, or a loop ``for (...; s > 32; ...)``). A 16/8/4/2/1 tail after that
+    memory (``s[tid] += s[tid + 32]``, or a loop ``for (...; s > 32; ...)``, ``s >= 32``, ``s > 16``). A 16/8/4/2/1
+    tail after that
     (shuffles, or __syncwarp and shared memory) sums those 32 values: right on a 64-lane wavefront too."""
     n = len(flat)
     out = [False] * n
@@ -108,9 +109,9 @@ def folded_to_32(flat, dev, value_at) -> list[bool]:
             v, end = value_at(flat, i + 1)
             if v == 32 and end < n and flat[end].text == "]":
                 folded = True
-        elif t.text == ">" and i + 1 < n:
-            v, end = value_at(flat, i + 1)
-            if v == 32 and end < n and flat[end].text == ";":
+        elif t.text in (">", ">=") and i + 1 < n:
+            v, end = value_at(flat, i + 1)       # s > 32, s >= 32, s > 16: the loop stops with 32 values left
+            if (v == 32 or (v == 16 and t.text == ">")) and end < n and flat[end].text == ";":
                 folded = True
         out[i] = folded
     return out
