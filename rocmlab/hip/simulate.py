@@ -72,6 +72,10 @@ _DEVICE_FLAGS = re.compile(r"^(-lhipblas|-lrocblas|--offload-arch=.*|--cuda-.*|-
                            r"-f(no-)?gpu-rdc|-save-temps|--save-temps|-Rpass.*|-mwavefrontsize64|-mno-wavefrontsize64|"
                            r"-fgpu-.*|-mllvm|--rocm-path=.*|-x|hip)$")
 
+#: Compiler sanitizers (-fsanitize=address, -shared-libsan, ...): a simulator build refuses them with the reason
+#: (sim/include/hipsim/sanitizer_refused.h); the simulator's own sanitizer checks every device access.
+_COMPILER_SANITIZER = re.compile(r"^(-fsanitize=.*|-shared-libsan|-static-libsan|-shared-libasan|-fsanitize-.*)$")
+
 # comments, string and character literals: masked before anything is searched or rewritten
 _OPAQUE = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.DOTALL)
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.MULTILINE)
@@ -100,6 +104,9 @@ _NOT_SIMULATED = [
      "inline GPU assembly ({name}) is not simulated: run it on an AMD GPU"),
     (re.compile(r"\b(?:this_grid|grid_group|hipLaunchCooperativeKernel\w*|multi_grid_group)\b"),
      "grid-wide cooperative groups ({name}) are not simulated (only thread_block and tiles of up to 64 lanes)"),
+    (re.compile(r"\b(?:__)?(?:no_sanitize\w*|disable_sanitizer_instrumentation)\b|\b(?:push|pop)_macro\b"),
+     "{name} is refused here: it would take code out of the simulator's sanitizer, which checks every access of "
+     "graded code (remove the attribute or pragma)"),
     (re.compile(r"\bhipModule\w+|\bhiprtc\w+"),
      "loading code objects at run time ({name}) is not simulated: launch the kernel from the same source"),
 ]
@@ -287,7 +294,7 @@ def problem() -> str:
     why = offline_problem()
     if why:
         return f"the CPU simulator compiles with the offline ROCm root's clang: {why}"
-    return "" if discover() else f"the offline ROCm root has no {COMPILER}: rebuild it (scripts/setup/20-rocm-root.sh)"
+    return "" if discover() else f"the offline ROCm root has no {COMPILER}: rebuild it (rocmlab setup rocm-root)"
 
 
 def host_flags(flags) -> tuple[list[str], list[str]]:
@@ -304,7 +311,7 @@ def pch_command(tc: Toolchain, header, output, *, flags=()) -> list[str]:
     kept, _ = host_flags(flags)
     opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
     return [tc.compiler, "-std=c++17", *opt, "-pthread", "-fno-strict-aliasing", "-Wno-unused-result",
-            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", f"-I{INCLUDE_DIR}", *kept,
+            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", "-Wno-unknown-attributes", f"-I{INCLUDE_DIR}", *kept,
             "-x", "c++-header", str(header), "-o", str(output)]
 
 
@@ -326,8 +333,11 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=()
     opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
     own = [str(i) for i in inputs] == [str(RUNTIME_SOURCE)]     # the runtime itself: its fiber switch is assembly
     learner = [] if own else [*SANITIZER_FLAGS, *target_defines(target)]
+    if not own and any(_COMPILER_SANITIZER.match(f) for f in kept):   # the build stops with the reason (see the header)
+        kept = [f for f in kept if not _COMPILER_SANITIZER.match(f)]
+        learner = ["-include", "hipsim/sanitizer_refused.h", *learner]
     base = [tc.compiler, "-std=c++17", *opt, "-pthread", "-fno-strict-aliasing", "-Wno-unused-result",
-            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", f"-I{INCLUDE_DIR}", "-include", "hip/hip_runtime.h",
+            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", "-Wno-unknown-attributes", f"-I{INCLUDE_DIR}", "-include", "hip/hip_runtime.h",
             *learner, *pre, *kept]
     if output_kind == "obj":
         return [*base, "-x", "c++", *inputs, "-c", "-o", str(output)]

@@ -29,8 +29,11 @@
 #include <climits>
 #include <string>
 
+#include <cerrno>
+#include <fcntl.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -71,13 +74,60 @@ static double env_double(const char* name, double dflt) {
     return (end && *end == 0 && x > 0) ? x : dflt;
 }
 
-static void vreport(const char* fmt, va_list ap) {
+// --- the simulator's own channel ---------------------------------------------------------------------------
+// Findings and the simulator's errors go to a duplicate of the stderr the program was started with, taken
+// before main (a constructor) at a high descriptor, written with one write(2) per line as they are found: a
+// program that reopens stderr on /dev/null, closes fd 2, or ends with _exit() does not silence them. Each
+// write checks that the descriptor is still the file it was (device and inode): a program that closed it or put
+// another file in its place is stopped (status 86) rather than allowed to run on unheard.
+static int g_chan = -1;
+static dev_t g_chan_dev = 0;
+static ino_t g_chan_ino = 0;
+__attribute__((constructor(101))) static void open_channel() {
+    int fd = fcntl(2, F_DUPFD_CLOEXEC, 512);
+    if (fd < 0) fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0) { g_chan = fd; g_chan_dev = st.st_dev; g_chan_ino = st.st_ino; }
+}
+static void channel_write(const char* s, size_t n) {
+    struct stat st;
+    const bool same = g_chan >= 0 && fstat(g_chan, &st) == 0 && st.st_dev == g_chan_dev && st.st_ino == g_chan_ino;
+    const int fd = same ? g_chan : 2;
+    while (n > 0) {
+        const ssize_t k = write(fd, s, n);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        s += k;
+        n -= static_cast<size_t>(k);
+    }
+    if (!same) {
+        static const char msg[] = "[cpu: wave64 simulator] error: the program closed or replaced the simulator's "
+                                  "report channel (a descriptor it opened before main): stopped\n";
+        if (write(2, msg, sizeof msg - 1) < 0) {}
+        _exit(86);
+    }
+}
+// One line "[cpu: wave64 simulator] <text>\n" on the channel.
+static void emit(const char* fmt, ...) {
+    char buf[4096];
+    int n = std::snprintf(buf, sizeof buf, "%s ", kLabel);
+    va_list ap;
+    va_start(ap, fmt);
+    int k = std::vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+    va_end(ap);
+    if (k < 0) k = 0;
+    n = std::min<int>(n + k, static_cast<int>(sizeof buf) - 2);
+    buf[n++] = '\n';
     std::fflush(stdout);
+    std::fflush(stderr);
+    channel_write(buf, static_cast<size_t>(n));
+}
+
+static void vreport(const char* fmt, va_list ap) {
     char buf[2048];
     int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
     if (n < 0) buf[0] = 0;
-    std::fprintf(stderr, "%s error: %s\n", kLabel, buf);
-    std::fflush(stderr);
+    emit("error: %s", buf);
 }
 static void report(const char* fmt, ...) {
     va_list ap;
@@ -144,6 +194,7 @@ struct Worker {
     struct Counting* counting = nullptr;   // the counters' lanes-to-instruction grouping (HIPSIM_COUNTERS=1)
 };
 static thread_local Worker* t_worker = nullptr;
+static thread_local uintptr_t t_state_lo = 0, t_state_hi = 0;   // the running launch's arguments (KernelCall)
 static std::mutex& g_workers_mu = *new std::mutex;
 static std::vector<Worker*>& g_workers = *new std::vector<Worker*>;   // for the watchdog and the fault handler
 static const size_t kPage = 4096;
@@ -446,6 +497,8 @@ static void run_block(Worker* w, const LaunchSpec& s, int b) {
     t_block.dim = uint3{s.block.x, s.block.y, s.block.z};
     t_block.grid = uint3{s.grid.x, s.grid.y, s.grid.z};
     w->spec = &s;
+    t_state_lo = reinterpret_cast<uintptr_t>(s.state);
+    t_state_hi = t_state_lo + s.state_bytes;
     w->gen0 = ++w->gen;   // LDS written by an earlier block counts as never written in this one
     w->block_linear.store(b);
     counters_block_start(w, static_cast<int>(s.block.x * s.block.y * s.block.z));
@@ -609,6 +662,7 @@ struct Alloc {
     size_t bytes;
     int live;
     uint8_t* written;    // initcheck: one byte per byte of a hipMalloc buffer, 1 once written (null: not checked)
+    uint64_t* race;      // racecheck between blocks: per 4-byte word, the last write's and the reads' tags (race_tag)
 };
 static const int kMaxAllocs = 1 << 14;
 static Alloc g_allocs[kMaxAllocs];
@@ -628,7 +682,9 @@ static void* guarded_alloc(size_t bytes) {
     mprotect(lo, kPage, PROT_NONE);
     mprotect(lo + total - kPage, kPage, PROT_NONE);
     char* end = lo + total - kPage;
-    char* start = end - data;
+    // aligned as the GPU's allocator aligns a buffer (256 bytes at least: 128-byte lines start where a GPU's do);
+    // the sanitizer checks the exact end, the guard page catches runs past the slack without it
+    char* start = reinterpret_cast<char*>(reinterpret_cast<uintptr_t>(end - data) & ~uintptr_t(255));
     std::lock_guard<std::mutex> g(g_alloc_mu);
     int slot = -1;
     for (int i = 0; i < g_nallocs.load(); ++i)
@@ -636,9 +692,11 @@ static void* guarded_alloc(size_t bytes) {
     if (slot < 0 && g_nallocs.load() < kMaxAllocs) slot = g_nallocs.fetch_add(1);
     if (slot >= 0) {
         void* sh = mmap(nullptr, data, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void* rc = mmap(nullptr, data * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         g_allocs[slot] = Alloc{reinterpret_cast<uintptr_t>(lo), reinterpret_cast<uintptr_t>(lo) + total,
                                reinterpret_cast<uintptr_t>(start), reinterpret_cast<uintptr_t>(start) + bytes, bytes, 1,
-                               sh == MAP_FAILED ? nullptr : static_cast<uint8_t*>(sh)};
+                               sh == MAP_FAILED ? nullptr : static_cast<uint8_t*>(sh),
+                               rc == MAP_FAILED ? nullptr : static_cast<uint64_t*>(rc)};
     }
     g_allocated += bytes;
     return start;
@@ -665,7 +723,9 @@ static hipError_t guarded_free(void* p) {
     }
     munmap(reinterpret_cast<void*>(r->map_lo), r->map_hi - r->map_lo);
     if (r->written) munmap(r->written, (r->bytes + 15) & ~size_t(15));
+    if (r->race) munmap(r->race, ((r->bytes + 15) & ~size_t(15)) * 4);
     r->written = nullptr;
+    r->race = nullptr;
     r->live = 0;           // kept (map_lo set) so a later fault can say "freed"
     g_allocated -= r->bytes;
     return hipSuccess;
@@ -695,10 +755,14 @@ static bool range_ok(const void* p, size_t bytes, const char* api, const char* w
 // memory (not checked). Findings are kept (one per kind and source line, counted) and printed at the end with
 // their lines (llvm-symbolizer, HIPSIM_SYMBOLIZER); memcheck's out-of-bounds and use-after-free stop the program
 // at once, as the access would fault on a GPU. HIPSIM_CHECKS=0 turns the checks off.
+// One entry per 4-byte LDS word (a bank's width), with a bit per byte: two waves writing different bytes (or fp16
+// halves) of one word do not race, and a half-word read of the half nothing wrote is caught.
 struct Shadow {
     uint32_t wgen, rgen;     // the barrier interval of the last write, of the reads in rgen
-    uint16_t wwave, rwaves;  // the wave that wrote it; the waves that read it in rgen (a bit each, 16 waves)
-    uint32_t pad;
+    uint32_t igen;           // the block (its first barrier interval, gen0) in which imask's bytes were written
+    uint16_t wwave, rwaves;  // the wave that wrote wmask; the waves that read rmask in rgen (a bit each, 16 waves)
+    uint8_t wmask, rmask, imask, wlane;   // bytes of the word: written by wwave in wgen, read in rgen, written at all;
+                                          // the lane of wwave that wrote it
     uintptr_t wpc, rpc;      // where (code addresses) the last write and a read of rgen were
 };
 static const long kStaticSpan = 256 * 1024;    // static LDS lies within this many bytes below the thread pointer
@@ -738,7 +802,7 @@ static void sanitizer_attach(Worker* w) {
     w->shadow = p == MAP_FAILED ? nullptr : static_cast<Shadow*>(p);
 }
 
-int lds_note(const void* p, size_t bytes, const char* name) {
+int lds_note(const volatile void* p, size_t bytes, const char* name) {
     const long rel = static_cast<long>(reinterpret_cast<uintptr_t>(p) - thread_pointer());
     if (rel < -kStaticSpan || rel + static_cast<long>(bytes) > 0) return 0;   // not where static LDS lies: unchecked
     std::lock_guard<std::mutex> g(g_lds_mu);
@@ -752,7 +816,12 @@ int lds_note(const void* p, size_t bytes, const char* name) {
     return 0;
 }
 
-static void sanitizer_launch(const LaunchSpec&) {
+static std::atomic<uint64_t> g_epoch{0};      // the launch now running (racecheck between blocks)
+static std::vector<uint8_t>& g_fenced = *new std::vector<uint8_t>;   // per block of this launch: it fenced
+static void sanitizer_launch(const LaunchSpec& s) {
+    g_epoch.fetch_add(1);
+    const size_t blocks = static_cast<size_t>(s.grid.x) * s.grid.y * s.grid.z;
+    g_fenced.assign(checks_on() && blocks <= (size_t(1) << 24) ? blocks : 0, 0);
     std::lock_guard<std::mutex> g(g_alloc_mu);
     g_sorted.clear();
     for (int i = 0; i < g_nallocs.load(); ++i) if (g_allocs[i].map_lo) g_sorted.push_back(i);
@@ -777,7 +846,7 @@ static Alloc* lookup(uintptr_t a) {
 // --- findings ---
 enum Tool { INITCHECK, RACECHECK, MEMCHECK };
 static const char* kToolName[] = {"initcheck", "racecheck", "memcheck"};
-struct Finding { int tool; uintptr_t pc, other; long count; std::string text; };
+struct Finding { int tool; uintptr_t pc, other; long count; std::string text; int line = 0; };
 static std::mutex& g_find_mu = *new std::mutex;
 static std::vector<Finding>& g_findings = *new std::vector<Finding>;
 static const size_t kMaxFindings = 24;
@@ -797,10 +866,15 @@ static bool fresh(Worker* w, int tool, uintptr_t pc) {
 static void where_text(Worker* w, Fiber* f, char* out, size_t n) {
     char b[64];
     block_name(w, b, sizeof b);
-    std::snprintf(out, n, "thread (%u,%u,%u) of block %s of kernel %s (launched at line %d)", f->coords.idx.x,
-                  f->coords.idx.y, f->coords.idx.z, b, w->spec ? w->spec->kernel : "?", w->spec ? w->spec->line : 0);
+    std::snprintf(out, n, "thread (%u,%u,%u) (lane %u of wavefront %u) of block %s of kernel %s (launched at line %d)",
+                  f->coords.idx.x, f->coords.idx.y, f->coords.idx.z, f->coords.linear % kWave, f->coords.linear / kWave,
+                  b, w->spec ? w->spec->kernel : "?", w->spec ? w->spec->line : 0);
 }
 
+static std::vector<int> source_lines(const std::vector<uintptr_t>& pcs);
+// A finding, the first time this code address reports it: its source lines looked up now and the line written on
+// the simulator's channel at once (so _exit, a crash or a closed stderr cannot lose it). Recurrences are counted
+// and summed up at the end.
 static void record(int tool, uintptr_t pc, uintptr_t other, const char* fmt, ...) {
     std::lock_guard<std::mutex> g(g_find_mu);
     for (Finding& f : g_findings)
@@ -812,6 +886,12 @@ static void record(int tool, uintptr_t pc, uintptr_t other, const char* fmt, ...
     std::vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     g_findings.push_back(Finding{tool, pc, other, 1, buf});
+    std::vector<int> lines = source_lines({pc, other});
+    char line[32] = "line ?", oth[64] = "";
+    if (lines[0]) std::snprintf(line, sizeof line, "line %d", lines[0]);
+    if (other && lines[1]) std::snprintf(oth, sizeof oth, " (the other access: line %d)", lines[1]);
+    g_findings.back().line = lines[0];
+    emit("%s: %s: %s%s", kToolName[tool], line, buf, oth);
 }
 
 static uintptr_t g_load_base = 0;
@@ -853,46 +933,34 @@ static std::vector<int> source_lines(const std::vector<uintptr_t>& pcs) {
     return lines;
 }
 
+// At the end (or a stop): how often each finding recurred after its first report.
 static void flush_findings() {
     std::vector<Finding> found;
     {
         std::lock_guard<std::mutex> g(g_find_mu);
-        found.swap(g_findings);
+        found = g_findings;
+        for (Finding& f : g_findings) f.count = 0;
     }
     for (Finding& f : found)         // what each thread counted without reporting again
         for (Worker* w : g_workers)
             for (int i = 0; i < w->nseen; ++i)
                 if (w->seen_pc[i] == f.pc && w->seen_tool[i] == f.tool) { f.count += w->seen_count[i]; w->seen_count[i] = 0; }
-    if (found.empty()) return;
-    std::vector<uintptr_t> pcs;
-    for (const Finding& f : found) { pcs.push_back(f.pc); pcs.push_back(f.other); }
-    std::vector<int> lines = source_lines(pcs);
-    std::fflush(stdout);
-    for (size_t i = 0; i < found.size(); ++i) {
-        const Finding& f = found[i];
-        char line[32] = "line ?", other[64] = "";
-        if (lines[2 * i]) std::snprintf(line, sizeof line, "line %d", lines[2 * i]);
-        if (f.other && lines[2 * i + 1]) std::snprintf(other, sizeof other, " (the other access: line %d)", lines[2 * i + 1]);
-        char times[48] = "";
-        if (f.count > 1) std::snprintf(times, sizeof times, " [%ld times]", f.count);
-        std::fprintf(stderr, "%s %s: %s: %s%s%s\n", kLabel, kToolName[f.tool], line, f.text.c_str(), other, times);
-    }
-    std::fflush(stderr);
+    for (const Finding& f : found)
+        if (f.count > 1)
+            emit("sanitizer: the %s finding at line %d occurred %ld times in all", kToolName[f.tool], f.line, f.count);
 }
 
 [[noreturn]] static void stop_here() {
     flush_findings();
-    std::fprintf(stderr, "%s error: memcheck stopped the program at this access (on a GPU it reads or writes memory "
-                 "that is not the buffer's)\n", kLabel);
-    std::fflush(stderr);
+    emit("error: memcheck stopped the program at this access (on a GPU it reads or writes memory that is not the "
+         "buffer's)");
     _exit(kExitCode);
 }
 
 static void lds_access(Worker* w, Fiber* f, size_t idx, int size, bool write, uintptr_t pc, const char* name,
-                       long offset) {
+                       long offset, bool atomic = false) {
     Shadow* sh = w->shadow;
     if (!sh || idx + size > kShadowEntries) return;
-    // one entry per 4-byte word (LDS's bank width): a byte or half-word access counts for its word
     const size_t first = idx / 4, last = (idx + size - 1) / 4;
     offset -= static_cast<long>(idx % 4);
     const uint16_t wave = static_cast<uint16_t>(f->coords.linear / kWave);
@@ -903,56 +971,208 @@ static void lds_access(Worker* w, Fiber* f, size_t idx, int size, bool write, ui
     for (size_t word = first; word <= last; ++word) {
         Shadow& e = sh[word];
         const long k = 4 * static_cast<long>(word - first);
+        const long lo = std::max<long>(static_cast<long>(idx) - static_cast<long>(word * 4), 0);
+        const long hi = std::min<long>(static_cast<long>(idx + size) - static_cast<long>(word * 4), 4);
+        const uint8_t m = static_cast<uint8_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
+        const uint8_t written = e.igen == gen0 ? e.imask : 0;
+        if (atomic) {      // an atomic reads the word first: initcheck; atomics of different waves never race
+            if (!told && (written & m) != m) {
+                told = true;
+                if (fresh(w, INITCHECK, pc)) {
+                    where_text(w, f, where, sizeof where);
+                    record(INITCHECK, pc, 0, "%s applies an atomic to LDS %s (byte %ld) before any thread of this "
+                           "block wrote it: the atomic reads whatever an earlier block or kernel left there. Set it "
+                           "(e.g. to 0) before a __syncthreads() that comes before the atomics", where, name,
+                           offset + k + lo);
+                }
+            }
+            e.igen = gen0;
+            e.imask = static_cast<uint8_t>(written | m);
+            continue;
+        }
+        const bool w_other = e.wgen == gen && e.wwave != wave && (e.wmask & m);
+        const uint8_t lane = static_cast<uint8_t>(f->coords.linear % kWave);
         if (write) {
-            if (!told && e.wgen == gen && e.wwave != wave) {
+            if (!told && e.wgen == gen && e.wwave == wave && e.wlane != lane && (e.wmask & m)) {
+                told = true;     // two lanes of one wavefront store to the same bytes: one store is lost
+                if (fresh(w, RACECHECK, pc)) {
+                    where_text(w, f, where, sizeof where);
+                    record(RACECHECK, pc, e.wpc, "%s writes LDS %s (byte %ld), which lane %u of the same wavefront "
+                           "also wrote with no barrier between: a race in HIP's memory model that the hardware does "
+                           "not hide: the lanes of a wavefront store together, so one lane's value wins and the "
+                           "others are lost (a non-atomic += from many lanes loses updates). Use an atomic (atomicAdd) "
+                           "or a reduction", where, name, offset + k + lo, e.wlane);
+                }
+            } else if (!told && w_other) {
                 told = true;
                 if (fresh(w, RACECHECK, pc)) {
                     where_text(w, f, where, sizeof where);
                     record(RACECHECK, pc, e.wpc, "%s writes LDS %s (byte %ld), which wave %u also wrote with no "
                            "__syncthreads() between: which write lands last differs from run to run on a GPU. Put a "
-                           "barrier between the two", where, name, offset + k, e.wwave);
+                           "barrier between the two", where, name, offset + k + lo, e.wwave);
                 }
-            } else if (!told && e.rgen == gen && (e.rwaves & ~bit)) {
+            } else if (!told && e.rgen == gen && (e.rwaves & ~bit) && (e.rmask & m)) {
                 told = true;
                 if (fresh(w, RACECHECK, pc)) {
                     where_text(w, f, where, sizeof where);
                     record(RACECHECK, pc, e.rpc, "%s writes LDS %s (byte %ld), which another wave reads with no "
                            "__syncthreads() between (a write-after-read hazard): the reader may see the new value or "
-                           "the old. Put a barrier between the read and this write", where, name, offset + k);
+                           "the old. Put a barrier between the read and this write", where, name, offset + k + lo);
                 }
             }
+            e.wmask = static_cast<uint8_t>(e.wgen == gen && e.wwave == wave ? (e.wmask | m) : m);
             e.wgen = gen;
             e.wwave = wave;
+            e.wlane = lane;
             e.wpc = pc;
+            e.igen = gen0;
+            e.imask = static_cast<uint8_t>(written | m);
             continue;
         }
-        if (!told && e.wgen < gen0) {
+        if (!told && (written & m) != m) {
             told = true;
             if (fresh(w, INITCHECK, pc)) {
                 where_text(w, f, where, sizeof where);
+                int b = 0;
+                while (b < 4 && (!((m >> b) & 1) || ((written >> b) & 1))) ++b;
                 record(INITCHECK, pc, 0, "%s reads LDS %s (byte %ld) before any thread of this block wrote it: on a GPU "
                        "it holds whatever an earlier block or kernel left there, so the result can be right or wrong "
                        "from run to run. Write it before a __syncthreads() that comes before this read", where, name,
-                       offset + k);
+                       offset + k + b);
             }
-        } else if (!told && e.wgen == gen && e.wwave != wave) {
+        } else if (!told && w_other) {
             told = true;
             if (fresh(w, RACECHECK, pc)) {
                 where_text(w, f, where, sizeof where);
                 record(RACECHECK, pc, e.wpc, "%s reads LDS %s (byte %ld), which wave %u wrote with no __syncthreads() "
                        "between (a read-after-write hazard): on a GPU the other wave may not have written it yet. "
-                       "Put a barrier between the write and this read", where, name, offset + k, e.wwave);
+                       "Put a barrier between the write and this read", where, name, offset + k + lo, e.wwave);
             }
         }
-        if (e.rgen != gen) { e.rgen = gen; e.rwaves = 0; }
+        if (e.rgen != gen) { e.rgen = gen; e.rwaves = 0; e.rmask = 0; }
         e.rwaves |= bit;
+        e.rmask = static_cast<uint8_t>(e.rmask | m);
         e.rpc = pc;
     }
 }
 
-static void global_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write, uintptr_t pc) {
+// Racecheck between blocks (global memory): per 4-byte word, a tag of the last write and one of the reads since,
+// each (launch << 40 | block << 8 | the bytes of the word it touched). Within one launch, a plain write and
+// another block's plain write or read of the same bytes, with no grid-wide ordering, is a race: blocks run in any
+// order, at once or one after another. A __threadfence() by the writing block (the "last block" pattern: write,
+// fence, atomic counter) orders its writes before what other blocks read after it. Atomics are not plain accesses.
+static const uint64_t kManyBlocks = 0xffffffffull;
+static inline uint64_t tag_launch(uint64_t t) { return t >> 40; }
+static inline uint64_t tag_block(uint64_t t) { return (t >> 8) & 0xffffffffull; }
+static inline unsigned tag_bytes(uint64_t t) { return static_cast<unsigned>(t & 0xf); }
+static void global_race(Worker* w, Fiber* f, Alloc* r, uintptr_t a, int size, bool write, uintptr_t pc) {
+    const uint64_t launch = g_epoch.load(std::memory_order_relaxed) & 0xffffff;
+    const uint64_t block = static_cast<uint64_t>(w->block_linear.load(std::memory_order_relaxed)) & 0xffffffffull;
+    const uintptr_t off = a - r->start;
+    char where[256];
+    for (uintptr_t word = off / 4; word <= (off + size - 1) / 4; ++word) {
+        const long lo = std::max<long>(static_cast<long>(off) - static_cast<long>(word * 4), 0);
+        const long hi = std::min<long>(static_cast<long>(off + size) - static_cast<long>(word * 4), 4);
+        const unsigned bytes = ((1u << hi) - 1) & ~((1u << lo) - 1);
+        uint64_t* e = r->race + 2 * word;
+        const uint64_t wt = __atomic_load_n(&e[0], __ATOMIC_RELAXED), rt = __atomic_load_n(&e[1], __ATOMIC_RELAXED);
+        const bool w_now = tag_launch(wt) == launch && wt != 0, r_now = tag_launch(rt) == launch && rt != 0;
+        const uint64_t wb = tag_block(wt);
+        const bool fenced = wb < g_fenced.size() && __atomic_load_n(&g_fenced[wb], __ATOMIC_RELAXED);
+        const char* kind = nullptr;
+        if (w_now && wb != block && (tag_bytes(wt) & bytes) && !(fenced && !write))
+            kind = write ? "which another block also writes" : "which another block writes";
+        else if (write && r_now && tag_block(rt) != block && (tag_bytes(rt) & bytes))
+            kind = "which another block reads";
+        if (kind && fresh(w, RACECHECK, pc)) {
+            where_text(w, f, where, sizeof where);
+            record(RACECHECK, pc, 0, "%s %s byte %lld of a hipMalloc buffer of %zu bytes, %s "
+                   "in the same launch with no grid-wide ordering (a race between blocks: blocks run in any order, "
+                   "so the result depends on which runs first, and a non-atomic += loses updates). Use an atomic "
+                   "(atomicAdd), give each block its own slot, or finish the work in a second kernel",
+                   where, write ? "writes" : "reads", static_cast<long long>(word * 4 + lo), r->bytes, kind);
+        }
+        if (write) {
+            const unsigned keep = w_now && wb == block ? tag_bytes(wt) : 0;
+            __atomic_store_n(&e[0], launch << 40 | block << 8 | (keep | bytes), __ATOMIC_RELAXED);
+        } else {
+            const uint64_t rb = r_now ? (tag_block(rt) == block ? block : kManyBlocks) : block;
+            const unsigned keep = r_now ? tag_bytes(rt) : 0;
+            __atomic_store_n(&e[1], launch << 40 | rb << 8 | (keep | bytes), __ATOMIC_RELAXED);
+        }
+    }
+}
+
+// Memory a GPU cannot reach: a kernel's access to host memory that no hipMalloc, hipHostMalloc or hipMallocManaged
+// returned (malloc/new, a host array, the host's stack) faults on MI300X (pageable memory is not mapped for the GPU,
+// XNACK off): the simulator stops there, as the GPU would. Device-accessible besides the allocations: the fiber's
+// own stack, LDS, the program's and libraries' loaded images (__device__ and __constant__ variables), the running
+// block's and thread's coordinates, and the launch's copy of the kernel's arguments.
+struct Range { uintptr_t lo, hi; };
+static std::vector<Range>& g_images = *new std::vector<Range>;
+static int image_cb(struct dl_phdr_info* info, size_t, void*) {
+    for (int i = 0; i < info->dlpi_phnum; ++i)
+        if (info->dlpi_phdr[i].p_type == PT_LOAD) {
+            const uintptr_t lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+            g_images.push_back(Range{lo, lo + info->dlpi_phdr[i].p_memsz});
+        }
+    return 0;
+}
+static bool in_image(uintptr_t a) {
+    for (const Range& r : g_images) if (a >= r.lo && a < r.hi) return true;
+    return false;
+}
+static void host_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write, uintptr_t pc) {
+    if (a - t_state_lo < t_state_hi - t_state_lo) return;
+    const uintptr_t fibers = reinterpret_cast<uintptr_t>(w->fibers.data());
+    if (a - fibers < w->fibers.size() * sizeof(Fiber)) return;      // threadIdx and the like
+    if (a - (w->tp - kStaticSpan) < static_cast<uintptr_t>(kStaticSpan) + 4096) return;   // the thread's TLS
+    if (a < 65536) return;                    // a null pointer: the fault handler names it
+    if (in_image(a)) return;
+    {
+        std::lock_guard<std::mutex> g(g_alloc_mu);    // images loaded since (dlopen): looked at again once
+        static size_t seen = 0;
+        if (g_images.size() != seen || g_images.empty()) { g_images.clear(); dl_iterate_phdr(image_cb, nullptr); seen = g_images.size(); }
+    }
+    if (in_image(a)) return;
+    char where[256];
+    where_text(w, f, where, sizeof where);
+    record(MEMCHECK, pc, 0, "%s %s %d bytes at %p, host memory the GPU cannot reach (not from hipMalloc, hipHostMalloc "
+           "or hipMallocManaged: a malloc/new buffer, a host array or a host variable given to the kernel). On MI300X "
+           "this access faults (Memory access fault by GPU: the kernel is killed). Copy the data into a hipMalloc "
+           "buffer and pass that", where, write ? "writes" : "reads", size, reinterpret_cast<void*>(a));
+    stop_here();
+}
+
+void device_pointer(const volatile void* p, const char* api, const char* what) {
+    if (!checks_on() || !p) return;
+    const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    {
+        std::lock_guard<std::mutex> g(g_alloc_mu);
+        Alloc* r = find_alloc(const_cast<const void*>(p));
+        if (r && r->live) return;
+        if (g_images.empty()) dl_iterate_phdr(image_cb, nullptr);
+    }
+    if (in_image(a)) return;
+    init_once();
+    record(MEMCHECK, reinterpret_cast<uintptr_t>(__builtin_return_address(0)), 0, "%s was given %s = %p, host memory "
+           "the GPU cannot reach (not from hipMalloc, hipHostMalloc or hipMallocManaged): on MI300X the library's "
+           "kernel faults on it (Memory access fault by GPU). Pass device pointers (hipMalloc, then hipMemcpy)", api,
+           what, const_cast<void*>(p));
+    stop_here();
+}
+
+void fence_note() {
+    Worker* w = t_worker;
+    if (!w || !w->cur.load(std::memory_order_relaxed)) return;
+    const long b = w->block_linear.load(std::memory_order_relaxed);
+    if (b >= 0 && static_cast<size_t>(b) < g_fenced.size()) __atomic_store_n(&g_fenced[b], 1, __ATOMIC_RELAXED);
+}
+
+static void host_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write, uintptr_t pc);
+static void global_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write, uintptr_t pc, bool atomic = false) {
     Alloc* r = lookup(a);
-    if (!r) return;                          // host memory, a __device__ variable: not checked
+    if (!r) { host_access(w, f, a, size, write || atomic, pc); return; }
     char where[256];
     if (!r->live) {
         if (fresh(w, MEMCHECK, pc)) {
@@ -978,19 +1198,22 @@ static void global_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write
                    reinterpret_cast<void*>(a), size < 4 ? size : 4);
         }
     }
+    if (r->race && !atomic) global_race(w, f, r, a, size, write, pc);
     if (!r->written) return;
     uint8_t* m = r->written + (a - r->start);
-    if (write) { std::memset(m, 1, size); return; }
-    for (int k = 0; k < size; ++k)
+    if (write && !atomic) { std::memset(m, 1, size); return; }
+    for (int k = 0; k < size; ++k)     // a read, or an atomic (it reads the old value first)
         if (!m[k]) {
             if (fresh(w, INITCHECK, pc)) {
                 where_text(w, f, where, sizeof where);
-                record(INITCHECK, pc, 0, "%s reads byte %lld of a hipMalloc buffer of %zu bytes that nothing wrote (no "
+                record(INITCHECK, pc, 0, "%s %s byte %lld of a hipMalloc buffer of %zu bytes that nothing wrote (no "
                        "hipMemcpy, hipMemset or kernel store reached it): on a GPU it holds leftovers. Copy or set the "
-                       "buffer before a kernel reads it", where, static_cast<long long>(a - r->start + k), r->bytes);
+                       "buffer before a kernel reads it", where, atomic ? "applies an atomic to" : "reads",
+                       static_cast<long long>(a - r->start + k), r->bytes);
             }
-            return;
+            break;
         }
+    if (atomic) std::memset(m, 1, size);
 }
 
 // --- counters (HIPSIM_COUNTERS=1): what gfx942's counters count, from the same trace --------------------------------
@@ -1181,7 +1404,7 @@ static void counters_print() {
     }
 }
 
-static void on_access(uintptr_t a, int size, bool write, uintptr_t pc) {
+static void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atomic = false) {
     Worker* w = t_worker;
     if (!w) return;
     Fiber* f = w->cur.load(std::memory_order_relaxed);
@@ -1198,6 +1421,10 @@ static void on_access(uintptr_t a, int size, bool write, uintptr_t pc) {
             if (rel >= v.rel && rel < v.rel + static_cast<long>(v.bytes)) {
                 // the byte offset in the variable: banks as if it began at LDS address 0 (a uniform shift of
                 // all lanes' addresses changes no conflict count)
+                if (atomic) {
+                    lds_access(w, f, static_cast<size_t>(rel + kStaticSpan), size, true, pc, v.name, rel - v.rel, true);
+                    return;
+                }
                 if (counting) {
                     count_access(w, f, static_cast<uintptr_t>(rel - v.rel), size, write, pc, true);
                     w->counting->lds_used[i / 64] |= 1ull << (i % 64);
@@ -1210,7 +1437,7 @@ static void on_access(uintptr_t a, int size, bool write, uintptr_t pc) {
         return;
     }
     const uintptr_t d = a - reinterpret_cast<uintptr_t>(w->dyn);
-    if (d < kSharedBytes && counting) count_access(w, f, static_cast<uintptr_t>(d), size, write, pc, true);
+    if (d < kSharedBytes && counting && !atomic) count_access(w, f, static_cast<uintptr_t>(d), size, write, pc, true);
     if (d < kSharedBytes && !checks) return;
     if (d < kSharedBytes) {
         const size_t have = w->spec ? w->spec->shared_bytes : 0;
@@ -1225,24 +1452,22 @@ static void on_access(uintptr_t a, int size, bool write, uintptr_t pc) {
             stop_here();
         }
         lds_access(w, f, static_cast<size_t>(kStaticSpan) + d, size, write, pc, "(dynamic shared memory)",
-                   static_cast<long>(d));
+                   static_cast<long>(d), atomic);
         return;
     }
-    if (counting) {
+    if (counting && !atomic) {
         Alloc* r = lookup(a);
         if (r && r->live) count_access(w, f, a, size, write, pc, false);
     }
-    if (checks) global_access(w, f, a, size, write, pc);
+    if (checks) global_access(w, f, a, size, write, pc, atomic);
 }
 
-void atomic_note(const void* p, size_t bytes) {
-    Worker* w = t_worker;
-    Fiber* f = w ? w->cur.load(std::memory_order_relaxed) : nullptr;
-    if (!f || !checks_on()) return;
-    Alloc* r = lookup(reinterpret_cast<uintptr_t>(p));
-    if (r && r->live && r->written && reinterpret_cast<uintptr_t>(p) >= r->start &&
-        reinterpret_cast<uintptr_t>(p) + bytes <= r->end)
-        std::memset(r->written + (reinterpret_cast<uintptr_t>(p) - r->start), 1, bytes);
+// An atomic: checked as a read (initcheck) that also writes, never as a race (atomics of different lanes, waves or
+// blocks on one word are the ordered way to share it).
+void atomic_note(const volatile void* p, size_t bytes) {
+    if (!checks_on()) return;
+    on_access(reinterpret_cast<uintptr_t>(p), static_cast<int>(bytes), true,
+              reinterpret_cast<uintptr_t>(__builtin_return_address(0)), true);
 }
 
 // host side: what a copy or a memset writes counts as written

@@ -159,6 +159,7 @@ struct LaunchSpec {
     void* state;                   // the kernel and its arguments (copied at launch, as on a GPU)
     void (*destroy)(void* state);
     void* (*clone)(const void* state);
+    size_t state_bytes = 0;        // sizeof *state: the kernel reads its arguments there (the sanitizer allows it)
 };
 // Runs the launch now, or records it into the graph its stream is capturing (it then owns `spec.state`).
 hipError_t launch(const LaunchSpec& spec, hipStream_t stream);
@@ -185,7 +186,7 @@ template <class... P> struct Launch {
         static_assert(sizeof...(A) == sizeof...(P), "the kernel is launched with the wrong number of arguments");
         auto* st = new KernelCall<P...>{kernel, std::tuple<typename std::decay<P>::type...>(std::forward<A>(a)...)};
         LaunchSpec spec{name, line, grid, block, shm, &KernelCall<P...>::call, st, &KernelCall<P...>::destroy,
-                        &KernelCall<P...>::clone};
+                        &KernelCall<P...>::clone, sizeof(KernelCall<P...>)};
         launch(spec, stream);
     }
 };

@@ -18,6 +18,7 @@ typedef hipsim_hipblas_handle* hipblasHandle_t;
 
 namespace hipsim {
 void device_written(const void* p, size_t bytes);   // runtime.cpp: the sanitizer counts these bytes as written
+void device_pointer(const volatile void* p, const char* api, const char* what);   // host memory: the GPU's fault
 }
 
 inline hipblasStatus_t hipblasCreate(hipblasHandle_t* h) {
@@ -52,6 +53,13 @@ inline hipblasStatus_t hipblasSgemm(hipblasHandle_t h, hipblasOperation_t ta, hi
         lda < ((ta == HIPBLAS_OP_N ? m : k) > 1 ? (ta == HIPBLAS_OP_N ? m : k) : 1) ||
         ldb < ((tb == HIPBLAS_OP_N ? k : n) > 1 ? (tb == HIPBLAS_OP_N ? k : n) : 1))
         return HIPBLAS_STATUS_INVALID_VALUE;
+    if (m > 0 && n > 0) {          // the matrices are read and written by the GPU: device memory or a fault
+        if (k > 0) {
+            ::hipsim::device_pointer(A, "hipblasSgemm", "A");
+            ::hipsim::device_pointer(B, "hipblasSgemm", "B");
+        }
+        ::hipsim::device_pointer(C, "hipblasSgemm", "C");
+    }
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
             double acc = 0;

@@ -1,0 +1,133 @@
+"""The wave64 simulator on kernels that are wrong on MI300X (tests/sim/hardware_cases.py): each buggy form loses
+the run check with the sanitizer's finding (its kind and the marked line) whatever the program prints or returns,
+and its corrected form runs cleanly. Then the sanitizer's own channel: a program that silences stderr, ends with
+_exit, closes the channel or takes its code out of the sanitizer's view does not hide a finding (each with its
+control), and a compiler-sanitizer build is refused with the reason instead of failing to start."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from rocmlab import grader
+from rocmlab.grader.checks import _run_verdict
+from rocmlab.grader.spec import load
+from rocmlab.hip import build, simulate
+from rocmlab.machine.detect import current
+
+from .hardware_cases import CASES, HEAD
+
+pytestmark = pytest.mark.skipif(bool(simulate.problem()), reason=simulate.problem() or "simulator available")
+
+
+def _verdict(src: str, flags=()) -> tuple[str, str, object]:
+    res = build.compile(src, toolchain=simulate.KIND, flags=list(flags))
+    assert res.ok, res.summary()
+    done = build.run(res)
+    status, msg = _run_verdict({"done": done, "host_only": False, "format_error": "", "simulated": True})
+    return status, msg, done
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_a_kernel_wrong_on_mi300x_fails_with_its_finding_and_line_and_its_fix_passes(case):
+    status, msg, done = _verdict(case.source(fixed=False))
+    assert status == "failed", msg
+    first = simulate.findings(done.stderr)[0]
+    assert first[0] in case.tool.split("|"), msg
+    assert first[1].startswith(f"line {case.bug_line()}:"), msg
+    assert f"{first[0]}: line {case.bug_line()}" in msg, msg          # the first finding leads the feedback
+    status, msg, done = _verdict(case.source(fixed=True))
+    assert status == "passed" and not simulate.findings(done.stderr), msg
+    assert "result: RIGHT" in done.stdout
+
+
+# --- the channel ------------------------------------------------------------------------------------------------
+# A kernel whose answer is right but which reads a hipMalloc buffer before anything wrote it (c is read, times 0).
+CAUGHT = HEAD + """
+__global__ void add(const float* a, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + 0.0f * c[i];   // BUG
+}
+int main() {
+    const int n = 256;
+    float h[n], out[n];
+    for (int i = 0; i < n; ++i) h[i] = SEED + i;
+    float *a, *c;
+    hipMalloc(&a, sizeof h); hipMalloc(&c, sizeof h);
+    hipMemcpy(a, h, sizeof h, hipMemcpyHostToDevice);
+    BEFORE
+    add<<<n / 64, 64>>>(a, c, n);
+    hipMemcpy(out, c, sizeof out, hipMemcpyDeviceToHost);
+    int bad = 0;
+    for (int i = 0; i < n; ++i) bad += out[i] != h[i];
+    std::printf("result: %s\\n", bad ? "WRONG" : "RIGHT");
+    AFTER
+    return 0;
+}
+"""
+
+
+def _caught(before: str = "", after: str = "", kernel_attr: str = "") -> str:
+    src = CAUGHT.replace("BEFORE", before).replace("AFTER", after).replace("SEED", str(random.randint(1, 999)))
+    return f"// {random.getrandbits(64):x}\n" + src.replace("__global__ void add", f"{kernel_attr} __global__ void add")
+
+
+def _finds_it(src: str) -> str:
+    line = next(i for i, ln in enumerate(src.splitlines(), 1) if "// BUG" in ln)
+    status, msg, done = _verdict(src)
+    assert status == "failed", msg
+    assert f"initcheck: line {line}" in msg, msg
+    assert "result: RIGHT" in done.stdout or "result" not in done.stdout
+    return msg
+
+
+def test_the_finding_survives_a_silenced_stderr_and_an_exit_that_skips_the_end():
+    _finds_it(_caught())                                                  # the control: found as before
+    _finds_it(_caught(before='std::freopen("/dev/null", "w", stderr); close(2);'))
+    _finds_it(_caught(after="std::fflush(stdout); _exit(0);"))
+    status, msg, done = _verdict(_caught(after="std::fflush(stdout); _exit(0);").replace("0.0f * c[i]", "0.0f"))
+    assert status == "passed" and done.returncode == 0, msg               # the control: _exit alone is no finding
+
+
+def test_a_program_that_closes_the_channel_is_stopped():
+    src = _caught(before="for (int fd = 3; fd < 4096; ++fd) close(fd);")
+    status, msg, done = _verdict(src)
+    assert status == "failed" and done.returncode == simulate.STOPPED_EXIT, msg
+    assert "report channel" in done.stderr
+
+
+def test_no_sanitize_is_refused_and_a_pasted_one_is_ignored():
+    spelled = _caught(kernel_attr='__attribute__((no_sanitize("coverage")))')
+    res = build.compile(spelled, toolchain=simulate.KIND)
+    assert not res.ok and "no_sanitize is refused" in res.summary(), res.summary()
+    pasted = "#define CAT(a, b) a##b\n" + _caught(kernel_attr='__attribute__((CAT(no_, sanitize)("coverage")))')
+    _finds_it(pasted)      # the control of the refusal: the same attribute, pasted, changes nothing
+
+
+def test_a_compiler_sanitizer_build_is_refused_with_the_reason():
+    src = _caught().replace("0.0f * c[i]", "0.0f")
+    res = build.compile(src, toolchain=simulate.KIND, flags=["-fsanitize=address", "-shared-libsan", "-g"])
+    assert not res.ok and "does not run on the CPU simulator" in res.summary(), res.summary()
+    assert "address space" in res.summary()
+    status, msg, _ = _verdict(src, flags=["-g"])                           # the control: the same build without it
+    assert status == "passed", msg
+
+
+def test_the_grade_loses_the_run_point_when_the_program_silences_itself():
+    """Issue 56: reopening stderr on /dev/null and ending with _exit(0) turned a caught kernel (9/10) into 10/10."""
+    if current().backend != "cpu":
+        pytest.skip("the simulator grades only where no GPU is")
+    src = load("vector-add").solution
+    bug = "if (i < n) c[i] = a[i] + b[i];"
+    assert bug in src
+    caught = src.replace(bug, "if (i < n) c[i] = a[i] + b[i] + 0.0f * c[i];")
+    silenced = caught.replace("int main(int argc, char** argv) {",
+                              "int main(int argc, char** argv) {\n    std::freopen(\"/dev/null\", \"w\", stderr);\n"
+                              "    std::atexit([] { _exit(0); });", 1)
+    silenced = "#include <unistd.h>\n#include <cstdlib>\n" + silenced
+    for s in (caught, silenced):
+        r = grader.check("vector-add", f"// {random.getrandbits(64):x}\n" + s, only=("compile", "run", "compare"))
+        run = r.check("runs")
+        assert run.status == "failed" and "initcheck" in run.message, r.to_text()
+        assert r.check("correct").status == "passed", r.to_text()          # right by luck, as on a GPU
