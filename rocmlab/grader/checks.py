@@ -309,21 +309,27 @@ def execute(ctx: Context, size_name: str, salt: int, timeout_s: float) -> dict:
 
 
 def _run_verdict(r: dict) -> tuple[str, str]:
+    """The run check's verdict. On the simulator its sanitizer's findings (written on the simulator's own channel
+    as they are found, whatever the program does with stderr or its exit) are part of it whatever the program's
+    own exit status: the first finding (kind, line, variable, lanes) leads the message, and any finding fails
+    the check (a GPU would hide the bug)."""
     status, msg = _verdict(r)
-    if r.get("simulated"):     # the feedback names the backend that earned (or lost) the points
-        found = sim.findings(r["done"].stderr)
-        shown = "; ".join(f"{tool}: {text}" for tool, text in found[:2]) + (
-            f" (and {len(found) - 2} more finding(s))" if len(found) > 2 else "")
-        stopped = sim.stopped_message(r["done"].stderr)
-        if found and status == "passed":     # the sanitizer saw what MI300X would hide: a failed check
-            status, msg = "failed", (f"the program ran, but the simulator's sanitizer found {len(found)} problem(s) "
-                                     f"a GPU would hide: {shown}")
-        elif stopped and status == "failed":
-            msg = f"{msg}: {stopped}" if r["done"].returncode != sim.STOPPED_EXIT else f"stopped: {stopped}"
-            if found:
-                msg += f"; the sanitizer found: {shown}"
-        msg = sim.label(msg)
-    return status, msg
+    if not r.get("simulated"):
+        return status, msg
+    found = sim.findings(r["done"].stderr)
+    shown = "; ".join(f"{tool}: {text}" for tool, text in found[:2]) + (
+        f" (and {len(found) - 2} more finding(s))" if len(found) > 2 else "")
+    stopped = sim.stopped_message(r["done"].stderr)
+    if stopped and status == "failed":
+        msg = f"{msg}: {stopped}" if r["done"].returncode != sim.STOPPED_EXIT else f"stopped: {stopped}"
+    if found and status == "passed":     # the sanitizer saw what MI300X would hide: a failed check
+        status, msg = "failed", (f"the program ran, but the simulator's sanitizer found {len(found)} problem(s) "
+                                 f"a GPU would hide: {shown}")
+    elif found and status == "failed":
+        msg = f"the simulator's sanitizer found {len(found)} problem(s): {shown}; and {msg}"
+    elif found:                          # skipped: the finding still shows
+        msg += f"; the simulator's sanitizer found: {shown}"
+    return status, sim.label(msg)
 
 
 def _verdict(r: dict) -> tuple[str, str]:
