@@ -42,6 +42,7 @@ def broken_links(site: Path) -> list[str]:
             if url.scheme or href.startswith("//"):
                 continue
             target_part, anchor = urldefrag(href)
+            target_part = urlparse(target_part).path            # ?v=... on the theme's files
             target = (page.parent / unquote(target_part)).resolve() if target_part else page
             if target.is_dir():
                 target = target / "index.html"
