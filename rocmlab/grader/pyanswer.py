@@ -11,7 +11,14 @@ cannot be imported and handed back. Outputs come back as JSON or through ``torch
 (tensors and plain containers only, never pickled objects), capped in size.
 
 What stays the learner's to control: the traces a task reads (Lab 03's) are recorded in the same sandboxed
-process as their function. They prove what happened there, not more.
+process as their function. They prove what happened there, not more; the task also reads the learner's source
+itself (Lab 03: :func:`rocmlab.course.labs.lab03_pytorch_on_rocm.task.read_step`).
+
+A Triton answer's module is the grader's, not the learner's (:func:`triton_kernel_module`): the sandbox runs a
+file the grader wrote from the answer's source, holding only its ``@triton.jit`` functions, its constants and its
+imports of triton, each kernel body checked to be Triton (tl operations on its arguments, no import, no names from
+elsewhere). No line of the learner's module-level code runs, so nothing can replace ``triton.runtime.JITFunction``
+or the interpreter with a class of its own, and a kernel cannot hand its work to torch or to the toolkit.
 
 A sandbox that cannot start is the machine's fault (:class:`rocmlab.sandbox.SandboxError`, raised: the
 grade is "error", not scored, not cached); an answer that does not import, times out or crashes is the
@@ -20,6 +27,7 @@ learner's (:class:`AnswerError`, which the checker reports as "not run").
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import hashlib
 import json
@@ -94,6 +102,168 @@ def python_binds() -> list[str]:
     return sorted(b for b in binds if os.path.isdir(b))
 
 
+# ----------------------------------------------------------------------------- a Triton answer's module
+
+#: The modules a Triton answer's file may import (its kernels' tl operations); every other import is dropped.
+TRITON_MODULES = ("triton", "triton.language")
+#: Python builtins a kernel body may name (Triton's own frontend accepts these).
+KERNEL_BUILTINS = frozenset({"range", "min", "max", "abs", "int", "float", "bool", "len", "print"})
+#: What ``from triton import ...`` may bring in (the rest of triton is its runtime, not the language).
+TRITON_NAMES = frozenset({"jit", "autotune", "Config", "language", "cdiv", "next_power_of_2"})
+#: Attributes no kernel may read: the interpreter's handles onto the host arrays behind a pointer.
+HIDDEN_ATTRIBUTES = frozenset({"handle", "data", "builder", "numpy", "tolist", "fn", "src", "cache"})
+_NOT_TRITON = (ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal, ast.ClassDef, ast.Lambda, ast.FunctionDef,
+               ast.AsyncFunctionDef, ast.Await, ast.Yield, ast.YieldFrom, ast.Try, ast.With, ast.AsyncWith, ast.Delete,
+               ast.AsyncFor)
+
+
+def _triton_module(name: str) -> bool:
+    return name in TRITON_MODULES or name.startswith("triton.language.")
+
+
+def _aliases(tree: ast.Module) -> tuple[dict, list]:
+    """{local name: what it is ("triton", "triton.language", "jit", "autotune", "Config")} from the file's allowed
+    imports, and those import statements."""
+    names, kept = {}, []
+    for node in tree.body:
+        if isinstance(node, ast.Import) and all(_triton_module(a.name) for a in node.names):
+            kept.append(node)
+            for a in node.names:
+                names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (
+                node.module == "triton" and all(a.name in TRITON_NAMES for a in node.names)
+                or (node.module or "").startswith("triton.language") and _triton_module(node.module or "")):
+            kept.append(node)
+            for a in node.names:
+                full = f"{node.module}.{a.name}"
+                names[a.asname or a.name] = ({"triton.jit": "jit", "triton.autotune": "autotune",
+                                              "triton.Config": "Config"}.get(full, full))
+    return names, kept
+
+
+def _is(node, aliases: dict, what: str) -> bool:
+    """``node`` names ``what`` (jit, autotune, Config) through the file's triton imports."""
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id) == what
+    return (isinstance(node, ast.Attribute) and node.attr == what and isinstance(node.value, ast.Name)
+            and aliases.get(node.value.id) == "triton")
+
+
+def _constant(node, aliases: dict, consts: set) -> bool:
+    """Data only: literals, containers of them, arithmetic, names of earlier constants, tl.constexpr(...) and
+    triton.Config(...) of data."""
+    if isinstance(node, ast.Constant):
+        return True
+    if isinstance(node, ast.Name):
+        return node.id in consts
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+        return all(_constant(e, aliases, consts) for e in node.elts)
+    if isinstance(node, ast.Dict):
+        return all(k is not None and _constant(k, aliases, consts) for k in node.keys) and \
+            all(_constant(v, aliases, consts) for v in node.values)
+    if isinstance(node, ast.BinOp):
+        return _constant(node.left, aliases, consts) and _constant(node.right, aliases, consts)
+    if isinstance(node, ast.UnaryOp):
+        return _constant(node.operand, aliases, consts)
+    if isinstance(node, ast.Call):
+        f = node.func
+        ok = _is(f, aliases, "Config") or (isinstance(f, ast.Attribute) and f.attr == "constexpr"
+                                           and isinstance(f.value, ast.Name)
+                                           and aliases.get(f.value.id) == "triton.language")
+        return ok and all(_constant(a, aliases, consts) for a in node.args) and \
+            all(_constant(k.value, aliases, consts) for k in node.keywords)
+    return False
+
+
+def _data_arguments(call: ast.Call, aliases: dict, consts: set) -> bool:
+    return all(_constant(a, aliases, consts) for a in call.args) and \
+        all(_constant(k.value, aliases, consts) for k in call.keywords)
+
+
+def _decorators_ok(fn: ast.FunctionDef, aliases: dict, consts: set) -> bool:
+    """@triton.jit last (innermost), optionally with data arguments, and only @triton.autotune(data) above it."""
+    if not fn.decorator_list:
+        return False
+    *outer, inner = fn.decorator_list
+    if isinstance(inner, ast.Call):
+        if not (_is(inner.func, aliases, "jit") and _data_arguments(inner, aliases, consts)):
+            return False
+    elif not _is(inner, aliases, "jit"):
+        return False
+    return all(isinstance(d, ast.Call) and _is(d.func, aliases, "autotune") and _data_arguments(d, aliases, consts)
+               for d in outer)
+
+
+def _check_kernel_body(fn: ast.FunctionDef, aliases: dict, globals_: set) -> str:
+    """'' when ``fn``'s body is Triton (what the kernel may name: its arguments, its own variables, the file's
+    constants and other kernels, triton's modules, a few builtins), else the first problem with its line."""
+    a = fn.args
+    local = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, *(p for p in (a.vararg, a.kwarg) if p))}
+    body = [n for stmt in fn.body for n in ast.walk(stmt)]
+    body += [n for x in (*a.defaults, *(d for d in a.kw_defaults if d is not None)) for n in ast.walk(x)]
+    for node in body:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            local.add(node.id)
+    for node in body:
+        where = f"{fn.name}, line {getattr(node, 'lineno', fn.lineno)}"
+        if isinstance(node, _NOT_TRITON):
+            return f"{where}: {type(node).__name__.lower()} is not Triton (a kernel body holds tl operations)"
+        if isinstance(node, ast.Attribute):
+            if node.attr.startswith("_") or node.attr in HIDDEN_ATTRIBUTES:
+                return f"{where}: .{node.attr} is not a Triton operation"
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                return f"{where}: a kernel does not set attributes (.{node.attr} = ...)"
+            if isinstance(node.value, ast.Name) and aliases.get(node.value.id) == "triton" and node.attr not in (
+                    "language", "cdiv", "next_power_of_2", "jit"):
+                return f"{where}: triton.{node.attr} is not a Triton operation (tl.* are)"
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in local | globals_ \
+                | KERNEL_BUILTINS | set(aliases):
+            return (f"{where}: {node.id} is not available in a Triton kernel (its arguments, its variables, tl "
+                    "operations, other @triton.jit functions and the file's constants are)")
+    return ""
+
+
+def triton_kernel_module(source: str, name: str) -> str:
+    """The file the sandbox runs for a Triton answer: ``source`` with every top-level statement blanked (line
+    numbers kept) except its imports of triton, its constants (data) and its ``@triton.jit`` functions, each body
+    checked by :func:`_check_kernel_body`. Raises :class:`AnswerError` (the learner's) when ``name`` is not such a
+    kernel or a kernel body is not Triton."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise AnswerError(f"your answer file does not parse: {type(exc).__name__}: {exc}") from None
+    aliases, imports = _aliases(tree)
+    consts, kernels, keep = set(), [], list(imports)
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else \
+            node.target if isinstance(node, ast.AnnAssign) and node.value is not None else None
+        if isinstance(target, ast.Name) and _constant(node.value, aliases, consts):
+            consts.add(target.id)
+            keep.append(node)
+        elif isinstance(node, ast.FunctionDef) and _decorators_ok(node, aliases, consts):
+            kernels.append(node)
+    if name not in {k.name for k in kernels}:
+        raise AnswerError(f"{name} is not a Triton kernel in your answer file: define it at the top level, "
+                          "decorated with @triton.jit (a puzzle is solved by a Triton kernel, not by torch code)")
+    globals_ = consts | {k.name for k in kernels}
+    for k in kernels:
+        problem = _check_kernel_body(k, aliases, globals_)
+        if problem:
+            raise AnswerError(f"your kernel is not Triton: {problem}")
+    def span(node) -> range:
+        return range(min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])]), node.end_lineno + 1)
+
+    kept = {id(n) for n in keep + kernels}
+    kept_lines = {i for n in keep + kernels for i in span(n)}
+    for node in tree.body:
+        if id(node) not in kept and kept_lines.intersection(span(node)):
+            raise AnswerError(f"your answer file, line {node.lineno}: one statement per line beside a kernel or a "
+                              "constant (the grader runs those lines alone)")
+    lines = source.splitlines()
+    out = [line if i + 1 in kept_lines else "" for i, line in enumerate(lines)]
+    return "\n".join(out) + "\n"
+
+
 class Answer:
     """The function (or Triton kernel, ``triton=True``) ``name`` of a learner's answer file ``source``."""
 
@@ -111,7 +281,8 @@ class Answer:
         tmp = Path(tempfile.mkdtemp(prefix="rocmlab-answer-"))
         os.chmod(tmp, 0o755)
         try:
-            (tmp / "answer.py").write_text(self.source)
+            (tmp / "answer.py").write_text(triton_kernel_module(self.source, self.name) if self.triton
+                                           else self.source)
             shutil.copy(_HERE / "answer_runner.py", tmp / "answer_runner.py")
             if self.triton:
                 shutil.copy(_HERE.parent / "course" / "triton_rounding.py", tmp / "triton_rounding.py")

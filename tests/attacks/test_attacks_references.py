@@ -56,7 +56,7 @@ def checkout():
            "GIT_COMMITTER_EMAIL": "t@t", "PATH": os.defpath, "HOME": str(base)}
     for cmd in (["init", "-q"], ["add", SOLUTION], ["commit", "-q", "-m", "a solution"]):
         subprocess.run(["git", "-C", str(co), *cmd], check=True, capture_output=True, env=env, timeout=60)
-    for d, dirs, files in os.walk(base):
+    for d, _dirs, files in os.walk(base):
         os.chmod(d, 0o755)
         for f in files:
             os.chmod(os.path.join(d, f), 0o644)

@@ -15,10 +15,17 @@ fresh sizes and inputs and checks:
 - ``speed-up``: on a GPU, fast vs slow timed in the same run (device events) must be 5x or more. On a
   CPU the check is skipped (a CPU runs small operators quickly: the cost of a launch and of a host
   sync is a GPU's, so a ratio measured there would say nothing about a GPU).
+
+``no-host-sync`` and ``launches-flat`` score only when ``same-result`` passed (a function returning zeros
+neither syncs nor loops). In the instructor's re-grade the traces are recorded in the sandbox, beside the
+learner's code, which could write traces of its own: so the grader also reads the handed-in file itself
+(:func:`read_step`, never running it) and each of the two checks passes only when the trace and the reading agree.
 """
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import time
 
 import torch
@@ -76,6 +83,93 @@ def wrong_answers() -> dict:
             "divides by the batch's sum, not the row's": normalised_by_the_batch}
 
 
+# --- the grader's own reading of a handed-in step (the re-grade: the file, never run here) --------------------
+
+#: Calls that bring a device value to the host (each one a sync on a GPU).
+SYNC_CALLS = frozenset({"item", "tolist", "numpy", "cpu"})
+SYNC_BUILTINS = frozenset({"float", "int", "bool", "complex"})
+#: Tensor methods that run Python once per element (a loop by another name).
+LOOP_CALLS = frozenset({"apply_", "map_", "map2_"})
+#: Names that would let a file reach the grader's harness in the sandbox (its traces, torch's profiler).
+REFUSED_NAMES = frozenset({"exec", "eval", "compile", "getattr", "setattr", "delattr", "globals", "locals", "vars",
+                           "open", "breakpoint", "input", "type", "object", "super", "sys", "os", "builtins",
+                           "importlib", "inspect", "gc", "ctypes", "map", "filter"})
+ALLOWED_IMPORTS = ("torch", "math")
+
+
+@dataclasses.dataclass
+class Reading:
+    """What the grader read in a handed-in file: host syncs and loops (with their lines), or why it refuses it."""
+    syncs: list
+    loops: list
+    refused: str = ""
+
+
+def _calls_of(fn: ast.FunctionDef, defined: set) -> set:
+    return {n.func.id for n in ast.walk(fn) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+            and n.func.id in defined}
+
+
+def read_step(source: str) -> Reading:
+    """Read the learner's file without running it: its host syncs (``.item()``, ``.tolist()``, ``float(t)``...),
+    its loops (``for``, ``while``, comprehensions, recursion, per-element ``apply_``), or a refusal when it does
+    more than a step needs (module-level code other than imports of torch and math, functions and constants;
+    setting attributes; names or attributes starting with ``_``; exec, getattr, sys and the like)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        return Reading([], [], f"the file does not parse ({type(exc).__name__})")
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            bad = [a.name for a in node.names if a.name.split(".")[0] not in ALLOWED_IMPORTS]
+        elif isinstance(node, ast.ImportFrom):
+            bad = [] if node.level == 0 and (node.module or "").split(".")[0] in ALLOWED_IMPORTS else [node.module]
+        elif isinstance(node, (ast.FunctionDef, ast.Assign, ast.AnnAssign)) or (
+                isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)):
+            bad = []
+        else:
+            return Reading([], [], f"line {node.lineno}: code at the top level of the file (a step needs only "
+                           "imports of torch, functions and constants)")
+        if bad:
+            return Reading([], [], f"line {node.lineno}: imports {', '.join(map(str, bad))} (a step needs only torch)")
+    syncs, loops = [], []
+    for node in ast.walk(tree):
+        line = getattr(node, "lineno", 0)
+        if isinstance(node, ast.Name) and (node.id.startswith("_") or node.id in REFUSED_NAMES):
+            return Reading([], [], f"line {line}: {node.id} (a step needs only torch's operations)")
+        if isinstance(node, ast.Attribute):
+            if node.attr.startswith("_"):
+                return Reading([], [], f"line {line}: .{node.attr} (a step needs only torch's operations)")
+            if isinstance(node.ctx, (ast.Store, ast.Del)):
+                return Reading([], [], f"line {line}: sets .{node.attr} (a step changes no object's attributes)")
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            return Reading([], [], f"line {line}: {type(node).__name__.lower()} (a step keeps its own variables)")
+        if isinstance(node, ast.Import | ast.ImportFrom) and node not in tree.body:
+            return Reading([], [], f"line {line}: an import inside a function")
+        if isinstance(node, ast.Call):
+            f = node.func
+            if isinstance(f, ast.Attribute) and f.attr in SYNC_CALLS or isinstance(f, ast.Name) and f.id in SYNC_BUILTINS:
+                syncs.append(f"line {line}: {f.attr if isinstance(f, ast.Attribute) else f.id}()")
+            if isinstance(f, ast.Attribute) and f.attr in LOOP_CALLS:
+                loops.append(f"line {line}: {f.attr}() (Python per element)")
+        if isinstance(node, (ast.For, ast.While, ast.AsyncFor, ast.ListComp, ast.SetComp, ast.DictComp,
+                             ast.GeneratorExp)):
+            loops.append(f"line {line}: {type(node).__name__}")
+    fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    calls = {name: _calls_of(fn, set(fns)) for name, fn in fns.items()}
+    for name in fns:                                   # recursion: a loop without the word
+        seen, todo = set(), list(calls[name])
+        while todo:
+            c = todo.pop()
+            if c == name:
+                loops.append(f"line {fns[name].lineno}: {name} calls itself (recursion)")
+                break
+            if c not in seen:
+                seen.add(c)
+                todo += calls.get(c, ())
+    return Reading(syncs, loops)
+
+
 def device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -120,6 +214,13 @@ def _observe(fn, args, args2):
         raise AnswerError(f"the profiler's traces are not readable ({type(exc).__name__})") from None
 
 
+def _structure(result_ok: bool, ok: bool, cid: str, good: str, bad: str, hint: str):
+    """A structure check's verdict; it scores only with a right result (zeros neither sync nor loop)."""
+    if not result_ok:
+        return T.failed(cid, "run", 2, f"not scored until the result is right ({good if ok else bad})", hint)
+    return T.verdict(ok, cid, "run", 2, good, bad, hint)
+
+
 def grade(fast_scores, seed: int | None = None, record: bool = True, big_rows: int | None = None):
     """Grade ``fast_scores(x, w, b) -> (scores, total)`` (see the module's docstring)."""
     started = time.monotonic()
@@ -159,21 +260,36 @@ def grade(fast_scores, seed: int | None = None, record: bool = True, big_rows: i
     checks.append(T.verdict(ok, "same-result", "compare", 4,
                             f"scores and total match on fresh inputs ({R} rows, {tuple(d['w'].shape)} weights)",
                             bad, "normalise each row by its own sum; total is the sum of every h"))
+    # the re-grade reads the handed-in file too: its traces were written beside the learner's own code
+    reading = read_step(fast_scores.source) if isinstance(fast_scores, Answer) else None
     syncs = c1.host_syncs
     what = ("device-to-host cop" + ("y" if syncs == 1 else "ies")) if c1.dtoh_copies else \
         ("aten::item call" + ("" if syncs == 1 else "s"))
-    checks.append(T.verdict(syncs == 0, "no-host-sync", "run", 2,
-                            "the trace shows no .item() and no device-to-host copy: the host never waits",
-                            f"the trace shows {syncs} {what} in one call: the host waits for the device each time",
-                            "keep the total a tensor (h.sum()); the caller reads it once, when it needs it"))
+    good = "the trace shows no .item() and no device-to-host copy: the host never waits"
+    bad = f"the trace shows {syncs} {what} in one call: the host waits for the device each time"
+    no_sync = syncs == 0
+    if reading is not None and no_sync and (reading.refused or reading.syncs):
+        no_sync = False
+        bad = (f"the grader does not take your file's traces on trust: {reading.refused}" if reading.refused else
+               f"your file brings values to the host: {'; '.join(reading.syncs[:3])}")
+    elif reading is not None:
+        good += "; the grader's reading of your file finds no host sync either"
+    checks.append(_structure(ok, no_sync, "no-host-sync", good, bad,
+                             "keep the total a tensor (h.sum()); the caller reads it once, when it needs it"))
     n1, n2 = c1.launches, c2.launches
     unit = "device kernels" if c1.kernels else "top-level operators"
     flat = n2 <= n1 + 2 and n1 <= MAX_LAUNCHES
-    checks.append(T.verdict(flat, "launches-flat", "run", 2,
-                            f"{n1} {unit} for {R} rows, {n2} for {2 * R}: the launches do not grow with the batch",
-                            f"{n1} {unit} for {R} rows, {n2} for {2 * R}: "
-                            + ("about one set per row" if n2 > n1 + 2 else f"more than {MAX_LAUNCHES}"),
-                            "work on the whole batch at once: x @ w is one GEMM for every row"))
+    good = f"{n1} {unit} for {R} rows, {n2} for {2 * R}: the launches do not grow with the batch"
+    bad = (f"{n1} {unit} for {R} rows, {n2} for {2 * R}: "
+           + ("about one set per row" if n2 > n1 + 2 else f"more than {MAX_LAUNCHES}"))
+    if reading is not None and flat and (reading.refused or reading.loops):
+        flat = False
+        bad = (f"the grader does not take your file's traces on trust: {reading.refused}" if reading.refused else
+               f"your file loops: {'; '.join(reading.loops[:3])}")
+    elif reading is not None:
+        good += "; the grader's reading of your file finds no loop either"
+    checks.append(_structure(ok, flat, "launches-flat", good, bad,
+                             "work on the whole batch at once: x @ w is one GEMM for every row"))
     if isinstance(fast_scores, Answer):
         checks.append(T.skipped("speed-up", "perf", 2, "not timed in the sandboxed re-grade (it runs on the "
                                 "grader's CPU); the in-notebook check times it on a GPU"))

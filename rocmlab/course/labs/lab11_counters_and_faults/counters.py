@@ -92,9 +92,11 @@ HEADER = ["counter (gfx942 name)", f"slow: {counters.SIMULATED_LABEL}", f"fixed:
           "on an MI300X (not measured here)"]
 
 
-# --- the graded diagnosis: the learner's cause for each kernel, checked against the counts of that kernel ---------
+# --- the graded diagnosis: the learner's cause for each of the course's slow kernels, checked against its counts --
 
-#: The kernel of each slow exercise (the diagnosis is about the learner's own file of each).
+#: The kernel of each slow exercise. The diagnosis is of the course's own slow kernel (the mechanical port of the
+#: CUDA starter, :func:`lab.starter_port`), counted by the grader: never of a program the learner hands in, which
+#: could be a stand-in of the same name that shows no cause.
 KERNELS = {"lab11-coalesce": "scale_rows", "lab11-lds-banks": "gemv_lds", "lab11-occupancy": "stencil7"}
 #: The answers a diagnosis may give: the three causes (rocmlab.profile.counters.DIAGNOSES), or none of them.
 NONE = "none of these"
@@ -195,7 +197,7 @@ def measured_rows(measured: dict) -> list[list]:
     return rows
 
 
-MEASURED_HEADER = ["your kernel", "bytes used / bytes of lines touched", "LDS conflict share",
+MEASURED_HEADER = ["kernel", "bytes used / bytes of lines touched", "LDS conflict share",
                    "waves per SIMD at the launch"]
 
 
@@ -239,17 +241,18 @@ class DiagnosisVerdict:
         from rocmlab.course.verdict import element
 
         pts = f"{self.earned:g}/{self.possible:g} points" if self.ok is not None else ""
-        details = [("where it ran", f"{BACKEND}: your programs, built and run isolated, on fresh random inputs "
-                                    f"(seed {self.seed})")] if self.seed is not None else []
+        details = [("where it ran", f"{BACKEND}: the course's slow kernels, built and run isolated, on fresh "
+                                    f"random inputs (seed {self.seed})")] if self.seed is not None else []
         return element(self.ok, self.message, pts, self.rows, details)
 
 
-def check_diagnosis(answers: dict, sources: dict, *, seed: int | None = None, record: bool = True,
+def check_diagnosis(answers: dict, *, seed: int | None = None, record: bool = True,
                     size: dict | None = None) -> DiagnosisVerdict:
-    """Grade the learner's diagnosis of each slow kernel: ``answers`` maps an exercise (``lab11-coalesce``, ...)
-    to a cause (one of :data:`CAUSES`); ``sources`` maps it to the learner's own program. Each answer is checked
-    against what the simulator counts on that program, on fresh random inputs (``seed``, else a new one): right
-    when the counts show that cause (or show none of them, for "none of these"). One point per kernel."""
+    """Grade the learner's diagnosis of each of the course's slow kernels: ``answers`` maps an exercise
+    (``lab11-coalesce``, ...) to a cause (one of :data:`CAUSES`). Each answer is checked against what the simulator
+    counts on the course's kernel (:func:`lab.starter_port`), on fresh random inputs (``seed``, else a new one):
+    right when the counts show that cause (or show none of them, for "none of these"). One point per kernel. A
+    kernel the simulator cannot count here is the machine's fault: the verdict says "not graded here"."""
     possible = float(progress.LAB_TASKS[lab11.LAB][TASK])
     per = possible / len(KERNELS)
     answers = answers if isinstance(answers, dict) else {}
@@ -271,35 +274,33 @@ def check_diagnosis(answers: dict, sources: dict, *, seed: int | None = None, re
                          + "; ".join(repr(c) for c in CAUSES)))
             continue
         try:
-            m = measure(ex_id, (sources or {}).get(ex_id) or "", seed=seed + i, size=size)
-        except counters.CounterError as exc:
-            rows.append(("not run", kernel, f"0/{per:g}", f"your program could not be counted on the "
-                         f"simulator, so the diagnosis cannot be checked: {str(exc)[:300]}. Fix it (the "
-                         "grader's messages in section 4 help), then diagnose it"))
-            continue
+            m = measure(ex_id, lab11.starter_port(ex_id), seed=seed + i, size=size)
+        except counters.CounterError as exc:        # the course's own kernel: this machine's fault, not scored
+            return DiagnosisVerdict(None, f"not graded here: the simulator could not count {kernel}: "
+                                    f"{str(exc)[:300]}", [], 0.0, possible)
         if cause in m.right_answer:
             earned += per
             if cause == NONE:
                 why = "; ".join(f"{w} {v:.3g}" for w, v in m.figures.values())
-                text = f"right: none of the three causes shows in your kernel's counts ({why})"
+                text = f"right: none of the three causes shows in the kernel's counts ({why})"
             else:
                 what, value = m.figures[cause]
-                text = f"right: {what} = {value:.3g} on your kernel ({RULES[cause]})"
+                text = f"right: {what} = {value:.3g} on {kernel} ({RULES[cause]})"
             rows.append(("passed", kernel, f"{per:g}/{per:g}", text))
         else:
             if cause == NONE:
-                text = ("the counts of your kernel show a cause: read its row of the table above against the "
+                text = ("the counts of this kernel show a cause: read its row of the table above against the "
                         "three rules")
             else:
                 what, value = m.figures[cause]
-                text = (f"your kernel's counts do not show {cause}: {what} = {value:.3g}, and the rule is "
+                text = (f"the kernel's counts do not show {cause}: {what} = {value:.3g}, and the rule is "
                         f"{RULES[cause]}. Which figure crosses its rule?")
             rows.append(("failed", kernel, f"0/{per:g}", text))
     if record:
         progress.record(lab11.LAB, TASK, earned=earned, earnable=possible, possible=possible, backend=BACKEND)
     ok = earned == possible
-    msg = ("right for all three kernels: the counts on your own kernels show what you named" if ok else
-           "not every diagnosis matches what the simulator counted on your kernel: see the rows below")
+    msg = ("right for all three kernels: their counts show what you named" if ok else
+           "not every diagnosis matches what the simulator counted on the kernel: see the rows below")
     return DiagnosisVerdict(ok, msg, rows, earned, possible, seed)
 
 
@@ -311,18 +312,17 @@ def counters_problem() -> str:
     return simulate.problem() or driver.available("gfx942")
 
 
-# --- hand-in: the diagnosis with the programs it is about, re-graded by the instructor ---------------------------
+# --- hand-in: the diagnosis, re-graded by the instructor ----------------------------------------------------------
 
 ITEM = f"{lab11.LAB}/{TASK}"
 
 
-def answer_json(answers: dict, sources: dict) -> str:
-    """The hand-in file's text: ``{"diagnosis": {exercise: cause}, "sources": {exercise: program}}`` (the
-    re-grade counts those programs again, on its own fresh inputs)."""
+def answer_json(answers: dict) -> str:
+    """The hand-in file's text: ``{"diagnosis": {exercise: cause}}`` (the re-grade counts the course's kernels
+    again, on its own fresh inputs)."""
     import json
 
-    return json.dumps({"diagnosis": {ex: answers.get(ex) for ex in KERNELS},
-                       "sources": {ex: (sources or {}).get(ex) or "" for ex in KERNELS}}, indent=1)
+    return json.dumps({"diagnosis": {ex: answers.get(ex) for ex in KERNELS}}, indent=1)
 
 
 def _regrade(source: str, seed: int, time_limit_s):
@@ -341,12 +341,10 @@ def _regrade(source: str, seed: int, time_limit_s):
         ok = False
     if not ok:
         check = CheckResult("answer", "compare", "not run", 0.0, item.possible,
-                            'hand in a JSON object {"diagnosis": {...}, "sources": {...}}: '
-                            "lab11_counters.answer_json(diagnosis, sources) writes it")
+                            'hand in a JSON object {"diagnosis": {...}}: '
+                            "lab11_counters.answer_json(diagnosis) writes it")
         return items.report(item, [check], BACKEND, seed, started)
-    sources = value.get("sources") if isinstance(value.get("sources"), dict) else {}
-    v = check_diagnosis(value["diagnosis"], {k: s for k, s in sources.items() if isinstance(s, str)}, seed=seed,
-                        record=False)
+    v = check_diagnosis(value["diagnosis"], seed=seed, record=False)     # any "sources" handed in: not used
     if v.ok is None and v.message.startswith("not graded here"):
         raise RuntimeError(f"{ITEM} cannot be re-graded on this machine: {v.message}")   # the machine's fault
     per = item.possible / len(KERNELS)
