@@ -609,9 +609,7 @@ def run_programs(result, src_root: Path, out_r: Path, build_dir: Path, files: li
         if nv_tc is not None:
             original, orig_why = _original(nv_tc, src_root, build_dir, [back[t] for t in tus], src_main,
                                            original_includes, defines, nv_target)
-        changes = [f"{fx.path}:{fx.line}: {fx.before.strip()[:100]} -> {fx.after.strip()[:100]} ({fx.kind}: the "
-                   "port's own change to what the program prints)" for fx in result.fixes
-                   if fx.kind in PRINT_CHANGES and fx.path in prog_files]
+        changes = print_changes(result.fixes, prog_files)
         compiles = (main in gpu_build) if result.compiled else None
         for case in runs:
             r = RunResult(src_main, main, backend, compiles, bool(program), None, None,
@@ -660,6 +658,14 @@ def run_programs(result, src_root: Path, out_r: Path, build_dir: Path, files: li
 
 #: The port's fixes that change what a program prints (shown beside a mismatch as the port's own change).
 PRINT_CHANGES = ("format-64",)
+def print_changes(fixes, files) -> list[str]:
+    """The port's own changes to what a program prints (PRINT_CHANGES) in ``files`` (its ported files), as lines
+    to show beside a mismatch: the CUDA original printed 32 bits of a mask where the port prints 64."""
+    return [f"{fx.path}:{fx.line}: {fx.before.strip()[:100]} -> {fx.after.strip()[:100]} ({fx.kind}: the port's own "
+            f"change to what the program prints: {fx.why[:160]})" for fx in fixes
+            if fx.kind in PRINT_CHANGES and fx.path in files]
+
+
 #: The CUDA original's stdout kept in a run's result (for recording a manifest from it).
 ORIGINAL_STDOUT_BYTES = 64 << 10
 
