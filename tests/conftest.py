@@ -1,4 +1,5 @@
-"""Shared fixtures: fake machines for platform detection (fake /dev, /sys trees and torch modules)."""
+"""The suite's one conftest: the tier rule (which tests ``./go test`` runs), the session's own ROCMLAB_HOME, the
+parallel schedule, and the shared fixtures. Helper modules live in tests/helpers/ (tests/README.md)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,8 @@ import json
 import random
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))   # nbtools
 
 
 def _own_rocmlab_home() -> Path:
@@ -44,7 +42,11 @@ def _own_rocmlab_home() -> Path:
     if real.is_dir():
         for entry in real.iterdir():
             if entry.is_dir() and not entry.is_symlink() and not entry.name.startswith(("rocm-", ".")):
-                shutil.copytree(entry, home / entry.name, symlinks=True)
+                try:                # a cache: what another program removes while it is copied is not needed
+                    shutil.copytree(entry, home / entry.name, symlinks=True,
+                                    ignore=shutil.ignore_patterns("tmp-*"))
+                except shutil.Error:
+                    pass
         root = real / f"rocm-{OFFLINE_ROCM_VERSION}"
         if not os.environ.get("ROCMLAB_ROCM_ROOT") and root.is_dir():
             os.environ["ROCMLAB_ROCM_ROOT"] = str(root)
@@ -57,61 +59,11 @@ def _own_rocmlab_home() -> Path:
 TEST_HOME = _own_rocmlab_home()
 
 
-def fake_torch(hip=None, cuda=None, devices=(), version="2.99.0"):
-    """A stand-in for the torch module with the attributes platform detection reads."""
-    props = list(devices)
-    return SimpleNamespace(
-        __version__=version,
-        __file__="/nonexistent/torch/__init__.py",
-        version=SimpleNamespace(hip=hip, cuda=cuda),
-        backends=SimpleNamespace(),
-        cuda=SimpleNamespace(is_available=lambda: bool(props), device_count=lambda: len(props),
-                             get_device_properties=lambda i: props[i]),
-    )
-
-
-def amd_props(name="AMD Instinct MI300X", target_id="gfx942:sramecc+:xnack-", cus=304, mem_gb=192.0, warp=64):
-    return SimpleNamespace(name=name, gcnArchName=target_id, multi_processor_count=cus,
-                           total_memory=int(mem_gb * 2**30), warp_size=warp, major=9, minor=4)
-
-
-def nvidia_props(name="NVIDIA H200", major=9, minor=0, sms=132, mem_gb=141.0):
-    return SimpleNamespace(name=name, multi_processor_count=sms, total_memory=int(mem_gb * 2**30),
-                           warp_size=32, major=major, minor=minor)
-
-
-class FakeMachine:
-    """A filesystem root under tmp_path with the files detection reads."""
-
-    def __init__(self, root: Path):
-        self.root = root
-        self.write("proc/cpuinfo", "processor\t: 0\nmodel name\t: Test CPU 9000\nprocessor\t: 1\n")
-        self.write("proc/meminfo", "MemTotal:       16000000 kB\n")
-        self.write("proc/sys/kernel/osrelease", "6.1.0-test-amd64\n")
-
-    def write(self, rel: str, text: str = "") -> Path:
-        p = self.root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-        return p
-
-    def add_kfd_gpu(self, node: int, target_version: int, simds: int, wave: int, mem_bytes: int, name="gpu"):
-        self.write("dev/kfd")
-        self.write(f"dev/dri/renderD{128 + node}")
-        base = f"sys/class/kfd/kfd/topology/nodes/{node}"
-        self.write(f"{base}/properties",
-                   f"cpu_cores_count 0\nsimd_count {simds}\nsimd_per_cu 4\nwave_front_size {wave}\n"
-                   f"gfx_target_version {target_version}\n")
-        self.write(f"{base}/name", name + "\n")
-        self.write(f"{base}/mem_banks/0/properties", f"heap_type 1\nsize_in_bytes {mem_bytes}\n")
-
-    def add_kfd_cpu_node(self):
-        self.write("sys/class/kfd/kfd/topology/nodes/0/properties", "cpu_cores_count 64\nsimd_count 0\ngfx_target_version 0\n")
-        self.write("sys/class/kfd/kfd/topology/nodes/0/name", "\n")
-
-
 @pytest.fixture
 def machine(tmp_path):
+    """A fake machine's filesystem root (tests/helpers/fake_machine.py)."""
+    from tests.helpers.fake_machine import FakeMachine
+
     return FakeMachine(tmp_path / "root")
 
 
@@ -121,7 +73,7 @@ def rng():
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The fuzz tests' case counts of this run (tests/test_sse_fuzz.py), in the summary without -s."""
+    """The fuzz tests' case counts of this run (tests/serve/test_sse_fuzz.py), in the summary without -s."""
     for name, mod in list(sys.modules.items()):
         counts = getattr(mod, "FUZZ_COUNTS", None) if name.endswith("test_sse_fuzz") else None
         if counts:
@@ -173,12 +125,62 @@ def _own_progress_record(tmp_path_factory, monkeypatch):
     return path
 
 
+#: The tier rule, in one place: a test's tier is its folder's. Every test file sits in a room, ``tests/<room>/``
+#: (named as the package's parts are). ``./go test`` runs the quick tier (marker ``quick``); ``./go test all`` runs
+#: every tier. Whole-suite-only (marker ``whole``): the rooms in :data:`WHOLE_ROOMS`, and a room's ``whole/``
+#: folder (its servers, browsers, every-notebook runs, sweeps). A file anywhere else has no tier: collecting it is
+#: an error that names the file and the fix (tests/project/test_tiers.py checks every file).
+ROOMS = ("attacks", "browser", "comm", "course", "docs", "grader", "hip", "hub", "labs", "machine", "notebooks", "port",
+         "profile", "project", "sandbox", "serve", "setup", "sim")
+WHOLE_ROOMS = ("browser", "hub")
+TIERS = ("quick", "whole")
+
+
+def tier_of(path: str) -> str | None:
+    """``"quick"``, ``"whole"``, or None (no tier) for a test file's path relative to the repository."""
+    parts = Path(path.replace("\\", "/")).parts
+    if len(parts) < 3 or parts[0] != "tests" or parts[1] not in ROOMS:
+        return None
+    if parts[1] in WHOLE_ROOMS:
+        return "whole"
+    if len(parts) == 3:
+        return "quick"
+    return "whole" if len(parts) == 4 and parts[2] == "whole" else None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """Each test gets its tier's marker (and ``hub`` / ``browser`` for those rooms) before ``-m`` selects."""
+    root = Path(config.rootpath)
+    untiered = set()
+    for item in items:
+        try:
+            rel = Path(str(item.path)).resolve().relative_to(root).as_posix()
+        except ValueError:                      # a file outside the repository (a test's own planted suite)
+            continue
+        if not Path(rel).name.startswith("test_"):
+            continue                            # a helper run by path (tests/helpers/grades_of_record_cases.py)
+        tier = tier_of(rel)
+        if tier is None:
+            untiered.add(rel)
+            continue
+        item.add_marker(tier)
+        if rel.split("/")[1] in WHOLE_ROOMS:
+            item.add_marker(rel.split("/")[1])
+    if untiered:
+        raise pytest.UsageError(
+            "these test files have no tier: " + ", ".join(sorted(untiered)) + ". Fix: move each into its room, "
+            "tests/<room>/ (quick) or tests/<room>/whole/ (whole suite only), with git mv; rooms: "
+            + ", ".join(ROOMS) + " (tests/README.md)")
+
+
 #: Tests that change the machine itself (Unix users and their homes, apt's state, system services): under
 #: pytest-xdist they run one at a time, in one worker; everything else is spread test by test.
-_MACHINE_WIDE = ("tests/hub/", "tests/test_setup.py")
+_MACHINE_WIDE = ("tests/hub/", "tests/setup/whole/test_setup.py")
 #: Modules whose tests share a module fixture that takes 10-30 s (the ported corpus, a live vLLM server, the
 #: import graph, a binder environment): each runs in one worker, so the fixture is built once, not once per worker.
-_ONE_WORKER = ("tests/test_port.py", "tests/test_serve_live.py", "tests/test_architecture.py", "tests/test_binder.py")
+_ONE_WORKER = ("tests/port/whole/test_port.py", "tests/serve/whole/test_serve_live.py",
+               "tests/project/test_architecture.py", "tests/setup/whole/test_binder.py")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -11,7 +11,7 @@ scanner) imports neither ``hip/`` nor ``port/``, and ``hip/`` never imports ``po
 ``rocmlab.course.labs.labNN_name``): a lab package never imports another lab's package, and a notebook imports
 from ``rocmlab.course`` only its own lab's package and the shared machinery (everything in ``course/`` outside
 ``course/labs/``); an exercise notebook (``labs/exercises/``) only the shared machinery.
-``tests/test_architecture.py`` fails when a rule is broken; this
+``tests/project/test_architecture.py`` fails when a rule is broken; this
 script prints the counts, with the map of rooms (a room: a package or module directly in ``rocmlab/``;
 an arrow: one room importing another, lazily too; a loop: rooms that reach each other by arrows).
 """

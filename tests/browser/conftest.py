@@ -1,23 +1,13 @@
 """Fixtures for the real-browser tests: one JupyterLab + one Chromium per module, and a check that both
-leave no process behind. tests/browser is a package so that this conftest does not shadow tests/conftest.py
-(which other tests import as `conftest`); its helper modules are put on sys.path here."""
+leave no process behind. The harness is tests/helpers/labharness.py."""
 
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))      # labharness, browser_notebooks
-from labharness import chromium, descendants, jupyterlab, live_processes  # noqa: E402
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if "tests/browser/" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.browser)
+from tests.helpers.labharness import chromium, descendants, jupyterlab, live_processes
 
 
 @pytest.fixture(scope="module")

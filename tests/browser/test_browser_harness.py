@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import psutil
-from labharness import descendants, live_processes
+from tests.helpers.labharness import descendants, live_processes
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -36,8 +36,8 @@ INNER = '''
 import json, os, socket
 from pathlib import Path
 
-from browser_notebooks import write_raising_notebook
-from labharness import Notebook, chromium, descendants, jupyterlab
+from tests.helpers.browser_notebooks import write_raising_notebook
+from tests.helpers.labharness import Notebook, chromium, descendants, jupyterlab
 
 PIDS = Path(os.environ["PIDS_FILE"])
 
@@ -103,7 +103,7 @@ def test_the_error_scan_sees_only_real_errors():
     """The harness's error patterns: a traceback or a widget that failed to load is an error; a warning is not."""
     import re
 
-    from labharness import _CELLS_JS
+    from tests.helpers.labharness import _CELLS_JS
     pats = re.findall(r"/(.+?)/\.test\(t\)", textwrap.dedent(_CELLS_JS))
     assert pats, "error patterns not found"
     js_to_py = [re.compile(p.replace("\\/", "/"), re.M) for p in pats]
@@ -124,7 +124,7 @@ def test_a_drawn_port_taken_before_jupyterlab_binds_it_is_drawn_again(tmp_path, 
     harness drew is then drawn again; a port the caller gave is not (the child test above: that one fails)."""
     import socket
 
-    import labharness
+    from tests.helpers import labharness
 
     with socket.socket() as squatter:
         squatter.bind(("127.0.0.1", 0))

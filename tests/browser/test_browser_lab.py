@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from browser_notebooks import write_widget_notebook
-from labharness import Notebook, plot_data
+from tests.helpers.browser_notebooks import write_widget_notebook
+from tests.helpers.labharness import Notebook, plot_data
 
 ROOT = Path(__file__).resolve().parents[2]
 

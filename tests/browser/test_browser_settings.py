@@ -15,8 +15,8 @@ import json
 import urllib.request
 
 import pytest
-from labharness import chromium
-from views import VIEWPORT, artifacts_dir
+from tests.helpers.labharness import chromium
+from tests.helpers.views import VIEWPORT, artifacts_dir
 
 HIP = """#include <hip/hip_runtime.h>
 
@@ -45,7 +45,7 @@ _TOKENS_JS = """() => { const lines = [...document.querySelectorAll('.jp-FileEdi
 def browser(no_leftovers, tmp_path_factory):
     import os
 
-    from labharness import descendants
+    from tests.helpers.labharness import descendants
     with chromium(tmp_path_factory.mktemp("chromium-settings"), viewport=VIEWPORT) as ctx:
         yield ctx
         no_leftovers |= {p.pid for p in descendants(os.getpid())}

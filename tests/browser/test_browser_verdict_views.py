@@ -17,10 +17,10 @@ import re
 
 import nbformat
 import pytest
-from labharness import Notebook, chromium
+from tests.helpers.labharness import Notebook, chromium
 from nbformat.sign import NotebookNotary
 from nbtools import new_notebook
-from views import (VIEWPORT, artifacts_dir, broken_values, execute, overflowing_outputs, repeated_verdicts,
+from tests.helpers.views import (VIEWPORT, artifacts_dir, broken_values, execute, overflowing_outputs, repeated_verdicts,
                    wait_rendered)
 
 GRADE = '''
@@ -67,7 +67,7 @@ P.check("add-constant", add_kernel)
 def browser(no_leftovers, tmp_path_factory):
     import os
 
-    from labharness import descendants
+    from tests.helpers.labharness import descendants
     with chromium(tmp_path_factory.mktemp("chromium-verdicts"), viewport=VIEWPORT) as ctx:
         yield ctx
         no_leftovers |= {p.pid for p in descendants(os.getpid())}

@@ -23,9 +23,9 @@ from pathlib import Path
 import nbformat
 from nbformat.sign import NotebookNotary
 import pytest
-from browser_notebooks import write_view_control_notebook
-from labharness import Notebook, chromium
-from views import (ROOT, VIEWPORT, artifacts_dir, broken_values, discover, execute, executed, graded_cells,
+from tests.helpers.browser_notebooks import write_view_control_notebook
+from tests.helpers.labharness import Notebook, chromium
+from tests.helpers.views import (ROOT, VIEWPORT, artifacts_dir, broken_values, discover, execute, executed, graded_cells,
                    long_code_lines, missing_verdicts, overflowing_code, overflowing_outputs, repeated_verdicts,
                    screenshot_full, wait_rendered)
 
@@ -43,7 +43,7 @@ def browser(no_leftovers, tmp_path_factory):
     """Chromium at the size the course is laid out for: 1280x800."""
     import os as _os
 
-    from labharness import descendants
+    from tests.helpers.labharness import descendants
     with chromium(tmp_path_factory.mktemp("chromium-views"), viewport=VIEWPORT) as ctx:
         yield ctx
         no_leftovers |= {p.pid for p in descendants(_os.getpid())}

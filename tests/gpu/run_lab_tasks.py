@@ -1,5 +1,5 @@
 """The graded tasks of Labs 03, 05, 07 and 08 on the machine at hand (Lab 04's needs a live server: see
-tests/test_serve_live.py). For each task: the reference answer and every typical wrong answer are graded
+tests/serve/whole/test_serve_live.py). For each task: the reference answer and every typical wrong answer are graded
 on fresh inputs; the table says the points and whether each wrong answer was caught. On a GPU, Lab 03's
 speed-up check is timed (device events, slow vs fixed step in the same run) and Lab 08's remap kernel runs
 on the GPU; on a CPU those say what they cannot do. Exit status 1 when a reference loses a point this

@@ -1,27 +1,19 @@
 """Fixtures for the hub tests: a real JupyterHub (rocmlab.workshop.hub) with configurable-http-proxy, and the
-Chromium harness of tests/browser. Every test here is marked `hub` (and the browser one `browser` too).
-tests/hub is a package so that this conftest does not shadow tests/conftest.py."""
+Chromium harness of tests/browser. Every test here is marked `hub` (and the browser one `browser` too)."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.labharness import descendants, live_processes   # the same harness as tests/browser
+
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests" / "browser"))      # labharness: the same harness as tests/browser
-from labharness import descendants, live_processes  # noqa: E402
 
 ARTIFACTS = Path(os.environ.get("ROCMLAB_TEST_ARTIFACTS", ROOT / "test-artifacts")) / "hub"
-
-
-def pytest_collection_modifyitems(items):
-    for item in items:
-        if "tests/hub/" in str(item.fspath).replace(os.sep, "/"):
-            item.add_marker(pytest.mark.hub)
 
 
 @pytest.fixture(scope="module")

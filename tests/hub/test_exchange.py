@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from rocmlab.grader.spec import load
-from uid_child import run_as
+from tests.helpers.uid_child import run_as
 from rocmlab.workshop import exchange as xc
 
 ROOT = Path(__file__).resolve().parents[2]

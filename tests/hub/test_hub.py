@@ -97,7 +97,7 @@ def test_a_learner_hands_in_from_a_kernel_in_their_server(hub):
 
 
 def test_a_hub_that_cannot_start_says_why_and_leaves_nothing(needs_proxy, tmp_path):
-    from labharness import descendants
+    from tests.helpers.labharness import descendants
 
     before = {p.pid for p in descendants(os.getpid())}
     with pytest.raises(HubError, match=r"(?s)JupyterHub exited with status 1 before it was healthy.*Port out of range"):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from labharness import Notebook, chromium
+from tests.helpers.labharness import Notebook, chromium
 
 from rocmlab.grader.spec import load
 from rocmlab.workshop.hub import jupyterhub
