@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The instructor's walkthrough of docs/workshop.md, run end to end with the time of each step.
+"""The instructor's walkthrough of docs/teach/walkthrough.md, run end to end with the time of each step.
 
     sudo .venv/bin/python benchmarks/workshop_walkthrough.py --learners 3 --rocm-root /opt/rocmlab/rocm-7.2.4
 

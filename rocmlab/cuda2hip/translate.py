@@ -334,7 +334,7 @@ def torch_hipify_folder(src: Path, dst: Path) -> dict[Path, Path]:
     try:
         from torch.utils.hipify import hipify_python
     except ImportError as exc:  # pragma: no cover - torch is a dependency
-        raise EngineError("torch.utils.hipify is not importable: install torch (see README)") from exc
+        raise EngineError("torch.utils.hipify is not importable: install torch (see docs/setup/torch.md)") from exc
     src, dst = src.resolve(), dst.resolve()
     if dst.exists():
         shutil.rmtree(dst)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from rocmlab.machine.detect import Probe
 
-#: The distributions set-up is proven on (README, "Set up and run"): id -> versions.
+#: The distributions set-up is proven on (docs/setup/, a page per platform): id -> versions.
 TESTED: dict[str, tuple[str, ...]] = {"debian": ("12", "13"), "ubuntu": ("22.04", "24.04")}
 
 _CGROUP_HINTS = (("kubepods", "kubernetes"), ("docker", "docker"), ("containerd", "containerd"),

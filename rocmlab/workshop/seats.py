@@ -242,7 +242,7 @@ def _system_ids(spawner):
 
 # ----------------------------------------------------------------------------- seat plans (partitions)
 
-#: Where the partition commands and the recorded outputs come from (cited in plans and in docs/workshop.md).
+#: Where the partition commands and the recorded outputs come from (cited in plans and in docs/teach/seats.md).
 SOURCES = {
     "amd-smi-partition-guide": "AMD Instinct docs, 'Quick Start Guide to Partitioning MI300X GPUs' "
                                "https://instinct.docs.amd.com/projects/amdgpu-docs/en/latest/gpu-partitioning/"

@@ -6,7 +6,7 @@
 # Only for ./go test (tests/hub) and instructors; optional: without it the hub tests skip with this reason.
 # A workshop's learners also need the offline ROCm root where every user can read it (set-up's default root is
 # under root's private home): sudo ROCMLAB_ROCM_ROOT=/opt/rocmlab/rocm-7.2.4 bash scripts/setup/20-rocm-root.sh,
-# then start the hub with rocm_root="/opt/rocmlab/rocm-7.2.4" (docs/workshop.md).
+# then start the hub with rocm_root="/opt/rocmlab/rocm-7.2.4" (docs/teach/hub.md).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"

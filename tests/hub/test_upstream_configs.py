@@ -9,7 +9,7 @@ TLJH: config.yaml is validated with TLJH's config_schema.py and merged into a Ju
 ``tljh.configurer.apply_config`` (its defaults included), then our jupyterhub_config.d/rocmlab.py runs on
 that config, as TLJH's jupyterhub_config.py loads it. Z2JH: values.yaml, merged over the chart's own
 values.yaml (as helm merges them), is validated with the chart's values.schema.yaml. Neither hub nor
-cluster is started here (docs/workshop.md says what was run and what was only validated). Skipped, with the
+cluster is started here (docs/teach/validated.md says what was run and what was only validated). Skipped, with the
 reason, when the checkouts are not given.
 """
 
