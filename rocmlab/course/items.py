@@ -33,8 +33,8 @@ TASKS = (
      "Lab 03: fix the slow step"),
     ("05-quickreduce-tuning", "codec-per-message", "choose", "rocmlab.course.labs.lab05_quickreduce_tuning.task:grade",
      "Lab 05: a codec and block size per message"),
-    ("07-matrix-cores", "waves-per-simd", "waves_per_simd", "rocmlab.course.labs.lab07_matrix_cores.task:grade",
-     "Lab 07: waves per SIMD from a kernel's resources"),
+    ("07-matrix-cores", "waves-per-simd", "vgpr_budget", "rocmlab.course.labs.lab07_matrix_cores.task:grade",
+     "Lab 07: the VGPR budget for a number of waves per SIMD"),
     ("08-mi300x-package", "xcd-remap", "xcd_remap_kernel", "rocmlab.course.labs.lab08_mi300x_package.task:grade",
      "Lab 08: the XCD-aware remap of the program id"),
 )

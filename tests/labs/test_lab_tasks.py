@@ -9,6 +9,8 @@ from dataclasses import replace
 import json
 import math
 
+import random
+
 import pytest
 import torch
 
@@ -131,7 +133,7 @@ def test_codec_choice_the_right_method_on_a_learners_own_sample_earns_every_poin
             assert rep.earned < rep.possible, (f"grader seed {seed}: {name} not caught", rep.to_text())
 
 
-# --- Lab 07: waves per SIMD ---------------------------------------------------------------------------
+# --- Lab 07: the VGPR budget for a number of waves per SIMD -------------------------------------------
 
 def test_occupancy_right_answer_passes():
     rep = occupancy_task.grade(occupancy_task.reference, record=False)
@@ -147,12 +149,23 @@ def test_occupancy_wrong_answers_fail(name):
     rep = occupancy_task.grade(occupancy_task.wrong_answers()[name], seed=5, record=False)
     bad = _failed(rep)
     assert bad, rep.to_text()
-    assert any("the answer is" in m for m in bad.values()), bad
+    assert any("you said" in m for m in bad.values()), bad
 
 
 def test_occupancy_a_function_that_raises_is_reported():
-    rep = occupancy_task.grade(lambda r: 1 / 0, seed=3, record=False)
+    rep = occupancy_task.grade(lambda r, waves: 1 / 0, seed=3, record=False)
     assert "ZeroDivisionError" in rep.check("register-file").message and rep.earned == 0
+
+
+def test_occupancy_the_forward_check_agrees_with_the_reference_and_refuses_its_neighbours():
+    seed = random.randrange(1 << 30)
+    for lds in (False, True):
+        rs = occupancy_task.draw_resources(seed, 40, lds)
+        for r, w in zip(rs, occupancy_task.draw_waves(seed + 1, rs), strict=True):
+            b = occupancy_task.reference(r, w)
+            assert occupancy_task.right(r, w, b), (r, w, b)
+            assert not any(occupancy_task.right(r, w, x) for x in (b - 1, b + 1) if 0 <= x <= 256 and x != b)
+            assert not occupancy_task.right(r, w, float(b)) and not occupancy_task.right(r, w, True)
 
 
 # --- Lab 03: the slow step ---------------------------------------------------------------------------

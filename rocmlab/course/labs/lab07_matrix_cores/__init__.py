@@ -1,1 +1,1 @@
-"""Lab 07, matrix cores: its graded task, waves per SIMD from a kernel's resources (``task``)."""
+"""Lab 07, matrix cores: its graded task, the VGPR budget for a number of waves per SIMD (``task``, its withheld ``reference``)."""

@@ -1,15 +1,22 @@
-"""Lab 07's graded task: how many waves per SIMD does a kernel get on MI300X (gfx942)?
+"""Lab 07's graded task: how many VGPRs can a matrix-core kernel afford for a given occupancy on MI300X (gfx942)?
 
-The learner writes ``waves_per_simd(r)`` for a kernel's resources ``r`` (:class:`Resources`: the
-architectural VGPRs and the AGPRs per lane, SGPRs per wave, LDS bytes per workgroup, threads per
-workgroup), the figure the compiler prints as ``Occupancy [waves/SIMD]``. Each grade:
+The learner writes ``vgpr_budget(r, waves)``: for a kernel's other resources ``r`` (:class:`Resources`: the AGPRs
+per lane, SGPRs per wave, LDS bytes per workgroup, threads per workgroup; ``r.vgprs`` is what it uses now), the
+most architectural VGPRs per lane it may use and still get ``waves`` waves per SIMD, at most 256 (the VGPRs a wave
+addresses); 0 when no VGPR count gets there (the AGPRs, SGPRs, LDS or whole workgroups keep it below). It is
+the question ``__launch_bounds__`` and ``amdgpu_waves_per_eu`` put to the compiler, and the inverse of what the
+toolkit's calculator (:mod:`rocmlab.hip.occupancy`: resources to waves) computes, so no call of the toolkit answers
+it. Each grade:
 
 - ``compiler``: compiles three freshly drawn MFMA kernels (random accumulator tiles, LDS buffer and
-  ``__launch_bounds__``) for gfx942 with the offline ROCm toolchain and compares the answer with the
-  compiler's own figure. Without that toolchain the check is skipped (it needs ``rocmlab setup``'s
-  ROCm root), and says so;
-- ``register-file``, ``lds-and-workgroup``: fresh random resources, compared with
-  :func:`rocmlab.hip.occupancy.occupancy`, the calculator Lab 07 shows agreeing with the compiler.
+  ``__launch_bounds__``) for gfx942 with the offline ROCm toolchain, and asks each kernel's budget (with the
+  compiler's AGPRs, SGPRs and LDS) for the occupancy the compiler reports for it and for one wave more. Without
+  that toolchain the check is skipped (it needs ``rocmlab setup``'s ROCm root), and says so;
+- ``register-file``, ``lds-and-workgroup``: fresh random resources and waves.
+
+An answer is right when the calculator, which Lab 07 shows agreeing with the compiler, gives the budget those
+waves and one VGPR more fewer (or, for 0, one VGPR already fewer): the grade checks forward and holds no
+reference answer (that is :mod:`.reference`, withheld from learners in a workshop).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from rocmlab.grader import pyanswer
 from rocmlab.hip import occupancy as occ
 
 LAB, TASK = "07-matrix-cores", "waves-per-simd"
-TITLE = "Lab 07 task: waves per SIMD from a kernel's registers and LDS (gfx942)"
+TITLE = "Lab 07 task: the VGPR budget for a number of waves per SIMD (gfx942)"
 TARGET = "gfx942"
 
 
@@ -95,18 +102,34 @@ def draw_resources(seed: int, count: int, lds: bool) -> list[Resources]:
     return out
 
 
-def expected(r: Resources) -> int:
-    return occ.occupancy(r.vgprs, r.agprs, r.sgprs, r.lds_bytes, r.workgroup_size, TARGET).waves_per_simd
+MAX_BUDGET = 256
+
+
+def _waves(r: Resources, vgprs: int) -> int:
+    return occ.occupancy(vgprs, r.agprs, r.sgprs, r.lds_bytes, r.workgroup_size, TARGET).waves_per_simd
+
+
+def right(r: Resources, waves: int, budget) -> bool:
+    """Checked forward with the calculator: ``budget`` VGPRs get ``waves`` and one more does not (at most
+    :data:`MAX_BUDGET`); 0 when even one VGPR does not get there."""
+    if isinstance(budget, bool) or not isinstance(budget, int) or not 0 <= budget <= MAX_BUDGET:
+        return False
+    if budget == 0:
+        return _waves(r, 1) < waves
+    return _waves(r, budget) >= waves and (budget == MAX_BUDGET or _waves(r, budget + 1) < waves)
 
 
 def _compare(fn, cases: list[tuple[Resources, int]]) -> tuple[int, str]:
     """(wrong answers, the first one described). A handed-in answer runs in the sandbox (one run)."""
     wrong, first = 0, ""
-    asked = pyanswer.answers(fn, [r for r, _ in cases])
-    for (r, want), (got, err) in zip(cases, asked, strict=True):
-        if err or got != want:
+    asked = pyanswer.answers(fn, cases, spread=True)
+    for (r, w), (got, err) in zip(cases, asked, strict=True):
+        if err or not right(r, w, got):
             wrong += 1
-            first = first or (f"{r}: you said {got if not err else err}, the answer is {want}")
+            why = err or ("it does not get them" if isinstance(got, int) and got and _waves(r, got) < w else
+                          "one VGPR more still gets them" if isinstance(got, int) and got < MAX_BUDGET else
+                          "not a whole number of VGPRs from 0 to 256")
+            first = first or f"{r} for {w} waves/SIMD: you said {got if not err else '(error)'}: {why}"
     return wrong, first
 
 
@@ -116,8 +139,20 @@ def _toolchain():
     return tc if tc is not None and tc.supports(TARGET) else None
 
 
-def grade(waves_per_simd, seed: int | None = None, record: bool = True):
-    """Grade ``waves_per_simd(Resources) -> int`` (see the module's docstring)."""
+def draw_waves(seed: int, rs: list[Resources]) -> list[int]:
+    """Waves to ask for each resource set: from 1 to one more than its other limits (SGPRs, LDS, workgroups)
+    allow, so that some answers are 0 and most are not."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for r in rs:
+        others = occ.occupancy(1, r.agprs, r.sgprs, r.lds_bytes, r.workgroup_size, TARGET).limits
+        cap = min(v for k, v in others.items() if k != "VGPRs")
+        out.append(_ri(g, 1, min(8, cap + 1)))
+    return out
+
+
+def grade(vgpr_budget, seed: int | None = None, record: bool = True):
+    """Grade ``vgpr_budget(Resources, waves) -> int`` (see the module's docstring)."""
     started = time.monotonic()
     seed = T.draw_seed(seed)
     checks = []
@@ -133,44 +168,52 @@ def grade(waves_per_simd, seed: int | None = None, record: bool = True):
             checks.append(T.skipped("compiler", "compile", 5, "the offline compile failed (a fault of this "
                                     f"machine, not scored): {'; '.join(str(d) for d in rep.diagnostics[:2])}"))
         else:
-            cases = []
+            cases, kernels = [], []
             for v in variants:
                 k = rep.kernel(v["name"])
-                cases.append((Resources(k.vgprs or 0, k.agprs or 0, k.sgprs or 0, k.lds_bytes or 0, v["wg"]),
-                              int(k.occupancy)))
-            wrong, first = _compare(waves_per_simd, cases)
-            desc = ", ".join(f"{v['ti']}x{v['tj']} tiles/{v['wg']} threads: {w}" for v, (_, w) in
-                             zip(variants, cases, strict=True))
+                r = Resources(k.vgprs or 0, k.agprs or 0, k.sgprs or 0, k.lds_bytes or 0, v["wg"])
+                kernels.append((r, int(k.occupancy)))
+                cases += [(r, int(k.occupancy))] + ([(r, int(k.occupancy) + 1)] if k.occupancy < 8 else [])
+            wrong, first = _compare(vgpr_budget, cases)
+            desc = ", ".join(f"{v['ti']}x{v['tj']} tiles/{v['wg']} threads: {r.vgprs} VGPRs, {r.agprs} AGPRs, "
+                             f"{w} waves" for v, (r, w) in zip(variants, kernels, strict=True))
             checks.append(T.verdict(wrong == 0, "compiler", "compile", 5,
-                                    f"matches the compiler on 3 fresh kernels ({desc} waves/SIMD)  [{tc.label}]",
-                                    f"{wrong} of 3 fresh kernels differ from the compiler: {first}",
-                                    "take the smallest of three limits: registers (VGPRs and AGPRs share 512 per "
-                                    "SIMD lane, in granules of 8), LDS (64 KiB per CU) and the waves of whole "
-                                    "workgroups over the CU's 4 SIMDs"))
-    for cid, pts, lds, hint in (("register-file", 3, False, "waves = min(8, 512 // allocated), allocated = "
-                                 "align(align(vgprs, 4) + agprs, 8) when there are AGPRs"),
-                                ("lds-and-workgroup", 2, True, "a CU has 64 KiB of LDS and 4 SIMDs: count the "
-                                 "workgroups that fit, their waves, and share them over the 4 SIMDs")):
-        cases = [(r, expected(r)) for r in draw_resources(seed + len(cid), 12, lds)]
-        wrong, first = _compare(waves_per_simd, cases)
+                                    f"right for 3 fresh kernels at the compiler's occupancy and one wave more "
+                                    f"({desc})  [{tc.label}]",
+                                    f"{wrong} of {len(cases)} budgets wrong for the compiler's kernels: {first}",
+                                    "registers: 512 per SIMD lane shared by VGPRs and AGPRs, allocated in granules "
+                                    "of 8, VGPRs rounded up to 4 before the AGPRs; LDS and whole workgroups cap "
+                                    "the waves whatever the VGPRs"))
+    for cid, pts, lds, hint in (("register-file", 3, False, "a wave may be allocated 512 // waves registers per "
+                                 "lane, rounded down to the granule of 8; with AGPRs, align(vgprs, 4) + agprs must "
+                                 "fit it; at most 256 VGPRs"),
+                                ("lds-and-workgroup", 2, True, "a CU has 64 KiB of LDS and 4 SIMDs: when the "
+                                 "workgroups that fit give fewer waves than asked, no VGPR budget helps (0)")):
+        rs = draw_resources(seed + len(cid), 12, lds)
+        cases = list(zip(rs, draw_waves(seed + 7 * len(cid), rs), strict=True))
+        wrong, first = _compare(vgpr_budget, cases)
         checks.append(T.verdict(wrong == 0, cid, "compare", pts, "all 12 fresh resource sets right",
                                 f"{wrong} of 12 fresh resource sets wrong; first: {first}", hint))
     return T.finish(LAB, TASK, TITLE, checks, "cpu (offline gfx942 compile)" if tc else "cpu", TARGET, seed,
                     started, record)
 
 
-def reference(r: Resources) -> int:
-    return expected(r)
+def reference(r: Resources, waves: int) -> int:
+    """The reference answer (:mod:`.reference`: withheld from learners in a workshop)."""
+    from rocmlab.course.labs.lab07_matrix_cores import reference as ref
+
+    return ref.vgpr_budget(r, waves)
 
 
 def wrong_answers() -> dict:
     """Typical wrong answers, each caught by the grade."""
-    def no_agprs(r):                     # forgets that AGPRs share the register file
-        return min(8, 512 // max(8, -(-r.vgprs // 8) * 8))
+    def no_agprs(r, waves):              # forgets that AGPRs share the register file
+        return min(256, 512 // waves // 8 * 8)
 
-    def no_lds(r):                       # registers right, LDS and workgroup size ignored
-        return occ.waves_from_vgprs(r.vgprs, r.agprs, TARGET)[0]
+    def no_lds(r, waves):                # registers right, LDS and workgroups ignored (never 0)
+        per = 512 // waves // 8 * 8
+        return max(1, min(256, (per - r.agprs) // 4 * 4 if r.agprs else per))
 
-    def no_granule(r):                   # registers counted one by one, not in granules of 8
-        return max(1, min(8, 512 // max(1, r.vgprs + r.agprs)))
-    return {"ignores AGPRs": no_agprs, "ignores LDS and workgroup size": no_lds, "no allocation granule": no_granule}
+    def no_granule(r, waves):            # registers counted one by one, not in granules of 8
+        return max(0, min(256, 512 // waves - r.agprs))
+    return {"ignores AGPRs": no_agprs, "ignores LDS and workgroups": no_lds, "no allocation granule": no_granule}
