@@ -12,7 +12,7 @@ import importlib
 import os
 import sys
 
-COMMANDS = ("doctor", "lab", "labs", "preflight", "hip", "grade", "port", "serve", "handin", "progress")
+COMMANDS = ("doctor", "lab", "labs", "preflight", "setup", "hip", "grade", "port", "serve", "handin", "progress")
 
 
 def build_parser() -> argparse.ArgumentParser:

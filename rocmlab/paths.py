@@ -31,6 +31,12 @@ def labs_dir() -> Path:
     return _first_existing(_PKG.parent / "labs", _PKG / "_labs")
 
 
+def setup_dir() -> Path:
+    """The set-up scripts (a checkout's ``scripts/setup``; a wheel's ``rocmlab/_setup``), which ``rocmlab setup``
+    runs."""
+    return _first_existing(_PKG.parent / "scripts" / "setup", _PKG / "_setup")
+
+
 def kernels_dir() -> Path:
     """The example HIP kernels the labs and the inspector's tests compile (``rocmlab/hip/kernels``)."""
     return _PKG / "hip" / "kernels"

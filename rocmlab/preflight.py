@@ -30,6 +30,10 @@ from rocmlab.status import VERDICTS, check_status
 
 #: The progress record's variable (rocmlab.settings): a preflight's kernels record into a temporary one.
 PROGRESS_ENV = "ROCMLAB_PROGRESS"
+#: An optional package a lab stops without -> how to install it (added to that lab's error).
+INSTALL_FIX = {"triton": "pip install 'rocmlab[triton]' (CPU machines; ROCm and CUDA torch builds bring their own "
+                         "Triton)",
+               "vllm": "set ROCMLAB_SERVE_URL to a running server, or install vLLM"}
 #: Characters of an error shown in summary.md's table (summary.json and .html have all of it).
 MD_ERROR_CHARS = 200
 
@@ -142,7 +146,7 @@ def _run_one(nb: Path, out_dir: Path, quick: bool, timeout_s: int) -> LabResult:
                                    progress_bar=False, execution_timeout=timeout_s, kernel_name="python3")
     except PapermillExecutionError as exc:
         result.status = "failed"
-        result.error = f"{exc.ename}: {exc.evalue}"
+        result.error = f"{exc.ename}: {exc.evalue}" + _install_fix(exc.ename, exc.evalue)
         result.cell_index, source = failed_cell(out, exc.cell_index)
         result.cell_source = source or exc.source
     except Exception as exc:  # kernel death, timeouts, unreadable notebooks: record, go on
@@ -166,6 +170,15 @@ def _run_one(nb: Path, out_dir: Path, quick: bool, timeout_s: int) -> LabResult:
         result.headlines = read_headlines(hl_path)
         os.unlink(hl_path)
     return result
+
+
+def _install_fix(ename: str, evalue: str) -> str:
+    """For a lab stopped by a missing optional package: what is missing and how to install it ('' otherwise)."""
+    if ename != "ModuleNotFoundError":
+        return ""
+    name = evalue.split("'")[1].split(".")[0] if evalue.count("'") >= 2 else ""
+    fix = INSTALL_FIX.get(name)
+    return f" (an optional package this lab needs is not installed: {fix})" if fix else ""
 
 
 def run(labs_dir: Path, out_dir: Path, quick: bool = True, timeout_s: float = settings.PREFLIGHT_CELL_TIME_LIMIT_S,

@@ -15,7 +15,7 @@ from pathlib import Path
 from rocmlab import settings
 from rocmlab.paths import rocm_root
 
-HIPBLAS_FIX = ("build the offline ROCm root (bash scripts/setup/20-rocm-root.sh: it holds hipBLAS 7.2.4), "
+HIPBLAS_FIX = ("build the offline ROCm root (rocmlab setup rocm-root: it holds hipBLAS 7.2.4), "
                "or install ROCm's hipblas")
 CUBLAS_FIX = "install the CUDA toolkit's cuBLAS (libcublas-dev) or pip install nvidia-cublas"
 

@@ -31,11 +31,12 @@ ROCM_TARGETS = (*AMD_TARGETS, "gfx908", "gfx1100")
 
 NO_TOOLCHAIN_FIX = {
     "rocm": "install ROCm (hipcc lives in /opt/rocm/bin: add it to PATH), or use a rocm/pytorch image",
-    "offline": (f"build the offline ROCm {OFFLINE_ROCM_VERSION} root once: bash scripts/setup/20-rocm-root.sh "
-                "(as root; about 2 minutes and 1.2 GB; needs debootstrap and bubblewrap), or run ./go setup"),
+    "offline": (f"build the offline ROCm {OFFLINE_ROCM_VERSION} root once: rocmlab setup rocm-root (it runs the "
+                "package's 20-rocm-root.sh; as root; about 2 minutes and 1.2 GB; needs debootstrap and bubblewrap; "
+                "in a checkout ./go setup does it too)"),
     "nvcc": "install the CUDA toolkit (nvcc) or add /usr/local/cuda/bin to PATH",
     "cpu": (f"the CPU simulator compiles with the offline ROCm {OFFLINE_ROCM_VERSION} root's clang: build the root once "
-            "(bash scripts/setup/20-rocm-root.sh, or ./go setup)"),
+            "(rocmlab setup rocm-root, which runs the package's 20-rocm-root.sh; in a checkout ./go setup does it too)"),
 }
 
 
@@ -109,7 +110,7 @@ def offline_problem(probe: Probe | None = None) -> str:
         return f"no offline ROCm {OFFLINE_ROCM_VERSION} root at {root}: {NO_TOOLCHAIN_FIX['offline']}"
     if not os.access(root / "usr" / "bin", os.R_OK | os.X_OK):
         return (f"this user cannot read the offline ROCm root {root}: build one as this user (ROCMLAB_HOME=DIR "
-                "bash scripts/setup/20-rocm-root.sh) or point ROCMLAB_ROCM_ROOT at a copy it can read")
+                "rocmlab setup rocm-root) or point ROCMLAB_ROCM_ROOT at a copy it can read")
     from rocmlab import sandbox
 
     if probe.find("bwrap") and sandbox.isolation().namespaces:

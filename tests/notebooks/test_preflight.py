@@ -88,3 +88,25 @@ def test_preflight_leaves_the_labs_folder_and_the_users_progress_record_as_they_
     starter, record = line.split()[1:3]
     assert "rocmlab-preflight-" in starter and "rocmlab-preflight-" in record        # control: it wrote, elsewhere
     assert Path(record) != user_record and not Path(starter).exists() and not Path(record).exists()
+
+
+def test_a_lab_stopped_by_a_missing_optional_package_names_how_to_install_it(tmp_path):
+    """A lab that needs Triton where it is not installed: its error names the package and the install command,
+    and the next lab still runs. Control: a missing module of no known optional package gets no such advice."""
+    labs = tmp_path / "labs"
+    labs.mkdir()
+    hide = ("import sys\nclass _No:\n    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'triton':\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+            "sys.meta_path.insert(0, _No())\nimport triton.language as tl")
+    nbformat.write(new_notebook([("code", "quick = False", ["parameters"]), ("code", hide)]), labs / "01-triton.ipynb")
+    nbformat.write(new_notebook([("code", "quick = False", ["parameters"]), ("code", "import no_such_pkg_e50")]),
+                   labs / "02-other.ipynb")
+    nbformat.write(new_notebook([("code", "quick = False", ["parameters"]), ("code", "print(1)")]), labs / "03-ok.ipynb")
+    out = tmp_path / "out"
+    assert main(["preflight", "--labs", str(labs), "--out", str(out)]) == 1
+    status = {lab["lab"]: lab for lab in json.loads((out / "summary.json").read_text())["labs"]}
+    assert "No module named 'triton" in status["01-triton"]["error"]
+    assert "pip install 'rocmlab[triton]'" in status["01-triton"]["error"]
+    assert "no_such_pkg_e50" in status["02-other"]["error"] and "pip install" not in status["02-other"]["error"]
+    assert status["03-ok"]["status"] == "passed"
