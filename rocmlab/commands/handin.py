@@ -26,6 +26,7 @@ def add_parser(sub):
 
 def run(args) -> int:
     import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
+    from rocmlab.course.handin import no_exchange, self_study_text
     from rocmlab.grader import items
     from rocmlab.grader.spec import ExerciseError
     from rocmlab.workshop import exchange
@@ -54,6 +55,9 @@ def run(args) -> int:
             given = suffix or "a file without a suffix"
             print(f"error: {item.id} ({item.kind}) takes a {item.suffix} file, not {given}: hand in your answer "
                   f"as {items.flat(item.id)}{item.suffix}", file=sys.stderr)
+            return 2
+        if no_exchange(args.exchange):
+            print(f"not handed in: {self_study_text(item.id)}", file=sys.stderr)
             return 2
         path = exchange.handin(item.id, args.file, args.learner, args.exchange)
     except (exchange.ExchangeError, ExerciseError) as exc:

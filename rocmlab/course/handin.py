@@ -70,6 +70,30 @@ def hand_in(item_id: str, answer, *, learner: str | None = None, exchange=None) 
     return xch.handin(item.id, path, learner, exchange)
 
 
+def self_study_text(item_id: str) -> str:
+    """One line for a learner with no workshop exchange: what a hand-in is for, and how to get a grade of record
+    alone, with an exchange of their own graded by the same command an instructor runs."""
+    from rocmlab.workshop.exchange import current_learner
+
+    try:
+        me = current_learner()
+    except ValueError:
+        me = "YOUR_NAME"
+    x = "~/rocmlab-exchange"
+    return (f"no workshop exchange here (ROCMLAB_EXCHANGE is unset): a hand-in gets a grade of record, your answer "
+            f"re-graded in a sandbox on fresh inputs and kept apart from your self-checks. Alone, make an exchange "
+            f"of your own once (rocmlab handin --prepare {me} --exchange {x}), start JupyterLab with "
+            f"ROCMLAB_EXCHANGE={x} and hand in, then grade it with the instructor's command: rocmlab grade "
+            f"--exercise {item_id} --exchange {x}; rocmlab progress --exchange {x} shows it as instructor-graded.")
+
+
+def no_exchange(exchange=None) -> bool:
+    """True when no exchange is given and ROCMLAB_EXCHANGE is unset (self-study)."""
+    from rocmlab.settings import env
+
+    return not exchange and not env("ROCMLAB_EXCHANGE")
+
+
 def handin_button(item_id: str, answer):
     """A **Hand in** button (and its message) for ``answer``: a path (read when pressed), a function or a
     kernel, or a zero-argument callable that returns the current answer."""
@@ -83,6 +107,9 @@ def handin_button(item_id: str, answer):
     msg = w.HTML()
 
     def press(_=None):
+        if no_exchange():
+            msg.value = verdict_html(None, self_study_text(item_id), mark="not handed in: self-study")
+            return
         try:
             where = hand_in(item_id, answer)
         except (ExchangeError, ExerciseError, ValueError, OSError) as exc:

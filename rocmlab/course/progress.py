@@ -213,9 +213,12 @@ def instructor_grades(exchange=None, learner=None) -> tuple[dict, str]:
 
     try:
         root = xch.exchange_dir(exchange)
-        who = xch.current_learner(learner)
     except xch.ExchangeError:
         return {}, "no workshop exchange (ROCMLAB_EXCHANGE unset): self-study, nothing is instructor-graded"
+    try:
+        who = xch.current_learner(learner)
+    except xch.ExchangeError as exc:
+        return {}, f"the exchange {root} was given, but {exc}"
     folder = Path(root) / "outbound" / "feedback" / who
     if not folder.is_dir():
         return {}, f"no feedback folder for {who} in {root} yet: nothing instructor-graded"

@@ -170,9 +170,19 @@ def exchange_dir(exchange=None) -> Path:
     return Path(value)
 
 
+def _login_name() -> str:
+    import pwd
+
+    try:
+        return pwd.getpwuid(os.geteuid()).pw_name
+    except KeyError:            # a uid with no passwd entry
+        return ""
+
+
 def current_learner(learner=None) -> str:
-    """The learner: given, else the hub's JUPYTERHUB_USER, else the Unix user."""
-    name = learner or os.environ.get("JUPYTERHUB_USER") or os.environ.get("USER") or ""
+    """The learner: given, else the hub's JUPYTERHUB_USER, else the Unix user ($USER, else the login name of this
+    process's user: a container often sets no USER)."""
+    name = learner or os.environ.get("JUPYTERHUB_USER") or os.environ.get("USER") or _login_name()
     if not name:
         raise ExchangeError("who is handing in? not run under JupyterHub (no JUPYTERHUB_USER): pass --learner NAME")
     _check_name(name)
