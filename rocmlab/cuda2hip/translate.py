@@ -209,13 +209,14 @@ def _code_fixes(out_rel: str, i: int, line: str, clean: str, masks: set[str], ow
     return text, fixes
 
 
-#: CUDA runtime calls whose first argument cuda_runtime.h also takes as any ``T**`` (a C++ template overload), where
-#: HIP 7.2's hip_runtime_api.h declares only ``void**`` (hipMalloc, hipHostMalloc, hipMallocManaged, hipMallocPitch,
-#: hipHostAlloc, hipMallocAsync and hipMallocFromPoolAsync have HIP templates of their own; tested against the
-#: headers): ``hipHostGetDevicePointer(&d_a, h_a, 0)`` with ``float* d_a`` compiles with nvcc, not with hipcc, so
-#: the argument gets ``(void**)``. {HIP name: the CUDA name it came from}
-POINTER_CALLS = {"hipHostGetDevicePointer": "cudaHostGetDevicePointer", "hipGetSymbolAddress": "cudaGetSymbolAddress",
-                 "hipMallocHost": "cudaMallocHost"}
+#: CUDA runtime calls whose first argument cuda_runtime.h also takes as any ``T**`` (a C++ template overload: CUDA 13
+#: has them for cudaMalloc, cudaMallocHost, cudaHostAlloc, cudaHostGetDevicePointer, cudaMallocManaged, cudaMallocPitch,
+#: cudaMallocAsync, cudaMallocFromPoolAsync; cudaGetSymbolAddress takes void** in CUDA too), where HIP 7.2's
+#: hip_runtime_api.h declares only ``void**`` (hipMalloc, hipHostMalloc, hipMallocManaged, hipMallocPitch, hipHostAlloc,
+#: hipMallocAsync and hipMallocFromPoolAsync have HIP templates of their own; tested against the headers):
+#: ``hipHostGetDevicePointer(&d_a, h_a, 0)`` with ``float* d_a`` compiles with nvcc, not with hipcc, so the argument
+#: gets ``(void**)``. {HIP name: the CUDA name it came from}
+POINTER_CALLS = {"hipHostGetDevicePointer": "cudaHostGetDevicePointer", "hipMallocHost": "cudaMallocHost"}
 _CUDA_OF = POINTER_CALLS
 _POINTER_CALL = re.compile(r"\b(" + "|".join(POINTER_CALLS) + r")\s*\(")
 _CAST_VOID_PP = re.compile(r"^\(\s*(?:const\s+)?void\s*\*\s*\*\s*\)|^(?:reinterpret_cast|static_cast)\s*<\s*void\s*\*\s*\*\s*>")

@@ -617,7 +617,7 @@ def run_programs(result, src_root: Path, out_r: Path, build_dir: Path, files: li
             if not program:
                 r.status = "cannot-simulate" if why.startswith("the simulator cannot") else "not-built"
                 r.note = why + (f"; {needs}" if needs else "")
-                r.not_compared_why = _why("port-not-built", why)
+                r.not_compared_why = _why("port-not-built", why + (f" ({needs})" if needs else ""))
                 out.append(r)
                 continue
             done, written = _run("rocm" if on_gpu else "nvcc" if nv_tc is not None else simulate.KIND,

@@ -66,13 +66,12 @@ def test_void_pointer_casts_only_where_the_argument_is_not_void_pp():
            "  cudaHostGetDevicePointer(&v, h, 0);\n"                # void**: left
            f"  cudaHostGetDevicePointer((void **)&{name}, h, 0);\n"  # cast already: left
            "  cudaHostGetDevicePointer(vv, h, 0);\n"                # a void** variable: left
-           f"  cudaGetSymbolAddress(&{name}, sym);\n"                # float**: cast
+           f"  cudaGetSymbolAddress((void**)&{name}, sym);\n"        # void** in CUDA too: left
            f"  cudaMalloc(&{name}, 4);\n  return 0;\n}}\n")           # HIP has hipMalloc(T**): left
     tr = translate.translate({"m.cu": src})
     lines = tr.texts["m.cu"].split("\n")
     casts = [f for f in tr.fixes if f.kind == "void-pointer-cast"]
-    assert [lines[f.line - 1].strip() for f in casts] == [
-        f"hipHostGetDevicePointer((void**)&{name}, h, 0);", f"hipGetSymbolAddress((void**)&{name}, sym);"]
+    assert [lines[f.line - 1].strip() for f in casts] == [f"hipHostGetDevicePointer((void**)&{name}, h, 0);"]
     assert all("template overload" in f.why for f in casts)
     for kept in ("hipHostGetDevicePointer(&v, h, 0);", f"hipHostGetDevicePointer((void **)&{name}, h, 0);",
                  "hipHostGetDevicePointer(vv, h, 0);", f"hipMalloc(&{name}, 4);"):
@@ -94,6 +93,13 @@ def test_hip_is_narrower_exactly_where_the_port_casts():
     assert not templated & set(translate.POINTER_CALLS)
     for name in translate.POINTER_CALLS:
         assert re.search(rf"hipError_t\s+{name}\s*\(\s*void\s*\*\s*\*", text), name
+    cuda = Path("/usr/local/cuda/include/cuda_runtime.h")
+    if cuda.is_file():                 # and CUDA's header has the T** overload of each (the port's reason to cast)
+        ctext = cuda.read_text(errors="replace")
+        for name in translate.POINTER_CALLS.values():
+            assert re.search(rf"template\s*<\s*class\s+T\s*>\s*static\s+__inline__\s+__host__\s+cudaError_t\s+"
+                             rf"{name}\s*\(\s*T\s*\*\s*\*", ctext), name
+        assert not re.search(r"cudaGetSymbolAddress\s*\(\s*T\s*\*\s*\*", ctext)   # control: void** in CUDA too
 
 
 def test_pointer_casts_compile_where_plain_hipify_perl_does_not(tmp_path):
@@ -102,7 +108,7 @@ def test_pointer_casts_compile_where_plain_hipify_perl_does_not(tmp_path):
     assert res.n_compiled == res.n_units == 1 and all(x.status == "ok" for x in res.links), \
         [u.error for u in res.units]
     casts = [f for f in res.fixes if f.kind == "void-pointer-cast"]
-    assert {re.search(r"hip\w+", f.after).group() for f in casts} == {"hipHostGetDevicePointer", "hipGetSymbolAddress"}
+    assert {re.search(r"hip\w+", f.after).group() for f in casts} == {"hipHostGetDevicePointer"}
     assert not [t for t in res.traps if t.rule == "missing-hip-api"]
     base = plain_hipify(DATA / "pointer_casts", tmp_path / "plain", ("gfx942",), workers=2, engine="perl", libs=[])
     assert base.n_compiled == 0, "control: plain hipify-perl was expected to fail on the T** overloads"

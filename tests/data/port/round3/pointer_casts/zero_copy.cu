@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
   cudaHostGetDevicePointer(&any_dev, h_x, 0);
   cudaMalloc(&d_y, n * sizeof(float));
   cudaMemcpy(d_y, h_y, n * sizeof(float), cudaMemcpyHostToDevice);
-  cudaGetSymbolAddress(&d_scale, scale);
+  cudaGetSymbolAddress((void**)&d_scale, scale);          // void** in CUDA too
   float two = 2.0f;
   cudaMemcpy(d_scale, &two, sizeof(float), cudaMemcpyHostToDevice);
   axpy<<<(n + 255) / 256, 256>>>(d_x, d_y, n);
