@@ -167,6 +167,12 @@ _TIMING = re.compile(r"(?i)\b(?:time[ds]?|timing|elapsed|duration|ms|msec|us|use
                      r"[GMT]B/s|[GMT]?FLOPS|bandwidth|throughput)\b")
 
 
+def reordered(expected: str, got: str) -> bool:
+    """Whether ``got`` holds exactly ``expected``'s lines, in another order."""
+    a, b = _lines(expected), _lines(got)
+    return a != b and sorted(a) == sorted(b)
+
+
 def compared_content(text: str, skip) -> int:
     """How many lines of ``text`` still say something once ``skip`` is left out: a line not skipped whole that is
     not a timing line, or that keeps a number not skipped. 0: nothing of the output is compared."""
@@ -701,6 +707,9 @@ def _compare_with_original(r: RunResult, case: Case, done, written, original: st
     expected = Case(case.program, case.args, case.inputs, ref.returncode, ref.stdout, {}, case.rel, case.abs,
                     case.timeout_s)
     r.matches, r.first_difference = judge(expected, done, written, src_root, True, skip)
+    if r.matches is False and reordered(ref.stdout, done.stdout):
+        r.first_difference += ("; the same lines in another order (printf from different blocks or threads has "
+                               "no order: still a mismatch, since an order can be the answer)")
     if skip:
         r.note = (f"{len(skip)} number(s) or line(s) not compared: timings and rates, and what differs between two "
                   "runs of the CUDA original (addresses, clocks)")
