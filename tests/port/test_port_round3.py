@@ -247,7 +247,8 @@ def test_no_output_and_only_timings_are_not_compared(monkeypatch):
     assert r.matches is False and "exit status" in r.first_difference
     # lines of blocks printed in another order: still a mismatch, said so; a wrong line is not "another order"
     blocks = [f"block {b} sum {random.randrange(100)}" for b in range(4)]
-    r = _compare(monkeypatch, ["\n".join(blocks) + "\n"] * 2, "\n".join(blocks[::-1]) + "\n")
+    r = _compare(monkeypatch, ["\n".join(blocks) + f"\ntime {ms[0]} ms\n"] * 2,
+                 "\n".join(blocks[::-1]) + f"\ntime {ms[2]} ms\n")
     assert r.matches is False and "another order" in r.first_difference
     r = _compare(monkeypatch, ["\n".join(blocks) + "\n"] * 2, "\n".join(blocks[::-1][:-1] + ["block 0 sum 999"]) + "\n")
     assert r.matches is False and "another order" not in r.first_difference
