@@ -196,7 +196,7 @@ class LabsDirective(_Generated):
         rows = [[f":doc:`{lab.file[:2]} <labs/{lab.file.removesuffix('.ipynb')}>`", _plain(lab.title),
                  _plain(lab.rocm), _plain(lab.cuda), _plain(lab.cpu)] for lab in LABS]
         return _list_table(["lab", "what it teaches", "on an AMD GPU", "on an NVIDIA GPU", "on a CPU"], rows,
-                           "5 23 24 24 24")
+                           "7 23 24 23 23")
 
 
 class ExercisesDirective(_Generated):

@@ -173,6 +173,10 @@ def test_a_page_fits_1280x800_and_its_code_is_highlighted(page, server, name):
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / f"{name}.png"))
     assert over["extra"] <= 0, f"{PAGES[name]} is {over['extra']} px wider than the window ({over['worst']})"
+    hidden = page.evaluate("""() => Array.from(document.querySelectorAll('pre'))
+        .filter(e => e.scrollWidth > e.clientWidth + 1 && Math.max(...e.innerText.split('\\n').map(l => l.length)) <= 100)
+        .map(e => e.innerText.slice(0, 80))""")
+    assert hidden == [], f"{PAGES[name]}: code of lines up to 100 characters scrolls sideways: {hidden}"
     spans = page.evaluate("() => document.querySelectorAll('div.highlight pre span[class]').length")
     assert spans > 0, f"{PAGES[name]}: no highlighted code"
     colour = page.evaluate("() => getComputedStyle(document.querySelector('div.highlight pre span.k, "
@@ -188,6 +192,8 @@ def test_control_a_too_wide_element_is_found(page, server):
     page.evaluate("() => { const d = document.createElement('div'); d.style.width = '3000px'; d.textContent = 'x';"
                   " document.querySelector('article').appendChild(d); }")
     assert _overflow(page)["extra"] > 0
+    page.reload()
+    assert _overflow(page)["extra"] <= 0
 
 
 @needs_chromium
