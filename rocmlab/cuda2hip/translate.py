@@ -42,6 +42,7 @@ import posixpath
 import re
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -330,6 +331,9 @@ def plan_names(rels) -> tuple[dict[str, str], list[str]]:
 CUDA_SUFFIXES = (".cu", ".cuh", ".h", ".hpp", ".cpp", ".cc", ".c")
 
 
+_HIPIFY_LOCK = threading.Lock()
+
+
 def torch_hipify_folder(src: Path, dst: Path) -> dict[Path, Path]:
     """Run torch.utils.hipify on a folder copy; returns {source file: HIP file}."""
     try:
@@ -339,8 +343,10 @@ def torch_hipify_folder(src: Path, dst: Path) -> dict[Path, Path]:
     src, dst = src.resolve(), dst.resolve()
     if dst.exists():
         shutil.rmtree(dst)
-    # hipify copies the project into output_directory itself (only when it does not exist yet)
-    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    # hipify copies the project into output_directory itself (only when it does not exist yet). Its chatter is sent
+    # to a StringIO: redirect_stdout swaps the process's sys.stdout, so one port at a time (two threads interleaving
+    # their redirects left sys.stdout a StringIO for good: a benchmark's own prints vanished)
+    with _HIPIFY_LOCK, contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         results = hipify_python.hipify(project_directory=str(src), output_directory=str(dst), includes=["*"],
                                        extensions=CUDA_SUFFIXES, hip_clang_launch=True, show_progress=False)
     out = {}

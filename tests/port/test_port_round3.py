@@ -353,3 +353,29 @@ def test_lane_offset_alarm_without_the_fold():
     from rocmlab.cuda2hip.scan import scan
 
     assert [f.rule for f in scan(FOLD.format(cond="s > 0")).findings] == ["lane-offset-16-or-32"]
+
+
+# --- ports in threads (benchmarks/port_run_rate.py --jobs) ---------------------------------------------------------
+def test_ports_in_threads_leave_stdout_as_it_was():
+    """torch's hipify runs inside a stdout redirect, which swaps the process's sys.stdout: ports running in threads
+    take turns, so sys.stdout is the same afterwards (a benchmark's own prints were lost before)."""
+    import contextlib
+    import io
+    import sys
+    from concurrent.futures import ThreadPoolExecutor
+
+    before = sys.stdout
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(lambda n: translate.hipify_texts({f"a{n}.cu": "int main() { cudaDeviceSynchronize(); }\n"}),
+                      range(8)))
+    assert sys.stdout is before
+    # control: two redirects that end in the other order (as two threads without the lock can) leave a StringIO
+    a, b = contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stdout(io.StringIO())
+    a.__enter__()
+    b.__enter__()
+    a.__exit__(None, None, None)
+    b.__exit__(None, None, None)
+    try:
+        assert sys.stdout is not before
+    finally:
+        sys.stdout = before
