@@ -68,6 +68,9 @@ NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@+-]{0,63}$")
 ITEM_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}(/[A-Za-z0-9][A-Za-z0-9._-]{0,63})?$")
 #: The largest hand-in accepted (a HIP source file is a few kB).
 MAX_HANDIN_BYTES = 1 << 20
+#: The size of a learner's ``inbound/LEARNER`` where the hub caps disks (a file system of its own, as the home):
+#: hundreds of hand-ins of the largest size, while one learner can no longer fill the exchange's disk.
+INBOUND_BYTES = 256 << 20
 #: Suffixes a hand-in keeps (HIP/C++/CUDA sources, Python, JSON answers); any other is stored as .hip.
 SUFFIXES = (".hip", ".cpp", ".cu", ".py", ".json")
 #: Seconds allowed between a hand-in's stamp (its name) and the kernel's change time of the file.

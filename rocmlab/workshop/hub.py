@@ -679,6 +679,7 @@ def _remove_created(hub: Hub) -> None:
             if hub.disk:
                 subprocess.run(["pkill", "-KILL", "-u", name], capture_output=True)
                 unmount_home_disk(hub.home(learner), hub.disk[0] / f"{name}.img")
+                unmount_home_disk(hub.exchange / "inbound" / learner, hub.disk[0] / f"{name}-inbound.img")
             remove_unix_user(name)
         except (RuntimeError, OSError) as exc:
             failed.append(f"user {name}: {exc}")

@@ -30,6 +30,7 @@ import os
 import pwd
 import re
 import resource
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,7 @@ from pathlib import Path
 from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
 from traitlets import Float, Unicode
 
+from rocmlab.workshop import exchange as xchg
 from rocmlab.workshop import learner_space, references, seats
 
 MODES = ("users", "dry-run")
@@ -121,7 +123,7 @@ def remove_unix_user(system_name: str, wait_s: float = 15.0) -> bool:
     import time
 
     try:
-        pwd.getpwnam(system_name)
+        uid = pwd.getpwnam(system_name).pw_uid
     except KeyError:
         return False
     deadline = time.monotonic() + wait_s
@@ -137,7 +139,33 @@ def remove_unix_user(system_name: str, wait_s: float = 15.0) -> bool:
         r = subprocess.run(["userdel", "--remove", "--force", system_name], capture_output=True, text=True)
     if r.returncode not in (0, 12):              # 12: the home could not be removed (already gone)
         raise RuntimeError(f"userdel {system_name} failed: {r.stderr.strip()}")
+    remove_shared_memory(uid)
     return True
+
+
+def remove_shared_memory(uid: int, shm: str = "/dev/shm") -> int:
+    """Remove what ``uid`` left in the host's ``shm`` (a server without a private /dev/shm, or one started before
+    it had one): its files and folders, never following a link. Returns how many entries went."""
+    import shutil
+
+    gone = 0
+    try:
+        entries = list(os.scandir(shm))
+    except OSError:
+        return 0
+    for e in entries:
+        try:
+            st = e.stat(follow_symlinks=False)
+            if st.st_uid != uid:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(e.path)
+            else:
+                os.unlink(e.path)
+            gone += 1
+        except OSError:
+            continue
+    return gone
 
 
 # ----------------------------------------------------------------------------- limits (cgroups)
@@ -357,8 +385,10 @@ def _mount(libc, src, target, fstype, flags: int, data: str | None = None) -> No
 def private_tmp_namespace(size: str, keep: tuple[str, ...] = ()) -> None:
     """In a server's process before it drops to the learner (root): a mount namespace of its own whose
     ``/tmp`` is an empty tmpfs of ``size`` (mode 1777), so learners share no /tmp and one cannot fill the
-    node's. Mounts made later on the host still reach it (slave propagation). Folders of ``keep`` that lie
-    under /tmp (the hub's own work folder, in tests) are bound back in at the same path."""
+    node's; ``/dev/shm`` too (a tmpfs of the same size: its pages count in the learner's memory cgroup, and it
+    ends with the server's last process, so nothing written there outlives the server). Mounts made later on the
+    host still reach it (slave propagation). Folders of ``keep`` that lie under /tmp (the hub's own work folder,
+    in tests) are bound back in at the same path."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(_CLONE_NEWNS) != 0:
         err = ctypes.get_errno()
@@ -367,6 +397,8 @@ def private_tmp_namespace(size: str, keep: tuple[str, ...] = ()) -> None:
     old = os.open("/tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         _mount(libc, "tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size},mode=1777")
+        if os.path.isdir("/dev/shm"):
+            _mount(libc, "tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size},mode=1777")
         for path in keep:
             rel = os.path.relpath(path, "/tmp")
             if rel.startswith(".."):
@@ -547,6 +579,10 @@ def configure(c, s: dict) -> None:
         if learner:         # the Unix user first: the seat hook gives them their hand-in folder
             pw = ensure_unix_user(spawner.system_user, home, record=work / "created-users", disk=disk)
         seat_hook(spawner)
+        if learner and disk and s.get("exchange"):     # the hand-in folder: a file system of its own size too
+            mount_home_disk(Path(s["exchange"]) / "inbound" / name, disk[0] / f"{spawner.system_user}-inbound.img",
+                            xchg.INBOUND_BYTES)
+            xchg.prepare_learner(s["exchange"], name, uid=pw.pw_uid, gid=pw.pw_gid)   # its root: theirs, 0700
         if learner:
             uid, gid = pw.pw_uid, pw.pw_gid
             seat = int(spawner.environment["ROCMLAB_WORKSHOP_GPU"])

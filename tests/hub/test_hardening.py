@@ -92,7 +92,8 @@ def hub(needs_proxy, no_leftovers):
         assert not any(os.path.ismount(base / "home" / n) for n in (L1, L2)), "home file systems left mounted"
         assert not Cgroups(f"rocmlab-hub-{h.port}").processes_of(L1)
         assert not [b for b in Cgroups(f"rocmlab-hub-{h.port}").bases.values() if b.exists()], "cgroups left"
-        assert not list((base / "hub" / "disks").glob("*.img"))
+        assert not list((base / "hub" / "disks").glob("*.img"))       # the homes' and the hand-in folders' images
+        assert not any(os.path.ismount(h.exchange / "inbound" / n) for n in (L1, L2)), "hand-in file systems left"
         TABLE.append(("a learner leaves a `setsid` process running, the hub stops",
                       "users, home file systems and cgroups removed", "the process was running before the stop"))
     finally:
@@ -210,6 +211,32 @@ def test_a_disk_fill_stops_at_the_cap_and_tmp_is_private_and_capped(hub):
     TABLE.append((f"write 400 MB into the home (cap {DISK}), 100 MB into /tmp (tmpfs {TMP})",
                   f"'No space left on device' at {home_mb} MB and {tmp_mb} MB; the node's disk lost {used:.0f} MB",
                   "the other learner writes 1 MB and does not see the first one's /tmp file"))
+
+
+def test_dev_shm_and_the_hand_in_folder_are_capped_per_learner(hub):
+    """Issue 56: a 1.07 GB /dev/shm file outlived the learner's server, the hub and the user, and 2.3 GB went into
+    the learner's own exchange/inbound/ (outside the capped home). Now /dev/shm is the server's own tmpfs (of the
+    /tmp size, gone with the server) and inbound/LEARNER a file system of exchange.INBOUND_BYTES."""
+    from rocmlab.workshop.exchange import INBOUND_BYTES
+
+    inbound = hub.exchange / "inbound" / L1
+    cap_mb = INBOUND_BYTES >> 20
+    out = hub.terminal(L1, f"echo mine > /dev/shm/mine-{L1}; cat /dev/shm/mine-{L1}; "
+                           f"head -c 100M /dev/zero > /dev/shm/fill; echo shm-rc=$? SHM_MB=$(du -m /dev/shm/fill | cut -f1); "
+                           f"head -c {cap_mb + 100}M /dev/zero > {inbound}/fill; "
+                           f"echo in-rc=$? IN_MB=$(du -m {inbound}/fill | cut -f1); rm -f /dev/shm/fill {inbound}/fill",
+                       timeout_s=120)
+    assert "shm-rc=1 " in out and "in-rc=1 " in out and "No space left on device" in out, out
+    shm_mb, in_mb = (int(re.search(rf"{k}=(\d+)", out).group(1)) for k in ("SHM_MB", "IN_MB"))
+    assert shm_mb <= 64 and in_mb <= cap_mb, out
+    assert re.search(r"^mine$", out, re.M), out                     # the control: the learner's own /dev/shm works
+    assert not Path(f"/dev/shm/mine-{L1}").exists()                 # the host's /dev/shm never saw it
+    other = hub.terminal(L2, f"ls /dev/shm/mine-{L1} 2>&1; echo x > {hub.exchange / 'inbound' / L2}/ok && echo wrote")
+    assert "No such file or directory" in other and "wrote" in other, other   # L2: its own, and it can hand in
+    TABLE.append((f"write 100 MB into /dev/shm, {cap_mb + 100} MB into the learner's exchange/inbound/",
+                  f"'No space left on device' at {shm_mb} MB (the server's own tmpfs, gone with it) and {in_mb} MB "
+                  f"(inbound/{L1} is a {cap_mb} MiB file system)",
+                  "the learner's own /dev/shm file reads back; the other learner neither sees it nor is stopped"))
 
 
 def test_a_learners_hip_cell_compiles_and_grades_and_the_seed_stays_hidden(hub):
