@@ -51,6 +51,9 @@ WATCHDOG_MARGIN_S = 1.0
 #: signal handler would take over the simulator's fault messages; the callbacks are the runtime's own.)
 SANITIZER_FLAGS = ("-Xclang", "-fsanitize-coverage-type=1", "-Xclang", "-fsanitize-coverage-trace-loads",
                    "-Xclang", "-fsanitize-coverage-trace-stores", "-gline-tables-only")
+#: A flag only benchmarks give (benchmarks/sim_cost.py): the learner's code compiled without the sanitizer's calls
+#: ("bare": no checks, no counters, no lockstep), the baseline the instrumented build is measured against.
+BARE_FLAG = "--hipsim-bare"
 #: The symbolizer inside the offline root that turns a finding's code address into the learner's line.
 SYMBOLIZER = "/usr/bin/llvm-symbolizer-22"
 #: The sanitizer's finding lines on stderr: "[cpu: wave64 simulator] racecheck: line 12: ...".
@@ -230,8 +233,10 @@ def _declarators(decl: str) -> list[str]:
 
 
 def note_shared(source: str) -> str:
-    """Each static ``__shared__`` declaration followed, on its own line, by a one-time note of where the
-    variable lives (``::hipsim::lds_note``): the sanitizer then knows which bytes are LDS. Line numbers kept."""
+    """Each static ``__shared__`` declaration followed, on its own line, by a note (once per CPU thread: a
+    ``thread_local`` static, whose first-use guard takes no lock, so lanes in lockstep never wait on one another
+    there) of where the variable lives (``::hipsim::lds_note``): the sanitizer then knows which bytes are LDS.
+    Line numbers kept."""
     code = _mask(source)
     inserts = []
     for m in _STATIC_SHARED.finditer(code):
@@ -244,7 +249,7 @@ def note_shared(source: str) -> str:
         names = _declarators(code[m.end():end])
         if not names:
             continue
-        notes = " ".join(f"[[maybe_unused]] static const int hipsim_lds_{end}_{k} = "
+        notes = " ".join(f"[[maybe_unused]] static thread_local const int hipsim_lds_{end}_{k} = "
                          f'::hipsim::lds_note(&{name}, sizeof({name}), "{name}");'
                          for k, name in enumerate(names))
         inserts.append((end + 1, " " + notes))
@@ -332,7 +337,9 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=()
     kept, _ = host_flags(flags)
     opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
     own = [str(i) for i in inputs] == [str(RUNTIME_SOURCE)]     # the runtime itself: its fiber switch is assembly
-    learner = [] if own else [*SANITIZER_FLAGS, *target_defines(target)]
+    bare = BARE_FLAG in kept          # benchmarks/sim_cost.py: the same build without the sanitizer's calls
+    kept = [f for f in kept if f != BARE_FLAG]
+    learner = [] if own else [*([] if bare else SANITIZER_FLAGS), *target_defines(target)]
     if not own and any(_COMPILER_SANITIZER.match(f) for f in kept):   # the build stops with the reason (see the header)
         kept = [f for f in kept if not _COMPILER_SANITIZER.match(f)]
         learner = ["-include", "hipsim/sanitizer_refused.h", *learner]

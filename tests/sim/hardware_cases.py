@@ -176,4 +176,24 @@ int main() {
          "the other wave may not have written its half yet"),
 )
 
+CASES += (
+    Case("__builtin_popcount of a 64-lane __ballot", "synccheck", """
+__global__ void positives(const int* x, int* out) {
+    const int n = {BUG}(__ballot(x[threadIdx.x] > 0));   // BUG
+    if (threadIdx.x % 64 == 0) atomicAdd(out, n);
+}
+int main() {
+    const int N = 1, T = 256;
+    int hx[T], h[N], want[N] = {0};
+    for (int i = 0; i < T; ++i) { hx[i] = (i * 7 + SEED) % 5 - 1; want[0] += hx[i] > 0; }
+    int *x, *out;
+    hipMalloc(&x, sizeof hx); hipMalloc(&out, sizeof h);
+    hipMemcpy(x, hx, sizeof hx, hipMemcpyHostToDevice);
+    hipMemset(out, 0, sizeof h);
+    positives<<<1, T>>>(x, out);
+    hipMemcpy(h, out, sizeof h, hipMemcpyDeviceToHost);
+""" + _CHECK, "__builtin_popcount", "__builtin_popcountll",
+         "__builtin_popcount takes 32 bits: lanes 32-63 of the ballot are not counted"),
+)
+
 BY_NAME = {c.name: c for c in CASES}

@@ -16,7 +16,7 @@ from rocmlab.grader.spec import load
 from rocmlab.hip import build, simulate
 from rocmlab.machine.detect import current
 
-from .hardware_cases import CASES, HEAD
+from .hardware_cases import BY_NAME, CASES, HEAD
 
 pytestmark = pytest.mark.skipif(bool(simulate.problem()), reason=simulate.problem() or "simulator available")
 
@@ -131,3 +131,66 @@ def test_the_grade_loses_the_run_point_when_the_program_silences_itself():
         run = r.check("runs")
         assert run.status == "failed" and "initcheck" in run.message, r.to_text()
         assert r.check("correct").status == "passed", r.to_text()          # right by luck, as on a GPU
+
+
+# --- lockstep -------------------------------------------------------------------------------------------------
+WAVE_SYNC = HEAD + """
+// a wave-synchronous reduction in LDS: no barrier inside the wavefront (volatile: every step reads LDS)
+__global__ void wave_sum(const int* x, int* out) {
+    volatile __shared__ int s[64];
+    const int l = threadIdx.x;
+    s[l] = x[l];
+    for (int off = 32; off > 0; off /= 2)
+        if (l < off) s[l] = s[l] + s[l + off];
+    if (l == 0) out[0] = s[0];
+}
+// every lane reads its neighbour's word and writes its own, in one step
+__global__ void swap_pairs(const int* x, int* out) {
+    volatile __shared__ int s[64];
+    const int l = threadIdx.x;
+    s[l] = x[l];
+    const int v = s[l ^ 1];
+    s[l] = v;
+    out[l] = s[l];
+}
+int main() {
+    int h[64], o[64], want = 0;
+    for (int i = 0; i < 64; ++i) { h[i] = (i * 37 + SEED) % 101; want += h[i]; }
+    int *x, *out;
+    hipMalloc(&x, sizeof h); hipMalloc(&out, sizeof h);
+    hipMemcpy(x, h, sizeof h, hipMemcpyHostToDevice);
+    wave_sum<<<1, 64>>>(x, out);
+    hipMemcpy(o, out, 4, hipMemcpyDeviceToHost);
+    std::printf("sum %d want %d\\n", o[0], want);
+    swap_pairs<<<1, 64>>>(x, out);
+    hipMemcpy(o, out, sizeof o, hipMemcpyDeviceToHost);
+    int bad = 0;
+    for (int i = 0; i < 64; ++i) bad += o[i] != h[i ^ 1];
+    std::printf("swap differs %d\\n", bad);
+    return 0;
+}
+"""
+
+
+def test_wave_synchronous_code_gets_the_hardwares_answer_in_lockstep():
+    src = f"// {random.getrandbits(64):x}\n" + WAVE_SYNC.replace("SEED", str(random.randint(1, 999)))
+    res = build.compile(src, toolchain=simulate.KIND)
+    assert res.ok, res.summary()
+    done = build.run(res)
+    got, want = (int(v) for v in done.stdout.split("sum ")[1].split()[::2][:2])
+    assert got == want and "swap differs 0" in done.stdout, done.stdout + done.stderr
+    assert not simulate.findings(done.stderr), done.stderr
+    # the control: lanes running ahead (no lockstep) read words the other lanes have not written yet
+    ahead = build.run(res, env={"HIPSIM_LOCKSTEP": "0"})
+    assert "swap differs 0" not in ahead.stdout or f"sum {want} " not in ahead.stdout, ahead.stdout
+    assert simulate.findings(ahead.stderr), ahead.stderr
+
+
+def test_a_non_atomic_lds_increment_by_a_wavefront_loses_updates_as_on_mi300x():
+    case = BY_NAME["non-atomic += of one LDS word by every lane of a wavefront"]
+    res = build.compile(case.source(fixed=False), toolchain=simulate.KIND)
+    done = build.run(res)
+    assert "result: WRONG" in done.stdout, done.stdout            # c ends at 1: 64 loads, then 64 stores
+    assert "does not hide" in done.stderr, done.stderr
+    fixed = build.run(build.compile(case.source(fixed=True), toolchain=simulate.KIND))
+    assert "result: RIGHT" in fixed.stdout, fixed.stdout

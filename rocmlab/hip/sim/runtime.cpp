@@ -1,9 +1,11 @@
 // runtime.cpp: rocmlab's CPU simulator of HIP kernels with MI300X's wavefront of 64 ("[cpu: wave64 simulator]").
 //
 // A launch hands its blocks to a few CPU threads (workers). A worker runs one block at a time: each thread of
-// the block is a fiber with its own stack, and the fibers run one after another, each until it reaches a
-// meeting point (a cross-lane operation or a barrier) or returns. When no fiber can go on, the scheduler
-// settles what they wait for:
+// the block is a fiber with its own stack. The fibers run in rounds: in each round every ready fiber runs until
+// its next memory access (lockstep, see on_access: all active lanes of a wavefront perform their k-th access
+// before any performs its (k+1)-th, as a CDNA3 wavefront issues a load or store for its 64 lanes together), a
+// meeting point (a cross-lane operation or a barrier), or its end. When no fiber of a wavefront is still on its
+// way, the scheduler settles what they wait for:
 //   - a wavefront (64 consecutive threads) whose waiting lanes all stand at the same cross-lane operation
 //     runs it with those lanes as the exec mask: a lane that returned or waits at a barrier is inactive, as on
 //     CDNA (reading an inactive lane gives 0, as ds_bpermute does; __ballot shows only active lanes);
@@ -389,6 +391,9 @@ static bool settle_waves(Worker* w, int n) {
         const int end = base + kWave < n ? base + kWave : n;
         uint64_t exec = 0, ballot = 0;
         int first = -1;
+        bool running = false;     // a lane still on its way (lockstep): the wave's operation waits for it
+        for (int i = base; i < end && !running; ++i) running = w->fibers[i].state == READY;
+        if (running) continue;
         for (int i = base; i < end; ++i) {
             Fiber& f = w->fibers[i];
             if (f.state != WAVE) continue;
@@ -512,10 +517,13 @@ static void run_block(Worker* w, const LaunchSpec& s, int b) {
         start_fiber(w, &f, i);
     }
     for (;;) {
+        // one round: every ready lane runs to its next memory access (lockstep), meeting point or end
+        bool ready = false;
         for (int i = 0; i < n; ++i)
             if (w->fibers[i].state == READY) resume(w, &w->fibers[i]);
-        if (w->counting) counters_settle(w, n);
-        if (settle_waves(w, n)) continue;
+        for (int i = 0; i < n && !ready; ++i) ready = w->fibers[i].state == READY;
+        if (!ready && w->counting) counters_settle(w, n);
+        if (settle_waves(w, n) || ready) continue;
         if (!settle_barrier(w, n)) break;
     }
     w->block_linear.store(-1);
@@ -793,7 +801,21 @@ static bool checks_on() {
     return g_checks == 1;
 }
 
+// The program's static thread-local block, just below the thread pointer (x86-64): static LDS and the runtime's
+// own thread-locals (blockIdx) lie there; its size is the program's PT_TLS segment, aligned.
+static long g_tls_bytes = 0;
+static int tls_cb(struct dl_phdr_info* info, size_t, void*) {
+    for (int i = 0; i < info->dlpi_phnum; ++i)
+        if (info->dlpi_phdr[i].p_type == PT_TLS) {
+            const long align = std::max<long>(static_cast<long>(info->dlpi_phdr[i].p_align), 1);
+            g_tls_bytes = (static_cast<long>(info->dlpi_phdr[i].p_memsz) + align - 1) / align * align;
+        }
+    return 1;   // the program itself is the first object
+}
+
 static void sanitizer_attach(Worker* w) {
+    if (!g_tls_bytes) dl_iterate_phdr(tls_cb, nullptr);
+    g_tls_bytes = std::min<long>(g_tls_bytes, kStaticSpan);
     w->tp = thread_pointer();
     w->dyn = static_cast<char*>(std::aligned_alloc(256, kSharedBytes));
     std::memset(w->dyn, 0, kSharedBytes);
@@ -844,8 +866,8 @@ static Alloc* lookup(uintptr_t a) {
 }
 
 // --- findings ---
-enum Tool { INITCHECK, RACECHECK, MEMCHECK };
-static const char* kToolName[] = {"initcheck", "racecheck", "memcheck"};
+enum Tool { INITCHECK, RACECHECK, MEMCHECK, SYNCCHECK };
+static const char* kToolName[] = {"initcheck", "racecheck", "memcheck", "synccheck"};
 struct Finding { int tool; uintptr_t pc, other; long count; std::string text; int line = 0; };
 static std::mutex& g_find_mu = *new std::mutex;
 static std::vector<Finding>& g_findings = *new std::vector<Finding>;
@@ -1126,7 +1148,7 @@ static void host_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write, 
     if (a - t_state_lo < t_state_hi - t_state_lo) return;
     const uintptr_t fibers = reinterpret_cast<uintptr_t>(w->fibers.data());
     if (a - fibers < w->fibers.size() * sizeof(Fiber)) return;      // threadIdx and the like
-    if (a - (w->tp - kStaticSpan) < static_cast<uintptr_t>(kStaticSpan) + 4096) return;   // the thread's TLS
+    if (a - (w->tp - g_tls_bytes) < static_cast<uintptr_t>(g_tls_bytes) + 64) return;   // the thread's TLS
     if (a < 65536) return;                    // a null pointer: the fault handler names it
     if (in_image(a)) return;
     {
@@ -1160,6 +1182,18 @@ void device_pointer(const volatile void* p, const char* api, const char* what) {
            "kernel faults on it (Memory access fault by GPU). Pass device pointers (hipMalloc, then hipMemcpy)", api,
            what, const_cast<void*>(p));
     stop_here();
+}
+
+void narrowed(const char* what) {
+    Worker* w = t_worker;
+    Fiber* f = w ? w->cur.load(std::memory_order_relaxed) : nullptr;
+    const uintptr_t pc = reinterpret_cast<uintptr_t>(__builtin_return_address(0));
+    if (!checks_on() || (w && !fresh(w, SYNCCHECK, pc))) return;
+    char where[256] = "host code";
+    if (f) where_text(w, f, where, sizeof where);
+    record(SYNCCHECK, pc, 0, "%s gives %s a 64-bit value with bits set in its upper half: it counts 32 bits, so "
+           "lanes 32-63 of a __ballot are lost on a wavefront of 64 (MI300X counts the same wrong number). Use "
+           "__popcll or __builtin_popcountll on the unsigned long long", where, what);
 }
 
 void fence_note() {
@@ -1404,36 +1438,59 @@ static void counters_print() {
     }
 }
 
+// Lockstep (HIPSIM_LOCKSTEP, on unless 0): before each memory access a lane makes (LDS, device memory, any memory
+// but its own stack, its coordinates and the launch's copy of the arguments) it hands the CPU back to the
+// scheduler, which resumes every ready lane of the block once per round: all active lanes of a wavefront perform
+// their k-th access before any performs its (k+1)-th, as the lanes of a CDNA3 wavefront execute a load or store
+// instruction together. A non-atomic += from all lanes loads 64 times, then stores 64 times (updates lost, as on
+// the GPU), and wave-synchronous code reads what the other lanes' previous instruction wrote. Divergent lanes are
+// aligned by the count of their accesses, not by the exec mask of each branch (documented in DESIGN's simulator notes).
+static int g_lockstep = -1;
+static bool lockstep_on() {
+    if (g_lockstep < 0) {
+        const char* v = std::getenv("HIPSIM_LOCKSTEP");
+        g_lockstep = (v && std::strcmp(v, "0") == 0) ? 0 : 1;
+    }
+    return g_lockstep == 1;
+}
+
 static void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atomic = false) {
     Worker* w = t_worker;
     if (!w) return;
     Fiber* f = w->cur.load(std::memory_order_relaxed);
     if (!f) return;
-    const bool checks = checks_on(), counting = counters_on();
-    if (!checks && !counting) return;
     const uintptr_t stacks = reinterpret_cast<uintptr_t>(w->stacks);
     if (a - stacks < w->stack_bytes * kMaxThreads) return;        // the thread's own stack
+    const uintptr_t fibers = reinterpret_cast<uintptr_t>(w->fibers.data());
+    if (a - fibers < w->fibers.size() * sizeof(Fiber)) return;     // threadIdx and the like
+    if (a - t_state_lo < t_state_hi - t_state_lo) return;          // the kernel's arguments
     const long rel = static_cast<long>(a - w->tp);
+    int var = -1;
     if (rel >= g_lds_lo.load(std::memory_order_relaxed) && rel < g_lds_hi.load(std::memory_order_relaxed)) {
         const int n = g_nlds.load(std::memory_order_acquire);
-        for (int i = 0; i < n; ++i) {
-            const LdsVar& v = g_lds[i];
-            if (rel >= v.rel && rel < v.rel + static_cast<long>(v.bytes)) {
-                // the byte offset in the variable: banks as if it began at LDS address 0 (a uniform shift of
-                // all lanes' addresses changes no conflict count)
-                if (atomic) {
-                    lds_access(w, f, static_cast<size_t>(rel + kStaticSpan), size, true, pc, v.name, rel - v.rel, true);
-                    return;
-                }
-                if (counting) {
-                    count_access(w, f, static_cast<uintptr_t>(rel - v.rel), size, write, pc, true);
-                    w->counting->lds_used[i / 64] |= 1ull << (i % 64);
-                }
-                if (checks)
-                    lds_access(w, f, static_cast<size_t>(rel + kStaticSpan), size, write, pc, v.name, rel - v.rel);
-                return;
-            }
+        for (int i = 0; i < n && var < 0; ++i)
+            if (rel >= g_lds[i].rel && rel < g_lds[i].rel + static_cast<long>(g_lds[i].bytes)) var = i;
+    }
+    if (var < 0 && rel >= -g_tls_bytes && rel < 64) return;         // the program's other thread-locals (blockIdx)
+    if (lockstep_on()) {
+        f->state = READY;
+        to_scheduler(f);
+    }
+    const bool checks = checks_on(), counting = counters_on();
+    if (!checks && !counting) return;
+    if (var >= 0) {
+        // the byte offset in the variable: banks as if it began at LDS address 0 (a uniform shift of all lanes'
+        // addresses changes no conflict count)
+        const LdsVar& v = g_lds[var];
+        if (atomic) {
+            lds_access(w, f, static_cast<size_t>(rel + kStaticSpan), size, true, pc, v.name, rel - v.rel, true);
+            return;
         }
+        if (counting) {
+            count_access(w, f, static_cast<uintptr_t>(rel - v.rel), size, write, pc, true);
+            w->counting->lds_used[var / 64] |= 1ull << (var % 64);
+        }
+        if (checks) lds_access(w, f, static_cast<size_t>(rel + kStaticSpan), size, write, pc, v.name, rel - v.rel);
         return;
     }
     const uintptr_t d = a - reinterpret_cast<uintptr_t>(w->dyn);

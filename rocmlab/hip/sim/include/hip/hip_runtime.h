@@ -139,7 +139,17 @@ inline void __threadfence_system() { ::hipsim::fence_note(); __atomic_thread_fen
 
 // --- lane intrinsics ---------------------------------------------------------------------------------
 inline unsigned int __lane_id() { return ::hipsim::t_thread->linear % 64u; }
-inline int __popc(unsigned int x) { return __builtin_popcount(x); }
+namespace hipsim {
+// A 64-bit value (a __ballot of a wavefront of 64) given to a 32-bit popcount loses lanes 32-63, on MI300X as here:
+// when the upper half held a set bit, the sanitizer reports it (synccheck) and the count is the hardware's.
+void narrowed(const char* what);
+template <class T> __attribute__((always_inline)) inline int popcount32(T x, const char* what) {
+    if constexpr (std::is_integral<T>::value && sizeof(T) > 4)
+        if (static_cast<unsigned long long>(x) >> 32) ::hipsim::narrowed(what);
+    return __builtin_popcount(static_cast<unsigned int>(x));
+}
+}  // namespace hipsim
+template <class T> __attribute__((always_inline)) inline int __popc(T x) { return ::hipsim::popcount32(x, "__popc"); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
 inline int __clz(int x) { return x == 0 ? 32 : __builtin_clz(static_cast<unsigned>(x)); }
 inline int __clzll(long long x) { return x == 0 ? 64 : __builtin_clzll(static_cast<unsigned long long>(x)); }
@@ -409,5 +419,7 @@ template <class A, class B> inline typename std::common_type<A, B>::type max(A a
 #define no_sanitize_coverage hipsim_ignored_attribute
 #define disable_sanitizer_instrumentation hipsim_ignored_attribute
 #define __disable_sanitizer_instrumentation__ hipsim_ignored_attribute
+// 32-bit popcounts report a 64-bit argument whose upper half is lost (see hipsim::popcount32)
+#define __builtin_popcount(x) ::hipsim::popcount32((x), "__builtin_popcount")
 
 #endif  // HIPSIM_HIP_RUNTIME_H
