@@ -13,8 +13,8 @@ In a workshop two things keep them from a learner:
   file readable by its owner only (0600, owner root), so a learner's process gets ``PermissionError``
   while the instructor's grader, running as root, reads and re-grades with them. Where the package runs from a
   checkout (an editable install), its ``.git`` (every reference ever committed, readable with ``git show``) and
-  ``tests/`` (a right answer for every graded item) are locked too: folders 0700, so nothing under them can be
-  reached (:func:`checkout_dirs`).
+  ``tests/`` (a right answer for every graded item) are locked too: folders 0700 (their owner kept), so nothing
+  under them can be reached by a learner (:func:`checkout_dirs`).
 
 The instructor's server and ``rocmlab grade --exchange`` run without the setting.
 
@@ -122,19 +122,22 @@ def locked_paths(package: Path | None = None) -> list[Path]:
 
 
 def lock(paths, uid: int = 0, gid: int = 0, group_reads: bool = False) -> list[Path]:
-    """Make each file readable by ``uid`` only (0600), or with ``group_reads`` by ``uid`` and group ``gid`` (0640);
-    a folder likewise (0700 or 0750: nothing under it can be reached by others): a learner's process cannot read
-    it, the instructor's grader (that uid, or that group) can. Links are refused, never followed. Returns the
-    paths locked."""
+    """Make each file readable by ``uid`` only (0600), or with ``group_reads`` by ``uid`` and group ``gid`` (0640):
+    a learner's process cannot read it, the instructor's grader (that uid, or that group) can. A folder (the
+    checkout's ``.git`` and ``tests``, which no grade reads) becomes its owner's alone (0700, the owner kept: the
+    instructor who owns the checkout keeps their git), so nothing under it can be reached by others. Links are
+    refused, never followed. Returns the paths locked."""
     import stat
 
     done = []
     for p in map(Path, paths):
         fd = os.open(p, os.O_RDONLY | os.O_NOFOLLOW)
         try:
-            folder = stat.S_ISDIR(os.fstat(fd).st_mode)
-            os.fchown(fd, uid, gid)
-            os.fchmod(fd, (0o750 if group_reads else 0o700) if folder else (0o640 if group_reads else 0o600))
+            if stat.S_ISDIR(os.fstat(fd).st_mode):
+                os.fchmod(fd, 0o700)
+            else:
+                os.fchown(fd, uid, gid)
+                os.fchmod(fd, 0o640 if group_reads else 0o600)
         finally:
             os.close(fd)
         done.append(p)
@@ -156,7 +159,7 @@ def compile_references(package: Path | None = None) -> None:
 def main(argv=None) -> int:
     """``python -m rocmlab.workshop.references lock [--group GID] [--package DIR]``: lock this (or DIR's) rocmlab's
     reference files root-only (0600), or root and group GID (0640), and its checkout's git history and tests
-    (0700 / 0750); ``list`` prints them."""
+    (0700, owner kept); ``list`` prints them."""
     import argparse
 
     ap = argparse.ArgumentParser(prog="python -m rocmlab.workshop.references", description=main.__doc__)

@@ -114,12 +114,32 @@ def test_the_image_lock_takes_them_for_every_pod_but_the_grading_one(checkout):
                         "--package", str(checkout / "rocmlab")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "and the checkout's .git, tests" in r.stdout, r.stdout + r.stderr
     for d in (checkout / ".git", checkout / "tests"):
-        st = d.stat()
-        assert (st.st_uid, st.st_gid, st.st_mode & 0o777) == (0, gid, 0o750), d
+        assert d.stat().st_mode & 0o777 == 0o700, d                            # no grade reads them: owner only
     assert run_as(1000, _git_show(checkout)).startswith("REFUSED")              # a learner's pod: uid 1000
     for p in _targets(checkout):
         assert run_as(1000, _read(p)) == "DENIED", p
-        assert run_as(1000, _read(p), [gid]).startswith("READ"), p              # control: the grading pod's group
+        if "tests" not in p.relative_to(checkout).parts:                      # the grader never reads the tests
+            assert run_as(1000, _read(p), [gid]).startswith("READ"), p          # control: the grading pod's group
+
+
+def test_a_locked_folder_keeps_its_owner_and_shuts_out_everyone_else():
+    base = Path(tempfile.mkdtemp(prefix="rocmlab-refs-owner-"))
+    try:
+        os.chmod(base, 0o755)
+        owner, other = random.sample(range(20000, 29999), 2)
+        d = base / ".git"
+        d.mkdir()
+        (d / "HEAD").write_text("ref: refs/heads/main\n")
+        os.chmod(d, 0o755)
+        os.chmod(d / "HEAD", 0o644)
+        os.chown(d, owner, owner)
+        assert run_as(other, _read(d / "HEAD")).startswith("READ")              # before: anyone reads it
+        assert R.lock([d]) == [d]
+        assert (d.stat().st_uid, d.stat().st_mode & 0o777) == (owner, 0o700)
+        assert run_as(other, _read(d / "HEAD")) == "DENIED"
+        assert run_as(owner, _read(d / "HEAD")).startswith("READ")              # control: the owner still does
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
 
 
 def test_an_installed_package_has_no_checkout_folders_to_lock(tmp_path):
