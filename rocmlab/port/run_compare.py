@@ -162,8 +162,9 @@ def varying(first: str, second: str) -> set:
     return out
 
 
-#: A line that reports a timing or a rate: its numbers are the machine's, not the program's answer.
-_TIMING = re.compile(r"(?i)\b(?:time[ds]?|timing|elapsed|duration|ms|msec|us|usec|ns|secs?|seconds?|"
+#: A line that reports a timing or a rate: its numbers are the machine's, not the program's answer. ("N times" is a
+#: count, an answer: it is compared.)
+_TIMING = re.compile(r"(?i)\b(?:timed?|timing|elapsed|duration|ms|msec|us|usec|ns|secs?|seconds?|"
                      r"[GMT]B/s|[GMT]?FLOPS|bandwidth|throughput)\b")
 
 

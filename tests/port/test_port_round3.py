@@ -243,6 +243,9 @@ def test_no_output_and_only_timings_are_not_compared(monkeypatch):
     assert r.matches is True and not r.not_compared_why
     r = _compare(monkeypatch, [f"time {ms[0]} ms\nsum {total}\n"] * 2, f"time {ms[2]} ms\nsum {total + 1}\n")
     assert r.matches is False
+    launches = random.randrange(2, 500)                  # "N times" is a count, compared (not a timing)
+    r = _compare(monkeypatch, [f"Launched graph {launches} times\n"] * 2, f"Launched graph {launches + 1} times\n")
+    assert r.matches is False
     r = _compare(monkeypatch, ["", ""], "", code=139)
     assert r.matches is False and "exit status" in r.first_difference
     # lines of blocks printed in another order: still a mismatch, said so; a wrong line is not "another order"
