@@ -83,6 +83,8 @@ def puzzle_table(rows: list[dict]) -> list[dict]:
 
 
 ATTN_SHAPES = AL.SHAPES + ((4, 16, 4096, 64, True), (4, 16, 4096, 64, False))
+LAST_ATTENTION = LD9.ATTENTION_STEPS[-1][0]   # the ratio table's "after": each ladder's last step
+LAST_FP8 = LD10.FP8_STEPS[-1][0]
 LADDER_SHAPES = [((4, 16, 4096, 128), True), ((4, 16, 4096, 128), False), ((4, 16, 4096, 64), True),
                  ((4, 16, 4096, 64), False)]
 
@@ -102,9 +104,9 @@ def _warm(job) -> str | None:
             LD9.flash(q, q, q, causal, sw, tile)
         else:
             dt = F.TORCH_DTYPES[F.machine_format()]
-            a = torch.randn(512, 512, device=dev).to(dt)
-            sa = torch.rand(512, 4, device=dev)
-            sb = torch.rand(4, 4, device=dev)
+            a = torch.randn(512, 1024, device=dev).to(dt)       # K = 8 blocks: every split of the tile sets
+            sa = torch.rand(512, 8, device=dev)
+            sb = torch.rand(4, 8, device=dev)
             if kind == "fp8 solution":
                 FL.fp8_gemm(a, a, sa, sb, *a2)
             else:
@@ -131,7 +133,7 @@ def precompile(jobs_n: int) -> dict:
                 jobs += [("attention ladder", (d, causal), sw, t) for t in ([tile] if tile else LD9.ATTENTION_TILES)]
     jobs += [("fp8 solution", None, c, None) for c in FL.CONFIGS]
     for _, _, sw, tile in LD10.FP8_STEPS:
-        jobs += [("fp8 ladder", None, sw, t) for t in ([tile] if tile else LD10.FP8_TILES)]
+        jobs += [("fp8 ladder", None, sw, t) for t in LD10.tiles_for(sw, tile)]
     jobs = list({repr(j): j for j in jobs}.values())
     t0 = time.time()
     ex = ProcessPoolExecutor(jobs_n, mp_context=mp.get_context("spawn"))
@@ -159,7 +161,7 @@ def ratio_table(attn, gemm, ladders, after_attn) -> list[dict]:
             sol = [r for r in mine if r["impl"].startswith("triton")]
             sdpa = [r for r in mine if r["impl"].startswith("sdpa")]
             fast = [r for r in after_attn if r.get("shape") == (b, h, n, d) and r.get("causal") == causal
-                    and r["step"].startswith("v7") and r.get("ms")]
+                    and r["step"] == LAST_ATTENTION and r.get("ms")]
             if not (sol and sdpa):
                 continue
             best_sol = min(sol, key=lambda r: r["ms"])
@@ -169,7 +171,7 @@ def ratio_table(attn, gemm, ladders, after_attn) -> list[dict]:
                        vendor=f"{best_sdpa['impl']} {best_sdpa['TFLOPs']:.1f}",
                        before_ratio=best_sdpa["ms"] / best_sol["ms"])
             if fast:
-                row.update(after_TFLOPs=fast[0]["TFLOPs"], after_impl=f"ladder v7 {fast[0].get('tile')}",
+                row.update(after_TFLOPs=fast[0]["TFLOPs"], after_impl=f"ladder {LAST_ATTENTION} {fast[0].get('tile')}",
                            after_ratio=best_sdpa["ms"] / fast[0]["ms"])
             rows.append(row)
     if isinstance(gemm, list):
@@ -178,7 +180,7 @@ def ratio_table(attn, gemm, ladders, after_attn) -> list[dict]:
             sol = [r for r in mine if r["impl"].startswith("triton")]
             pt = [r for r in mine if r["impl"] == "torch._scaled_mm per-tensor"]
             bf = [r for r in mine if r["impl"] == "torch bf16 matmul"]
-            fast = [r for r in ladders if r.get("shape") == (m, n, k) and r["step"].startswith("v5") and r.get("ms")]
+            fast = [r for r in ladders if r.get("shape") == (m, n, k) and r["step"] == LAST_FP8 and r.get("ms")]
             if not (sol and pt and bf):
                 continue
             best_sol = min(sol, key=lambda r: r["ms"])
@@ -187,7 +189,7 @@ def ratio_table(attn, gemm, ladders, after_attn) -> list[dict]:
                        vendor=f"_scaled_mm {pt[0]['TFLOPs']:.1f} (bf16 {bf[0]['TFLOPs']:.1f})",
                        before_ratio=pt[0]["ms"] / best_sol["ms"], before_vs_bf16=bf[0]["ms"] / best_sol["ms"])
             if fast:
-                row.update(after_TFLOPs=fast[0]["TFLOPs"], after_impl=f"ladder v5 {fast[0].get('tile')}",
+                row.update(after_TFLOPs=fast[0]["TFLOPs"], after_impl=f"ladder {LAST_FP8} {fast[0].get('tile')}",
                            after_ratio=pt[0]["ms"] / fast[0]["ms"], after_vs_bf16=bf[0]["ms"] / fast[0]["ms"])
             rows.append(row)
     return rows
@@ -243,13 +245,13 @@ def main(argv=None) -> int:
         ladders += steps if isinstance(steps, list) else []
     for b, h, n, d, causal in ATTN_SHAPES:     # the last step at the labs' other shapes
         if ((b, h, n, d), causal) not in LADDER_SHAPES[:2] and MODE == "gpu" and not args.quick:
-            ladders += LD9.time_steps(causal, (b, h, n, d), steps=("v7 tuned",))
+            ladders += LD9.time_steps(causal, (b, h, n, d), steps=(LAST_ATTENTION,))
     print(f"attention ladders timed at {time.time() - t0:.0f} s", flush=True)
     partial(attention=attn, ladders=ladders)
     gemm = FL.time_gemm(FL.SHAPES[:2] if args.quick else FL.SHAPES)
     partial(attention=attn, ladders=ladders, gemm=gemm)
     for i, shape in enumerate(FL.SHAPES[:1] if args.quick else FL.SHAPES):   # every step on the first shape
-        steps = LD10.time_fp8_steps(shape, steps=None if i == 0 else ("v5 tuned",))
+        steps = LD10.time_fp8_steps(shape, steps=None if i == 0 else (LAST_FP8,))
         ladders += steps if isinstance(steps, list) else []
     print(f"fp8 timed at {time.time() - t0:.0f} s", flush=True)
     if not ladders:

@@ -1,11 +1,11 @@
 """Lab 11 on a GPU in one go: slow against fixed for the three kernels, their counters, and the faults as seen.
 
-    PYTHONPATH=. python3 benchmarks/lab11_gpu.py --out DIR [--quick]
+    PYTHONPATH=. python3 benchmarks/lab11_gpu.py --out DIR [--quick | --size run|perf|demo]
 
 On an NVIDIA GPU (HIP through rocmlab's HIP->CUDA path and nvcc) or an AMD GPU (hipcc):
 
 1. builds the slow starter (its mechanical HIP port) and the fixed solution of lab11-coalesce, lab11-lds-banks and
-   lab11-occupancy, runs both on the same fresh random inputs at the exercise's perf size, checks each result against
+   lab11-occupancy, runs both on the same fresh random inputs at the exercise's perf size (or --size), checks each result against
    numpy and prints fixed/slow (the ratio of their kernel times, measured in this run: a benchmark, not a test);
 2. collects the counters of each diagnosis: Nsight Compute metrics on NVIDIA (`ncu --csv --metrics ...`), rocprofv3
    `--pmc` on AMD; where the driver does not allow counters it says so plainly and the timing stands alone;
@@ -45,6 +45,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", required=True, help="folder for results.json and report.txt")
     ap.add_argument("--quick", action="store_true", help="the exercises' small run sizes instead of perf sizes")
+    ap.add_argument("--size", choices=("run", "perf", "demo"), default=None,
+                    help="sizes for the timing: the exercises' run or perf sizes, or demo: the lab's own "
+                         "(lab.DEMO_SIZES, what the lab's timing cell runs); default perf (run with --quick)")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -58,7 +61,7 @@ def main() -> int:
     res: dict = {"platform": plat.label, "backend": plat.backend, "device": plat.device_name,
                  "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()), "kernels": {}, "faults": {}}
     say(f"platform: {plat.summary()}  [backend: {plat.backend}]")
-    size = "run" if a.quick else "perf"
+    size = a.size or ("run" if a.quick else "perf")
     table = []
     failures: list[str] = []
 

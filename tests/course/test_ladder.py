@@ -39,12 +39,29 @@ CHILD = textwrap.dedent("""
             errors.append(str(exc))
     a = torch.zeros(64, 256).to(torch.float8_e4m3fn).to(dev)
     for sw, tile in ((dict(GROUP_M=8, EVEN=True, SCALAR_SB=True), (32, 64, 4, 1)),
-                     (dict(GROUP_M=8, EVEN=False, DESC=True), (32, 128, 4, 1))):
+                     (dict(GROUP_M=8, EVEN=False, DESC=True), (32, 128, 4, 1)),
+                     (dict(GROUP_M=8, EVEN=True, SPLIT_K=2), (32, 128, 4, 1)),
+                     (L10.UNROLLED, (32, 128, 4, 1, 3)), (L10.UNROLLED, (32, 128, 4, 1, 1, 2, 1))):
+        b = a if tile[1] == 64 or not sw.get("EVEN") else torch.zeros(128, 256).to(torch.float8_e4m3fn).to(dev)
         try:
-            L10.fp8_gemm(a, a, torch.ones(64, 2, device=dev), torch.ones(1, 2, device=dev), sw, tile)
+            L10.fp8_gemm(a, b, torch.ones(64, 2, device=dev), torch.ones(b.shape[0] // 128 or 1, 2, device=dev), sw,
+                         tile)
         except ValueError as exc:
             errors.append(str(exc))
-    print(json.dumps(dict(rows=rows, control=control, errors=errors)))
+    # control: the split-K, in-place step's answer against a reference whose weight scales are transposed must fail the bound
+    from rocmlab.course.labs.lab10_fp8_gemm import puzzles as F
+    dt = F.TORCH_DTYPES[F.machine_format()]
+    a8 = (torch.randn(64, 512, generator=g) * 4).to(dt)
+    b8 = (torch.randn(256, 512, generator=g) * 4).to(dt)
+    sa = torch.rand(64, 4, generator=g) + 0.5
+    sb = torch.rand(2, 4, generator=g) + 0.5
+    out = L10.fp8_gemm(a8.to(dev), b8.to(dev), sa.to(dev), sb.to(dev), L10.IN_PLACE, (32, 128, 4, 1, 2)).double().cpu()
+    ad = a8.double() * sa.double().repeat_interleave(128, 1)
+    swapped = sb.t().reshape(2, 4)                              # the (K/128, N/128) reading of a (N/128, K/128) array
+    bd = b8.double() * swapped.double().repeat_interleave(128, 0).repeat_interleave(128, 1)
+    ref = ad @ bd.T
+    fp8_control = bool(((out - ref).abs() > F.gemm_bound(ad, bd, ref, F.acc_unit())).any())
+    print(json.dumps(dict(rows=rows, control=control, errors=errors, fp8_control=fp8_control)))
 """)
 
 
@@ -55,13 +72,16 @@ def test_every_step_matches_the_reference_in_the_interpreter():
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     rows = out["rows"]
-    assert {r["ladder"] for r in rows} == {"attention", "fp8 gemm"} and len(rows) == 2 * 8 + 6
+    assert {r["ladder"] for r in rows} == {"attention", "fp8 gemm"} and len(rows) == 2 * 10 + 12
     bad = [r for r in rows if not r["ok"]]
     assert not bad, (seed, bad)
     assert out["control"], "a wrong (non-causal) answer passed the causal bound"
+    assert out["fp8_control"], "the split-K in-place GEMM passed against a reference with transposed weight scales"
     errors = out["errors"]
-    assert len(errors) == 5 and "multiple of both tiles" in errors[0] and "BM a multiple" in errors[1], errors
+    assert len(errors) == 8 and "multiple of both tiles" in errors[0] and "BM a multiple" in errors[1], errors
     assert "DESC step needs EVEN" in errors[2] and "BN = 128" in errors[3] and "DESC step needs EVEN" in errors[4]
+    assert "build on DESC and SCALAR_SB" in errors[5] and "SPLIT_K = 3" in errors[6], errors
+    assert "choose one" in errors[7], errors
 
 
 def test_offline_code_shows_what_the_steps_change():

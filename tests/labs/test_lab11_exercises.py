@@ -141,3 +141,22 @@ def test_time_pair_checks_both_results_and_reports_the_ratio(monkeypatch):
     assert r["slow_ms"] == 2.0 and r["fixed_ms"] == 0.5 and r["ratio"] == 4.0
     assert r["correct"] == {"slow": False, "fixed": True}
     assert r["backend"] == "cuda" and r["device"] == "fake GPU"
+
+
+# --- the lab's timing sizes (lab11.DEMO_SIZES): large enough that the occupancy fix can show ---------------------
+
+def test_demo_sizes_fill_an_mi300x_where_the_run_sizes_do_not():
+    """The occupancy fix buys resident blocks: it can only show when the launch has more blocks than one per CU.
+    MI300X has 304 CUs and takes 8 of the fixed kernel's 256-thread blocks per CU; the demo size must keep them all
+    busy, and (the control) the exercise's run size must not, or the demo sizes would be needless."""
+    cus, blocks_per_cu = 304, 8
+    demo = lab11.size_of("lab11-occupancy", "demo")
+    run = lab11.size_of("lab11-occupancy", "run")
+    assert demo == lab11.DEMO_SIZES["lab11-occupancy"] and run == dict(grader.load("lab11-occupancy").sizes["run"])
+    assert demo["n"] // lab11.BLOCK >= cus * blocks_per_cu
+    assert not run["n"] // lab11.BLOCK >= cus * blocks_per_cu
+    banks = lab11.size_of("lab11-lds-banks", "demo")
+    assert banks["rows"] // lab11.BLOCK >= cus and banks["cols"] % 8 == 0   # a block per CU; whole KT steps
+    assert lab11.size_of("lab11-lds-banks", {"rows": 4, "cols": 8}) == {"rows": 4, "cols": 8}
+    with pytest.raises(KeyError):
+        lab11.size_of("lab11-race", "demo")              # the race has no timing demo

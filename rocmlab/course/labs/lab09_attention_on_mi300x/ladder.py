@@ -38,11 +38,16 @@ ATTENTION_STEPS = (
     ("v6 descriptors", "Q, K, V, O through tensor descriptors (TMA on Hopper, buffer loads on AMD)",
      FAST_ATTENTION, (128, 64, 4, 2)),
     ("v7 tuned", "tile, warps and pipeline stages chosen on this GPU", FAST_ATTENTION, None),
+    ("v8 P V in place", "tl.dot(p, v, acc): the matrix instruction adds into the accumulator",
+     dict(FAST_ATTENTION, ACC_DOT=True), (128, 64, 4, 2)),
+    ("v9 tuned", "tile, warps and stages chosen on this GPU, per head dim and length", dict(FAST_ATTENTION, ACC_DOT=True),
+     None),
 )
 
 #: tiles tried by the last step: (BM, BN, num_warps, num_stages)
 ATTENTION_TILES = ((128, 64, 4, 2), (128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 3),
-                   (128, 128, 4, 3), (64, 64, 4, 3), (128, 32, 4, 4), (128, 64, 4, 4))
+                   (128, 128, 4, 3), (64, 64, 4, 3), (128, 32, 4, 4), (128, 64, 4, 4), (64, 64, 4, 4), (64, 128, 4, 3),
+                   (64, 32, 4, 3))
 
 
 def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switches: dict,
@@ -115,7 +120,7 @@ def isa_steps(target: str = "gfx942", causal: bool = True, d: int = 128, steps=N
         bm, bn, warps, stages = tile or (128, 64, 4, 2)
         sw = dict(sw)
         sig = dict(ATTN_SIG, o_ptr="*fp16" if sw.pop("OUT16", False) else "*fp32")
-        r = TA.compile_amd(LK.flash_ladder, sig, dict(dict(DESC=False), D=d, BM=bm, BN=bn, CAUSAL=causal, **sw), target,
+        r = TA.compile_amd(LK.flash_ladder, sig, dict(dict(DESC=False, ACC_DOT=False), D=d, BM=bm, BN=bn, CAUSAL=causal, **sw), target,
                            num_warps=warps, num_stages=stages, divisible=("q_ptr", "k_ptr", "v_ptr", "o_ptr", "N",
                                                                           "ROWS"))
         mfma = sum(r.mfma().values())

@@ -16,6 +16,9 @@ FlashAttention forward (:func:`flash_ladder`; float16 Q, K, V of shape (B*H, N, 
   tensor copy engine (TMA) fetches whole tiles into shared memory, with no per-thread address arithmetic; on AMD
   Triton lowers them to buffer loads. Needs ``EVEN`` (the descriptor spans all heads: a tile past ``N`` would read
   the next head's rows).
+- ``ACC_DOT``: ``P V`` accumulates in place, ``acc = tl.dot(p, v, acc * alpha)``: the matrix instruction adds into
+  the rescaled accumulator (wgmma's and MFMA's C operand), where ``acc * alpha + tl.dot(p, v)`` keeps a second
+  ``BM x D`` float32 tile of registers for the product and adds it with vector instructions.
 
 The launcher's ``OUT16`` switch stores O in float16 (SDPA's output type) in place of float32: half the bytes
 written.
@@ -33,7 +36,7 @@ LOG2E = 1.4426950408889634
 @triton.jit
 def flash_ladder(q_ptr, k_ptr, v_ptr, o_ptr, N, sm_scale, D: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
                  CAUSAL: tl.constexpr, EXP2: tl.constexpr, SPLIT: tl.constexpr, EVEN: tl.constexpr,
-                 LONGEST_FIRST: tl.constexpr, DESC: tl.constexpr = False, ROWS=0):
+                 LONGEST_FIRST: tl.constexpr, DESC: tl.constexpr = False, ACC_DOT: tl.constexpr = False, ROWS=0):
     h = tl.program_id(1)
     pid = tl.program_id(0)
     if LONGEST_FIRST:
@@ -82,7 +85,10 @@ def flash_ladder(q_ptr, k_ptr, v_ptr, o_ptr, N, sm_scale, D: tl.constexpr, BM: t
                 p = tl.exp(s - m_new[:, None])
                 alpha = tl.exp(m - m_new)
             s_sum = s_sum * alpha + tl.sum(p, axis=1)
-            acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+            if ACC_DOT:
+                acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+            else:
+                acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
             m = m_new
     if CAUSAL:
         hi = tl.minimum(start + BM, N)
@@ -114,7 +120,10 @@ def flash_ladder(q_ptr, k_ptr, v_ptr, o_ptr, N, sm_scale, D: tl.constexpr, BM: t
             p = tl.exp(s - m_new[:, None])
             alpha = tl.exp(m - m_new)
         s_sum = s_sum * alpha + tl.sum(p, axis=1)
-        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        if ACC_DOT:   # P V added by the matrix instruction itself, into the rescaled accumulator
+            acc = tl.dot(p.to(tl.float16), v, acc * alpha[:, None])
+        else:
+            acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
         m = m_new
     out = (acc / s_sum[:, None]).to(o_ptr.dtype.element_ty)
     if DESC:

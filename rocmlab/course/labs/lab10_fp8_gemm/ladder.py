@@ -21,6 +21,11 @@ from rocmlab.course.labs.lab10_fp8_gemm import ladder_kernels as LK
 from rocmlab.course.labs.lab10_fp8_gemm import puzzles as F
 
 FAST_FP8 = dict(GROUP_M=8, EVEN=True, SCALAR_SB=True, DESC=True)
+#: the steps after round one's tuned kernel, each on top of the one before
+COALESCED = dict(FAST_FP8, SA_MMAJOR=True)
+UNROLLED = dict(COALESCED, UNROLL=2)
+SPLIT = dict(COALESCED, SPLIT_K=2)
+IN_PLACE = dict(COALESCED, RESCALE=True)
 
 #: (name, what it changes, switches, (BM, BN, num_warps, num_stages) or None for "tuned")
 FP8_STEPS = (
@@ -34,32 +39,103 @@ FP8_STEPS = (
     ("v4 descriptors", "A and B tiles through tensor descriptors (TMA on Hopper, buffer loads on AMD)", FAST_FP8,
      (128, 128, 8, 2)),
     ("v5 tuned", "tile, warps and pipeline stages chosen on this GPU", FAST_FP8, None),
+    ("v6 scales K-block-major", "activation scales stored (K/128, M): a tile's row scales are one coalesced load",
+     COALESCED, (64, 128, 4, 4)),
+    ("v7 two blocks per trip", "two 128-deep products issued before either is promoted: one wait per two",
+     UNROLLED, (64, 128, 4, 4)),
+    ("v8 split-K", "each tile's K blocks shared by 2 programs: twice the programs for the GPU's compute units",
+     SPLIT, (64, 128, 4, 4)),
+    ("v9 accumulate in place", "acc = tl.dot(a, b, acc * (w_prev / w)): no second accumulator, so a 256 x 128 tile "
+     "fits (fewer bytes from L2 per FLOP)", IN_PLACE, (256, 128, 8, 3)),
+    ("v10 tuned", "tile, warps, stages, split and in-place accumulation chosen on this GPU, per shape", COALESCED,
+     None),
 )
 
-#: tiles tried by the last step: (BM, BN, num_warps, num_stages)
+#: tiles tried by v5: (BM, BN, num_warps, num_stages)
 FP8_TILES = ((128, 128, 8, 2), (128, 128, 8, 3), (128, 128, 4, 3), (128, 128, 4, 4), (128, 128, 8, 4),
              (64, 128, 4, 4), (64, 128, 4, 5), (256, 128, 8, 3))
+#: tiles tried by the last step: (BM, BN, num_warps, num_stages, SPLIT_K, UNROLL, RESCALE)
+FP8_LAST_TILES = (
+    (256, 128, 8, 3, 1, 1, 1), (256, 128, 8, 3, 2, 1, 1), (256, 128, 8, 3, 3, 1, 1), (256, 128, 8, 4, 1, 1, 1),
+    (256, 128, 8, 4, 2, 1, 1), (128, 128, 8, 3, 1, 1, 1), (128, 128, 8, 3, 2, 1, 1), (128, 128, 8, 4, 1, 1, 1),
+    (128, 128, 4, 3, 1, 1, 1), (128, 128, 4, 4, 1, 1, 1), (64, 128, 4, 3, 1, 1, 1), (64, 128, 4, 3, 2, 1, 1),
+    (64, 128, 4, 3, 1, 1, 0), (64, 128, 4, 4, 1, 1, 0), (64, 128, 4, 3, 2, 1, 0), (128, 128, 8, 4, 1, 1, 0),
+    (128, 128, 8, 3, 2, 1, 0))
+
+_LOCKS: dict = {}
+
+
+def tiles_for(switches: dict, tile, tiles=FP8_TILES, split_tiles=FP8_LAST_TILES) -> tuple:
+    """The tiles a step is timed at: its own, or for a tuned step the tile set (with split-K for the steps that
+    build on SA_MMAJOR)."""
+    if tile:
+        return (tile,)
+    return split_tiles if switches.get("SA_MMAJOR") else tiles
+
+
+def tile_label(t) -> str:
+    """``64x128 w4 s4``, with `` k2`` for a split-K tile, `` u2`` for two blocks per trip, `` in place`` for
+    RESCALE."""
+    return ("{}x{} w{} s{}".format(*t[:4]) + (f" k{t[4]}" if len(t) > 4 and t[4] > 1 else "")
+            + (f" u{t[5]}" if len(t) > 5 and t[5] > 1 else "") + (" in place" if len(t) > 6 and t[6] else ""))
+
+
+def tile_locks(device, tiles: int) -> torch.Tensor:
+    """The split-K tile counters of ``device``: zeros at first, and each launch leaves them at zero again (the last
+    program of a tile resets its counter). One set per device, grown when a launch has more tiles; two split-K
+    GEMMs must not run at once on two streams of one device."""
+    key = str(device)
+    locks = _LOCKS.get(key)
+    if locks is None or locks.numel() < tiles:
+        locks = _LOCKS[key] = torch.zeros(max(tiles, 4096), dtype=torch.int32, device=device)
+    return locks
 
 
 def fp8_gemm(a, b, a_scale, b_scale, switches: dict, tile=(128, 128, 8, 2)) -> torch.Tensor:
-    """The block-scaled FP8 GEMM (layouts of :mod:`rocmlab.course.labs.lab10_fp8_gemm.kernels`) with one ladder step's switches."""
+    """The block-scaled FP8 GEMM (layouts of :mod:`rocmlab.course.labs.lab10_fp8_gemm.kernels`) with one ladder
+    step's switches. ``tile``: (BM, BN, num_warps, num_stages), optionally with SPLIT_K and UNROLL after them
+    (these override the switches'). With ``SA_MMAJOR`` the activation scales should already be K-block-major (``a_scale.stride(0) == 1``,
+    as a quantiser that knows the GEMM writes them); row-major ones are copied into that layout first."""
     import triton
 
-    bm, bn, warps, stages = tile
+    bm, bn, warps, stages = tile[:4]
+    sw = dict(switches)
+    if len(tile) > 4:
+        sw["SPLIT_K"] = tile[4]
+    if len(tile) > 5:
+        sw["UNROLL"] = tile[5]
+    if len(tile) > 6:
+        sw["RESCALE"] = bool(tile[6])
     m, k = a.shape
     n = b.shape[0]
-    if switches.get("EVEN") and (m % bm or n % bn):
+    if sw.get("EVEN") and (m % bm or n % bn):
         raise ValueError(f"the EVEN step needs M, N multiples of the tile: {m}x{n}, tile {bm}x{bn}")
-    if switches.get("SCALAR_SB") and (bn != 128 or not switches.get("EVEN")):
+    if sw.get("SCALAR_SB") and (bn != 128 or not sw.get("EVEN")):
         raise ValueError(f"the SCALAR_SB step needs BN = 128 (one weight-scale block per tile) and EVEN: BN={bn}")
-    if switches.get("DESC") and not switches.get("EVEN"):
+    if sw.get("DESC") and not sw.get("EVEN"):
         raise ValueError("the DESC step needs EVEN")
-    if switches.get("DESC"):
+    if (sw.get("SA_MMAJOR") or sw.get("UNROLL", 1) > 1 or sw.get("SPLIT_K", 1) > 1 or sw.get("RESCALE")) and not (
+            sw.get("DESC") and sw.get("SCALAR_SB")):
+        raise ValueError("the SA_MMAJOR, UNROLL, SPLIT_K and RESCALE steps build on DESC and SCALAR_SB: turn those on")
+    if sw.get("RESCALE") and sw.get("UNROLL", 1) > 1:
+        raise ValueError("RESCALE and UNROLL = 2 are two ways to promote: choose one")
+    split, unroll = sw.get("SPLIT_K", 1), sw.get("UNROLL", 1)
+    if (k // 128) % unroll or (k // 128) // unroll < split:
+        raise ValueError(f"K/128 = {k // 128} blocks must split into UNROLL = {unroll} blocks per trip, at least "
+                         f"one trip for each of SPLIT_K = {split} programs")
+    if sw.get("DESC"):
         descriptor_memory()
+    if sw.get("SA_MMAJOR") and a_scale.stride(0) != 1:
+        a_scale = a_scale.t().contiguous().t()          # (M, K/128) viewed over a (K/128, M) buffer
     c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
-    grid = (triton.cdiv(m, bm) * triton.cdiv(n, bn),)
-    LK.fp8_gemm_ladder[grid](a, b, a_scale, b_scale, c, m, n, k, BM=bm, BN=bn, BK=128, num_warps=warps,
-                             num_stages=stages, **switches)
+    tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    if split > 1:
+        ws = torch.empty(split, m, n, device=a.device, dtype=torch.float32)
+        locks = tile_locks(a.device, tiles)
+    else:
+        ws, locks = c, c                                  # not read: no split
+    LK.fp8_gemm_ladder[(tiles, split)](a, b, a_scale, b_scale, c, m, n, k, ws, locks, BM=bm, BN=bn, BK=128,
+                                       num_warps=warps, num_stages=stages, **sw)
     return c
 
 
@@ -72,7 +148,7 @@ def check_steps(device: str | None = None, seed: int | None = None) -> list[dict
     rows = []
     fmt = F.machine_format()
     dt = F.TORCH_DTYPES[fmt]
-    m, nn, kk = 96, 256, 256          # 3 x 2 tiles of 32 x 128: a group of 8 row tiles is cut short
+    m, nn, kk = 96, 256, 512          # 3 x 2 tiles of 32 x 128 (a group of 8 row tiles cut short), 4 K blocks
     a = (torch.randn(m, kk, generator=g) * 4).to(dt)
     b = (torch.randn(nn, kk, generator=g) * 4).to(dt)
     sa = torch.rand(m, kk // 128, generator=g) + 0.5
@@ -82,8 +158,11 @@ def check_steps(device: str | None = None, seed: int | None = None) -> list[dict
     ref = ad @ bd.T
     gbound = F.gemm_bound(ad, bd, ref, F.acc_unit())
     a, b, sa, sb = (t.to(device) for t in (a, b, sa, sb))
-    for name, _, sw, _tile in FP8_STEPS:
-        out = fp8_gemm(a, b, sa, sb, sw, (32, 128, 4, 1)).double().cpu()
+    # every step at a small tile, and the last step's split-K in-place combination (its tuned tiles mix them)
+    cases = [(name, sw, (32, 128, 4, 1)) for name, _, sw, _tile in FP8_STEPS]
+    cases.append((FP8_STEPS[-1][0] + " (split 2, in place)", FP8_STEPS[-1][2], (32, 128, 4, 1, 2, 1, 1)))
+    for name, sw, tile in cases:
+        out = fp8_gemm(a, b, sa, sb, sw, tile).double().cpu()
         ok = bool(((out - ref).abs() <= gbound).all())
         rows.append(dict(ladder="fp8 gemm", step=name, causal=None, max_err=float((out - ref).abs().max()),
                          bound=float(gbound.max()) if hasattr(gbound, "max") else float(gbound), ok=ok))
@@ -95,14 +174,20 @@ def isa_fp8_steps(target: str = "gfx942", steps=None) -> list[dict]:
     promotion's multiplies per MFMA, registers and the compiler's occupancy. A compile figure, not a measurement."""
     ty = "*" + F.TRITON_TYPES[F.settings.FP8_FORMATS[target]]
     sig = {"a_ptr": ty, "b_ptr": ty, "a_scale_ptr": "*fp32", "b_scale_ptr": "*fp32", "c_ptr": "*bf16", "M": "i32",
-           "N": "i32", "K": "i32"}
+           "N": "i32", "K": "i32", "ws_ptr": "*fp32", "lock_ptr": "*i32"}
     rows = []
     for name, what, sw, tile in FP8_STEPS:
         if steps is not None and name not in steps:
             continue
-        bm, bn, warps, stages = tile or (128, 128, 8, 2)
-        r = TA.compile_amd(LK.fp8_gemm_ladder, sig, dict(dict(SCALAR_SB=False, DESC=False), BM=bm, BN=bn, BK=128, **sw), target, num_warps=warps,
-                           num_stages=stages, divisible=tuple(sig))
+        bm, bn, warps, stages = (tile or (128, 128, 8, 2))[:4]
+        off = dict(SCALAR_SB=False, DESC=False, SA_MMAJOR=False, UNROLL=1, SPLIT_K=1, RESCALE=False)
+        try:
+            r = TA.compile_amd(LK.fp8_gemm_ladder, sig, dict(off, BM=bm, BN=bn, BK=128, **sw), target,
+                               num_warps=warps, num_stages=stages, divisible=tuple(sig))
+        except TA.TritonAmdError as exc:     # said, not hidden: Triton's AMD backend refused this step here
+            rows.append({"step": name, "what": what, "target": target,
+                         "compile": f"failed at {bm}x{bn} w{warps} s{stages}: {str(exc)[-120:]}"})
+            continue
         mfma = r.mfma()
         fp8 = sum(n for k, n in mfma.items() if "fp8" in k or "f8" in k)
         rows.append({"step": name, "what": what, "target": target, "FP8 MFMA": fp8,
@@ -112,7 +197,8 @@ def isa_fp8_steps(target: str = "gfx942", steps=None) -> list[dict]:
     return rows
 
 
-def time_fp8_steps(shape=(1024, 1536, 7168), tiles=FP8_TILES, steps=None) -> list[dict] | str:
+def time_fp8_steps(shape=(1024, 1536, 7168), tiles=FP8_TILES, steps=None,
+                   split_tiles=FP8_LAST_TILES) -> list[dict] | str:
     """Every FP8 GEMM step (or those named in ``steps``) on the GPU here, then per-tensor ``torch._scaled_mm`` and
     the bf16 GEMM, in one run; each step's relative error against a float32 product of the dequantised inputs."""
     if not torch.cuda.is_available():
@@ -129,15 +215,17 @@ def time_fp8_steps(shape=(1024, 1536, 7168), tiles=FP8_TILES, steps=None) -> lis
     flops = 2.0 * m * n * k
     ref = (a.float() * sa.repeat_interleave(128, 1)) @ (b.float() * sb.repeat_interleave(128, 0)
                                                         .repeat_interleave(128, 1)).T
+    sa_mmajor = sa.t().contiguous().t()    # the layout a quantiser writing for the SA_MMAJOR steps produces
     rows, prev = [], None
     for name, what, sw, tile in FP8_STEPS:
         if steps is not None and name not in steps:
             continue
+        scales = sa_mmajor if sw.get("SA_MMAJOR") else sa
         best = None
-        for t in ([tile] if tile else tiles):
+        for t in tiles_for(sw, tile, tiles, split_tiles):
             try:
-                err = float((fp8_gemm(a, b, sa, sb, sw, t).float() - ref).norm() / ref.norm())
-                ms = graph_bench(lambda t=t, sw=sw: fp8_gemm(a, b, sa, sb, sw, t))
+                err = float((fp8_gemm(a, b, scales, sb, sw, t).float() - ref).norm() / ref.norm())
+                ms = graph_bench(lambda t=t, sw=sw, scales=scales: fp8_gemm(a, b, scales, sb, sw, t))
             except Exception:   # noqa: BLE001,S112 - a tile this GPU cannot run
                 continue
             if best is None or ms < best[1]:
@@ -145,7 +233,7 @@ def time_fp8_steps(shape=(1024, 1536, 7168), tiles=FP8_TILES, steps=None) -> lis
         if best is None:
             continue
         t, ms, err = best
-        rows.append(dict(step=name, what=what, tile="{}x{} w{} s{}".format(*t), ms=ms, TFLOPs=flops / ms / 1e9,
+        rows.append(dict(step=name, what=what, tile=tile_label(t), ms=ms, TFLOPs=flops / ms / 1e9,
                          gain=(prev / ms) if prev else None, rel_err=err))
         prev = ms
     one = torch.ones((), device="cuda")

@@ -23,6 +23,14 @@ from rocmlab.hip import build, hipify, occupancy
 from rocmlab.hip import inspector as hip_inspect
 
 LAB = "11-counters-and-faults"
+#: The sizes the lab's timing cell runs slow and fixed at on a GPU: large enough that the fixes show. At the
+#: exercises' run sizes the occupancy fix cannot show: 100,003 points are 391 blocks, less than one block per
+#: compute unit, so the occupancy the fix buys is never used (0.85-0.91x on an H100); 16M points (65,536 blocks)
+#: keep every CU full (1.78x on an H100). The bank fix: 131,072 rows x 128 (512 blocks, 64 MB) is the size where an
+#: H100 showed any gain (1.05x); an H100 hides the conflicts at every size (its stores wait on global loads, and
+#: the counter l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st still counts them). Coalescing shows at any size.
+DEMO_SIZES = {"lab11-coalesce": {"rows": 1000, "cols": 776}, "lab11-lds-banks": {"rows": 131072, "cols": 128},
+              "lab11-occupancy": {"n": 16777216}}
 SLOW_KERNELS = ("lab11-coalesce", "lab11-lds-banks", "lab11-occupancy")
 RACE = "lab11-race"
 KERNELS_DIR = paths.kernels_dir() / "lab11"
@@ -216,8 +224,20 @@ def build_pair(exercise_id: str, plat=None) -> dict:
             for v, src in (("slow", starter_port(exercise_id)), ("fixed", ex.solution))}
 
 
-def write_inputs(exercise_id: str, folder, size: str = "perf", seed: int = 0) -> tuple[str, dict]:
-    """The exercise's inputs at ``size`` (fresh random, from ``seed``) written as ``folder/input.bin``."""
+def size_of(exercise_id: str, size: str | dict) -> dict:
+    """A size for the timing: the exercise's own (``"run"``, ``"perf"``), ``"demo"`` (:data:`DEMO_SIZES`), or a
+    dict of the program's parameters."""
+    if isinstance(size, dict):
+        return dict(size)
+    if size == "demo":
+        return dict(DEMO_SIZES[exercise_id])
+    ex = grader.load(exercise_id)
+    return dict(ex.sizes.get(size) or ex.sizes["run"])
+
+
+def write_inputs(exercise_id: str, folder, size: str | dict = "perf", seed: int = 0) -> tuple[str, dict]:
+    """The exercise's inputs at ``size`` (see :func:`size_of`; fresh random, from ``seed``) written as
+    ``folder/input.bin``."""
     import os
 
     import numpy as np
@@ -225,14 +245,14 @@ def write_inputs(exercise_id: str, folder, size: str = "perf", seed: int = 0) ->
     from rocmlab.grader import rlx
 
     ex = grader.load(exercise_id)
-    inputs = ex.reference_module().make_inputs(np.random.default_rng(seed), dict(ex.sizes.get(size) or ex.sizes["run"]))
+    inputs = ex.reference_module().make_inputs(np.random.default_rng(seed), size_of(exercise_id, size))
     path = os.path.join(str(folder), "input.bin")
     rlx.write_arrays(path, inputs.values())
     os.chmod(path, 0o644)
     return path, inputs
 
 
-def time_pair(exercise_id: str, size: str = "perf", plat=None, timeout_s: float = 120.0, seed: int = 0) -> dict:
+def time_pair(exercise_id: str, size: str | dict = "perf", plat=None, timeout_s: float = 120.0, seed: int = 0) -> dict:
     """Run slow and fixed on the same inputs on this GPU; {"slow_ms", "fixed_ms", "ratio", "correct": {...},
     "backend", "device"}. Raises :class:`rocmlab.hip.build.CannotRun` where no GPU can run them."""
     import os
@@ -246,7 +266,7 @@ def time_pair(exercise_id: str, size: str = "perf", plat=None, timeout_s: float 
     plat = plat or current()
     ex = grader.load(exercise_id)
     builds = build_pair(exercise_id, plat)
-    out = {"backend": plat.backend, "device": plat.device_name, "size": dict(ex.sizes.get(size) or {}), "correct": {}}
+    out = {"backend": plat.backend, "device": plat.device_name, "size": size_of(exercise_id, size), "correct": {}}
     with tempfile.TemporaryDirectory(prefix="lab11-") as d:
         os.chmod(d, 0o777)
         inp, inputs = write_inputs(exercise_id, d, size, seed)
