@@ -17,7 +17,6 @@ import argparse
 import importlib
 import inspect
 import re
-import textwrap
 
 from docutils import nodes
 from docutils.statemachine import StringList
