@@ -24,7 +24,8 @@ The work folder (``WORK``, passable by every user: 0711)::
 GPU seats: the pre-spawn hook of :mod:`rocmlab.workshop.seats`, with ``n_gpus`` seats (no GPU needs to be
 there). Where the seats have device nodes (``gpu_devices``: from the KFD topology, or given) each server's
 cgroup may open only its seat's; the instructor takes no seat. Each learner's server also gets a process
-limit, a home of its own size, a private /tmp, and the offline ROCm root (see :func:`jupyterhub`); nothing
+limit, a home of its own size, a private /tmp (what the server reads under /tmp, e.g. a course cloned there, is
+bound back read-only: :func:`server_reads`), and the offline ROCm root (see :func:`jupyterhub`); nothing
 root writes into a learner's home follows their links (:mod:`.learner_space`). The grading seed is used as
 ``rocmlab grade --seed-file WORK/instructor/grading-seed``, never on a command line.
 """
@@ -46,6 +47,7 @@ import subprocess
 import sys
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -93,6 +95,7 @@ class Hub:
     seen_pids: set = field(default_factory=set)
     disk: tuple | None = None     # (images folder, bytes): each learner's home is a file system of that size
     tries: int = 1                # how many starts it took (a port drawn free was taken before the hub bound it)
+    server_reads: list = field(default_factory=list)   # folders under /tmp bound back read-only for the servers
 
     @property
     def base(self) -> str:
@@ -153,6 +156,23 @@ class Hub:
         except ValueError:
             return status, raw.decode(errors="replace")
 
+    def page(self, user: str, path: str, timeout: float = 30.0) -> tuple[int, str]:
+        """(status, text) of the hub's page ``path`` as ``user`` sees it in a browser: logged in with the shared
+        password (the login form, its XSRF cookie), e.g. ``/hub/spawn-pending/NAME`` after a failed spawn."""
+        import http.cookiejar
+
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        with opener.open(f"{self.base}/hub/login", timeout=timeout) as r:
+            form = r.read().decode(errors="replace")
+        xsrf = re.search(r'name="_xsrf" value="([^"]+)"', form)
+        data = urllib.parse.urlencode({"username": user, "password": self.password,
+                                       **({"_xsrf": html.unescape(xsrf.group(1))} if xsrf else {})}).encode()
+        try:
+            with opener.open(f"{self.base}/hub/login?next={urllib.parse.quote(path)}", data=data, timeout=timeout) as r:
+                return r.status, _message(r.read().decode(errors="replace"), None)
+        except urllib.error.HTTPError as e:
+            return e.code, _message(e.read().decode(errors="replace"), None)
+
     def api(self, path: str, method: str = "GET", data=None, timeout: float = 30.0):
         status, body = self.request(f"/hub/api/{path.lstrip('/')}", method, data, timeout)
         if status >= 400:
@@ -162,11 +182,12 @@ class Hub:
     def spawn(self, user: str, timeout_s: float = 120.0) -> float:
         """Start ``user``'s server and wait until the hub says it is ready; returns the seconds it took.
 
-        Raises HubError with the hub's message when the spawn fails (e.g. no GPU seat left)."""
+        Raises HubError with the hub's message when the spawn fails: e.g. no GPU seat left, or a server that
+        exited before it answered, with its last lines (:class:`~.hubconfig.ServerDidNotStart`)."""
         t0 = time.monotonic()
         status, body = self.request(f"/hub/api/users/{user}/server", "POST", timeout=timeout_s)
         if status not in (201, 202, 400) or (status == 400 and "already running" not in str(body)):
-            raise HubError(f"spawning {user}'s server failed ({status}): {_message(body)}")
+            raise HubError(f"spawning {user}'s server failed ({status}): {_message(body, 4000)}")
         deadline = t0 + timeout_s
         while time.monotonic() < deadline:
             model = self.api(f"users/{user}")
@@ -179,7 +200,19 @@ class Hub:
         raise HubError(f"{user}'s server was not ready in {timeout_s:.0f} s\n{self.log_tail()}")
 
     def spawn_error(self, user: str) -> str:
-        """The reason the hub logged for ``user``'s last failed spawn."""
+        """Why ``user``'s last spawn failed, as the learner's page says it (the hub's spawn progress: its
+        failure message), else the last line the hub logged about it."""
+        req = urllib.request.Request(f"{self.base}/hub/api/users/{user}/server/progress",
+                                     headers={"Authorization": f"token {self.token}"})
+        try:
+            with urllib.request.urlopen(req, timeout=15) as r:
+                events = [json.loads(ln[5:]) for ln in r.read().decode(errors="replace").splitlines()
+                          if ln.startswith("data:")]
+            failed = [e["message"] for e in events if e.get("failed") and e.get("message")]
+            if failed:
+                return failed[-1]
+        except (urllib.error.URLError, OSError, ValueError):
+            pass
         lines = [ln for ln in self.log_tail(400).splitlines() if user in ln and ("rror" in ln or "fail" in ln)]
         return lines[-1] if lines else self.log_tail(15)
 
@@ -380,7 +413,7 @@ class Hub:
         return still
 
 
-def _message(body) -> str:
+def _message(body, limit: int | None = 600) -> str:
     """The words of an answer: a JSON error's message, or an HTML error page's text (JupyterHub answers a
     proxied request that failed with its own page), short enough to read in a traceback."""
     if isinstance(body, dict):
@@ -389,7 +422,7 @@ def _message(body) -> str:
     if "<html" in text[:2000].lower():
         text = re.sub(r"(?is)<(script|style|head)\b.*?</\1>", " ", text)
         text = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", text)).split())
-    return text[:600]
+    return text[:limit]
 
 
 #: What a learner's server starts with unless told otherwise: the JupyterLab a workshop needs, without the
@@ -424,7 +457,7 @@ def write_config(state: Path, *, learners: list[str], instructor: str, n_gpus: i
                  server_args: list[str] | None = None, server_python: str | None = None,
                  admin_environment: dict | None = None, pids_limit: int | None = None,
                  disk_limit: str | None = None, tmp_limit: str | None = None,
-                 gpu_devices: list | str | None = None) -> Path:
+                 gpu_devices: list | str | None = None, server_reads: list[str] | None = None) -> Path:
     """The hub's config file (in ``state``, root 0700: it holds the token and the password). Every value is
     written into it, so the hub can be started by hand from it too."""
     settings = {
@@ -437,6 +470,7 @@ def write_config(state: Path, *, learners: list[str], instructor: str, n_gpus: i
         "cull_idle_s": cull_idle_s, "cgroup_tag": f"rocmlab-hub-{port}",
         "server_args": FAST_SERVER_ARGS if server_args is None else server_args,
         "pids_limit": pids_limit, "disk_limit": disk_limit, "tmp_limit": tmp_limit, "gpu_devices": gpu_devices,
+        "server_reads": server_reads or [],
     }
     path = state / "jupyterhub_config.py"
     path.write_text("# written by rocmlab.workshop.hub.write_config; run: python -m jupyterhub -f THIS_FILE\n"
@@ -459,7 +493,7 @@ def learner_python(pythonpath: str = "") -> tuple[str, str]:
     Raises HubError with the fix when neither works."""
     import sysconfig
 
-    probe = "import jupyterhub.singleuser, rocmlab.workshop.exchange"
+    probe = SERVER_IMPORTS
     site = sysconfig.get_paths()["purelib"]
     ver = f"python{sys.version_info.major}.{sys.version_info.minor}"
     # PYTHONPATH folders are not site folders: their .pth files (an editable install's path) are not read,
@@ -491,6 +525,48 @@ def learner_python(pythonpath: str = "") -> tuple[str, str]:
                    f"user can read (e.g. /opt/rocmlab/venv, mode 755), or provide /usr/bin/{ver}")
 
 
+def server_reads(python: str, environment: dict) -> list[str]:
+    """The folders under /tmp a learner's server reads: its Python (and what that links to), this environment,
+    every folder of its PYTHONPATH, JUPYTER_PATH, JUPYTER_CONFIG_PATH and PATH, the offline ROCm root, the
+    course's package and labs. A learner's server gets a private /tmp, which hides them: the hub binds these back
+    read-only (:func:`rocmlab.workshop.hubconfig.private_tmp_namespace`). Outermost folders only."""
+    import rocmlab
+
+    cands = [python, os.path.realpath(python), sys.prefix, Path(rocmlab.__file__).parent, paths.labs_dir()]
+    for key in ("PYTHONPATH", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH", "PATH", "ROCMLAB_ROCM_ROOT"):
+        cands += (environment.get(key) or "").split(os.pathsep)
+    found = set()
+    for cand in filter(None, map(str, cands)):
+        for p in (os.path.normpath(os.path.abspath(cand)), os.path.realpath(cand)):
+            if p.startswith("/tmp/") and os.path.exists(p):
+                found.add(p if os.path.isdir(p) else os.path.dirname(p))
+    return sorted(p for p in found if not any(p.startswith(q + "/") for q in found))
+
+
+#: What a learner's server must import (the probe of :func:`learner_python` and :func:`_check_private_tmp`).
+SERVER_IMPORTS = "import jupyterhub.singleuser, rocmlab.workshop.exchange"
+
+
+def _check_private_tmp(python: str, environment: dict, tmp_limit: str, keep: list[str], reads: list[str]) -> None:
+    """Run :data:`SERVER_IMPORTS` as nobody inside a private /tmp made as a learner's server's is; HubError naming
+    the folders under /tmp and the fix if it fails."""
+    from rocmlab.workshop.hubconfig import private_tmp_namespace
+
+    def preexec():
+        private_tmp_namespace(tmp_limit, tuple(keep), tuple(reads))
+        _as_nobody()
+
+    env = {k: environment[k] for k in ("PYTHONPATH", "PATH", "JUPYTER_PATH", "JUPYTER_CONFIG_PATH") if environment.get(k)}
+    r = subprocess.run([python, "-c", SERVER_IMPORTS], cwd="/", capture_output=True, text=True, preexec_fn=preexec,
+                       env=env, timeout=120)
+    if r.returncode != 0:
+        raise HubError(f"learners' servers could not start inside their private /tmp: `{python} -c "
+                       f"'{SERVER_IMPORTS}'` failed there as an unprivileged user: {r.stderr.strip()[-300:]}. "
+                       f"Folders under /tmp they read, bound back read-only: {', '.join(reads) or 'none'}. Fix: "
+                       "install the course outside /tmp (e.g. clone it to /opt/rocmlab and run ./go setup there), "
+                       "or start the hub with tmp_limit=None (no private /tmp)")
+
+
 def _learner_bin(folder: Path, python: str) -> Path:
     """``python`` and ``rocmlab`` for learners' terminals when their servers run the system's Python."""
     folder.mkdir(mode=0o755, exist_ok=True)
@@ -520,7 +596,7 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
                cpu_limit: float | None = 1.0, cull_idle_s: int | None = 3600, oversubscribe: bool = False,
                server_args: list[str] | None = None, fast_start: bool = True, pids_limit: int | None = 1024,
                disk_limit: str | None = "4G", tmp_limit: str | None = "1G", gpu_devices: list | str | None = "auto",
-               rocm_root=None):
+               rocm_root=None, bind_server_reads: bool = True):
     """A running hub with ``learners`` and ``instructor`` allowed; stopped (with all it spawned) on exit.
 
     ``mode="users"`` (root only): each learner their own Unix user ``user_prefix + NAME`` (created on their
@@ -535,7 +611,12 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
     nodes its server may open; ``"auto"``: /dev/kfd and the seat's render node from the KFD topology, none
     without a GPU). ``rocm_root``: the offline ROCm root learners compile with (every user must be able to
     read it, e.g. /opt/rocmlab/rocm-7.2.4); default ``ROCMLAB_ROCM_ROOT`` or this user's root if others can
-    read it."""
+    read it.
+
+    A clone under /tmp works as any other place: what the servers read there is bound back read-only into their
+    private /tmp (:func:`server_reads`), checked before the hub starts (HubError naming the folders and the fix
+    otherwise). ``bind_server_reads=False`` leaves that out: only the control of the hub tests, whose spawn then
+    fails with the server's own words."""
     from rocmlab.workshop import seats
     from rocmlab.workshop.hubconfig import MODES, parse_bytes
 
@@ -591,6 +672,12 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
         env_pass.setdefault("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))
         env_pass.setdefault("JUPYTER_CONFIG_PATH", str(Path(sys.prefix) / "etc" / "jupyter"))
         env_pass["PATH"] = f"{_learner_bin(workdir / 'bin', server_python)}{os.pathsep}{env_pass['PATH']}"
+    reads = server_reads(server_python, env_pass) if mode == "users" and tmp_limit and bind_server_reads else []
+    if reads:
+        from rocmlab.workshop.hubconfig import can_unshare_mounts
+
+        if not can_unshare_mounts():
+            _check_private_tmp(server_python, env_pass, tmp_limit, [str(workdir), str(exchange), str(homes)], reads)
     log_path = state / "jupyterhub.log"
     env = dict(os.environ)
     env.pop("JUPYTERHUB_API_TOKEN", None)
@@ -602,14 +689,14 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
                            cull_idle_s=cull_idle_s, server_args=server_args, server_python=server_python,
                            admin_environment={"ROCMLAB_HOME": str(paths.home()),      # the instructor grades as root
                                               "ROCMLAB_ROCM_ROOT": str(paths.rocm_root())}, pids_limit=pids_limit,
-                           disk_limit=disk_limit, tmp_limit=tmp_limit, gpu_devices=gpu_devices)
+                           disk_limit=disk_limit, tmp_limit=tmp_limit, gpu_devices=gpu_devices, server_reads=reads)
         with open(log_path, "wb") as log:
             proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(cfg)], cwd=state, env=env,
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                     start_new_session=True, preexec_fn=_term_with_parent)
         hub = Hub(workdir, port, token, password, exchange, proc, log_path, mode, user_prefix,
                   disk=(state / "disks", parse_bytes(disk_limit)) if mode == "users" and disk_limit else None,
-                  tries=attempt)
+                  tries=attempt, server_reads=reads)
         try:
             _wait_healthy(hub, timeout_s)
             break

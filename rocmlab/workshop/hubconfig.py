@@ -6,16 +6,20 @@ Called from the config file :func:`rocmlab.workshop.hub.write_config` writes. Tw
   user ``PREFIX + NAME`` with a private home (0700) under ``homes``, and :class:`WorkshopSpawner` starts the
   learner's JupyterLab as that user (JupyterHub's ``LocalProcessSpawner``: setuid, setgid, their own groups),
   in a cgroup with memory, CPU and process limits and device rules (only their GPU seat's nodes), in a mount
-  namespace with a private tmpfs /tmp, in a home that is a file system of its own size (the disk cap). The
+  namespace with a private tmpfs /tmp (the folders a server reads that lie under /tmp, such as a course
+  installed in a clone there, are bound back read-only), in a home that is a file system of its own size (the disk cap). The
   spawn hooks write into the home only through :mod:`.learner_space` (never following a learner's link). The instructor (the hub's admin) grades, so their
   server runs as root, like an admin of The Littlest JupyterHub who has sudo.
-- ``dry-run``: JupyterHub's ``SimpleLocalProcessSpawner``: every server as the hub's own Unix user. Nothing
+- ``dry-run``: as JupyterHub's ``SimpleLocalProcessSpawner``: every server as the hub's own Unix user. Nothing
   keeps learners apart: it is for trying the course alone, and as the control of the isolation tests.
 
 Reference answers stay with the instructor (``users`` mode, unless ``references="kept"``): every learner's
 server gets ``ROCMLAB_REFERENCES=off``, and at start the hub (root) locks the reference files of the package the
 servers run (:func:`lock_server_references`: root-only, 0600), so a learner's process can neither load nor read
 them, while the instructor's server and grader (root) can (:mod:`rocmlab.workshop.references`).
+
+A server that exits before it answers fails its spawn with its own last lines (:class:`ServerDidNotStart`):
+in the error of the API call, on the learner's page and in the hub's log, never JupyterHub's bare 500.
 
 Both: DummyAuthenticator (one shared password, the listed users only), loopback only, the GPU-seat hook of
 :mod:`rocmlab.workshop.seats`, and jupyterhub-idle-culler as a hub service (stops idle servers; the seat stays).
@@ -24,6 +28,8 @@ For a real node see binder/tljh/ (SystemdSpawner, the same hook) or binder/jupyt
 
 from __future__ import annotations
 
+import asyncio
+import collections
 import ctypes
 import json
 import os
@@ -33,9 +39,11 @@ import resource
 import stat
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
-from jupyterhub.spawner import LocalProcessSpawner, set_user_setuid
+from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner, SpawnException, set_user_setuid
 from traitlets import Float, Unicode
 
 from rocmlab.workshop import exchange as xchg
@@ -373,6 +381,7 @@ class Cgroups:
 # ----------------------------------------------------------------------------- a private /tmp
 
 _CLONE_NEWNS, _MS_NOSUID, _MS_NODEV, _MS_BIND, _MS_REC, _MS_SLAVE = 0x20000, 0x2, 0x4, 0x1000, 0x4000, 0x80000
+_MS_RDONLY, _MS_REMOUNT = 0x1, 0x20
 
 
 def _mount(libc, src, target, fstype, flags: int, data: str | None = None) -> None:
@@ -382,13 +391,15 @@ def _mount(libc, src, target, fstype, flags: int, data: str | None = None) -> No
         raise OSError(err, f"mount {target}: {os.strerror(err)}")
 
 
-def private_tmp_namespace(size: str, keep: tuple[str, ...] = ()) -> None:
+def private_tmp_namespace(size: str, keep: tuple[str, ...] = (), read_only: tuple[str, ...] = ()) -> None:
     """In a server's process before it drops to the learner (root): a mount namespace of its own whose
     ``/tmp`` is an empty tmpfs of ``size`` (mode 1777), so learners share no /tmp and one cannot fill the
     node's; ``/dev/shm`` too (a tmpfs of the same size: its pages count in the learner's memory cgroup, and it
     ends with the server's last process, so nothing written there outlives the server). Mounts made later on the
     host still reach it (slave propagation). Folders of ``keep`` that lie under /tmp (the hub's own work folder,
-    in tests) are bound back in at the same path."""
+    in tests) are bound back in at the same path, writable; folders of ``read_only`` (what the server reads: its
+    Python environment, the course, the offline ROCm root, when they lie under /tmp) are bound back read-only.
+    Outer folders first, so a writable folder inside a read-only one stays writable."""
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.unshare(_CLONE_NEWNS) != 0:
         err = ctypes.get_errno()
@@ -399,12 +410,18 @@ def private_tmp_namespace(size: str, keep: tuple[str, ...] = ()) -> None:
         _mount(libc, "tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size},mode=1777")
         if os.path.isdir("/dev/shm"):
             _mount(libc, "tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size},mode=1777")
-        for path in keep:
+        binds = sorted({(os.path.normpath(p), False) for p in keep} | {(os.path.normpath(p), True) for p in read_only},
+                       key=lambda b: (b[0].count("/"), b[1] is False))
+        for path, ro in binds:
             rel = os.path.relpath(path, "/tmp")
-            if rel.startswith(".."):
+            if rel.startswith("..") or rel == "." or not os.path.isdir(f"/proc/self/fd/{old}/{rel}"):
                 continue
-            os.makedirs(os.path.join("/tmp", rel), mode=0o711, exist_ok=True)
-            _mount(libc, f"/proc/self/fd/{old}/{rel}", os.path.join("/tmp", rel), None, _MS_BIND | _MS_REC)
+            target = os.path.join("/tmp", rel)
+            if not os.path.isdir(target):
+                os.makedirs(target, mode=0o711)
+            _mount(libc, f"/proc/self/fd/{old}/{rel}", target, None, _MS_BIND | _MS_REC)
+            if ro:
+                _mount(libc, None, target, None, _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID)
     finally:
         os.close(old)
 
@@ -419,7 +436,77 @@ def can_unshare_mounts() -> str:
 
 # ----------------------------------------------------------------------------- the spawner
 
-class WorkshopSpawner(LocalProcessSpawner):
+#: How many of a server's last output lines a failed spawn shows.
+TAIL_LINES = 12
+
+
+class ServerDidNotStart(SpawnException):
+    """A learner's server exited before it answered: the message holds its last lines (e.g. ``No module named
+    'jupyterhub'``). JupyterHub shows it on the learner's page (``jupyterhub_message``), answers it to the API
+    call that asked for the spawn, and logs it."""
+
+    def __init__(self, message: str):
+        super().__init__(message.replace("%", "%%"), reason="server-exited", status_code=500)
+        self.message = self.jupyterhub_message = message
+
+
+def _relay(stream, tail: collections.deque) -> None:
+    """A server's output, line by line, into the hub's log (as before) and ``tail``; until the server closes it."""
+    out = getattr(sys.stderr, "buffer", None)
+    try:
+        for line in iter(stream.readline, b""):
+            tail.append(line.decode(errors="replace").rstrip())
+            if out is not None:
+                try:
+                    out.write(line)
+                    out.flush()
+                except (OSError, ValueError):
+                    out = None
+    except (OSError, ValueError):      # JupyterHub closed the pipe after the process ended
+        pass
+
+
+async def _listening(ip: str, port: int) -> bool:
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(ip, port), 2)
+    except (OSError, asyncio.TimeoutError):
+        return False
+    writer.close()
+    return True
+
+
+class ServerSaysWhy:
+    """For a local-process spawner: ``start`` returns once the server listens; a server that exits first fails
+    the spawn with :class:`ServerDidNotStart` and its last lines. (JupyterHub alone waits for HTTP until
+    ``http_timeout`` and then answers a bare 500: ``Exception is not set``.)"""
+
+    async def start(self):
+        self.popen_kwargs = {**self.popen_kwargs, "stderr": subprocess.PIPE}
+        ip, port = await super().start()
+        tail: collections.deque = collections.deque(maxlen=200)
+        relay = threading.Thread(target=_relay, args=(self.proc.stderr, tail), daemon=True,
+                                 name=f"server-output-{self.user.name}")
+        relay.start()
+        deadline = time.monotonic() + self.start_timeout
+        while time.monotonic() < deadline:
+            status = self.proc.poll()
+            if status is not None:
+                relay.join(5)
+                lines = [ln for ln in tail if ln.strip()][-TAIL_LINES:]
+                raise ServerDidNotStart(
+                    f"{self.user.name}'s server exited (status {status}) before it answered. Its last lines:\n"
+                    + ("\n".join(lines) or "(it printed nothing)"))
+            if await _listening(ip or "127.0.0.1", port):
+                return ip, port
+            await asyncio.sleep(0.2)
+        return ip, port            # still starting: JupyterHub's own time-outs take it from here
+
+
+class DryRunSpawner(ServerSaysWhy, SimpleLocalProcessSpawner):
+    """``dry-run``: every server as the hub's own user; a server that cannot start says why."""
+
+
+class WorkshopSpawner(ServerSaysWhy, LocalProcessSpawner):
     """``LocalProcessSpawner`` with the learner's Unix user named ``user_prefix + NAME`` (so a workshop's users
     never collide with the machine's own), a cgroup with the limits, and the instructor (an admin) as root."""
 
@@ -440,7 +527,7 @@ class WorkshopSpawner(LocalProcessSpawner):
         setuid = set_user_setuid(self.system_user, chdir=False)
         home = self.home_dir
         procs = getattr(self, "_cgroup_procs", [])
-        private_tmp = getattr(self, "_private_tmp", None)
+        private_tmp = getattr(self, "_private_tmp", None)      # (size, keep, read_only)
         nproc = getattr(self, "_nproc", None)
 
         def preexec():
@@ -549,8 +636,8 @@ def configure(c, s: dict) -> None:
         c.WorkshopSpawner.user_prefix = s["user_prefix"]
         c.WorkshopSpawner.homes = str(homes)
     else:
-        c.JupyterHub.spawner_class = "simple"
-        c.SimpleLocalProcessSpawner.home_dir_template = str(homes / "{username}")
+        c.JupyterHub.spawner_class = DryRunSpawner
+        c.DryRunSpawner.home_dir_template = str(homes / "{username}")
         if os.geteuid() == 0:
             c.Spawner.args = [*c.Spawner.args, "--allow-root"]
 
@@ -565,6 +652,7 @@ def configure(c, s: dict) -> None:
     enforce_devices = mode == "users" and bool(gpu_devices) and cgroups.limits_devices
     seat_hook = seats.make_pre_spawn_hook(assigner, exchange=s["exchange"], devices_enforced=enforce_devices)
     keep = tuple(str(Path(p)) for p in (work.parent, s["exchange"], homes, *s.get("keep_visible", [])))
+    server_reads = tuple(s.get("server_reads", ()))     # bound back read-only: rocmlab.workshop.hub.server_reads
     withhold = mode == "users" and s.get("references", "withheld") != "kept"
     locked, why_not_locked = (lock_server_references(c.Spawner.cmd[0]) if withhold
                               else ([], "kept (self-study)" if mode == "users" else "kept (dry run)"))
@@ -589,7 +677,7 @@ def configure(c, s: dict) -> None:
             devices = seats.device_rules(gpu_devices[seat]) if enforce_devices else None
             spawner._cgroup_procs = cgroups.prepare(name, mem_bytes, s.get("cpu_limit"), len(s["learners"]) + 1,
                                                     pids=pids, devices=devices)
-            spawner._private_tmp = (s["tmp_limit"], keep) if not why_no_ns else None
+            spawner._private_tmp = (s["tmp_limit"], keep, server_reads) if not why_no_ns else None
             spawner._nproc = pids if not cgroups.limits_pids else None     # the fallback without a pids cgroup
             if withhold:     # the reference modules refuse to load; the lock keeps their files unreadable
                 spawner.environment[references.ENV] = "off"
