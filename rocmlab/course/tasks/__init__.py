@@ -11,7 +11,7 @@ lab                      task module                          the learner ...
 04-vllm-on-rocm          ``lab04_vllm_on_rocm.task``          picks a concurrency that meets a throughput/latency
                                                               target
 05-quickreduce-tuning    ``lab05_quickreduce_tuning.task``    picks a codec and block size per message size
-07-matrix-cores          ``lab07_matrix_cores.task``          computes waves per SIMD from a kernel's resources
+07-matrix-cores          ``lab07_matrix_cores.task``          finds the VGPR budget for a number of waves per SIMD
 08-mi300x-package        ``lab08_mi300x_package.task``        writes the XCD-aware remap of the program id
 =======================  ===================================  ==================================================
 
