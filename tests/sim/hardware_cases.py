@@ -196,4 +196,34 @@ int main() {
          "__builtin_popcount takes 32 bits: lanes 32-63 of the ballot are not counted"),
 )
 
+CASES += (
+    Case("float4 copy of a source nothing wrote", "initcheck", """
+__global__ void copy4(const float4* in, float4* out) { out[threadIdx.x] = in[threadIdx.x]; }   // BUG
+int main() {
+    const int N = 256;
+    float hin[N], h[N], want[N];
+    for (int i = 0; i < N; ++i) { hin[i] = SEED + i; want[i] = hin[i]; }
+    float *in, *out;
+    hipMalloc(&in, sizeof hin); hipMalloc(&out, sizeof h);
+    hipMemcpy(in, hin, {BUG} * sizeof(float), hipMemcpyHostToDevice);
+    copy4<<<1, N / 4>>>(reinterpret_cast<const float4*>(in), reinterpret_cast<float4*>(out));
+    hipMemcpy(h, out, sizeof h, hipMemcpyDeviceToHost);
+""" + _CHECK, "N / 2", "N",
+         "the copy reads whatever the allocation held past the copied half"),
+    Case("float4 copy 12 bytes past the end of its buffer", "memcheck", """
+__global__ void copy4(const float4* in, float4* out) { out[threadIdx.x] = in[threadIdx.x]; }   // BUG
+int main() {
+    const int N = 256, HAVE = {BUG};
+    float hin[N], h[N], want[N];
+    for (int i = 0; i < N; ++i) { hin[i] = i < HAVE ? SEED + i : 0.0f; want[i] = hin[i]; }
+    float *in, *out;
+    hipMalloc(&in, HAVE * sizeof(float)); hipMalloc(&out, sizeof h);
+    hipMemcpy(in, hin, HAVE * sizeof(float), hipMemcpyHostToDevice);
+    copy4<<<1, N / 4>>>(reinterpret_cast<const float4*>(in), reinterpret_cast<float4*>(out));
+    hipMemcpy(h, out, sizeof h, hipMemcpyDeviceToHost);
+    for (int i = N - 3; i < N; ++i) h[i] = want[i] = 0.0f;   // what lies past the buffer: not judged
+""" + _CHECK, "N - 3", "N",
+         "the last lane reads 12 bytes past the buffer inside its page: no fault, whatever lies there"),
+)
+
 BY_NAME = {c.name: c for c in CASES}

@@ -46,17 +46,40 @@
 #define __align__(n) alignas(n)
 
 // --- vector types ---------------------------------------------------------------------------------
-#define HIPSIM_VEC2(T, N, A) struct alignas(A) N { T x, y; };
+// A copy of an 8- or 16-byte vector is one load and one store of its full width, as gfx942 emits it
+// (global_load_dwordx4, ds_read_b128): the sanitizer, the lockstep and the counters see one access, not four
+// (a plain struct copy would be a memcpy the sanitizer never sees).
+namespace hipsim {
+template <size_t B> inline void copy_vector(void* dst, const void* src) {
+    if constexpr (B > 16) {        // double4: two 16-byte accesses, as the ISA has no wider one
+        copy_vector<16>(dst, src);
+        copy_vector<B - 16>(static_cast<char*>(dst) + 16, static_cast<const char*>(src) + 16);
+    } else {
+        typedef int V __attribute__((vector_size(B), aligned(B)));
+        *static_cast<V*>(dst) = *static_cast<const V*>(src);
+    }
+}
+}  // namespace hipsim
+#define HIPSIM_VEC_COPY(N)                                                                                     \
+    N() = default;                                                                                             \
+    N(const N& o) { ::hipsim::copy_vector<sizeof(N)>(this, &o); }                                              \
+    N& operator=(const N& o) { ::hipsim::copy_vector<sizeof(N)>(this, &o); return *this; }                     \
+    volatile N& operator=(const N& o) volatile { *const_cast<N*>(this) = o; return *this; }
+#define HIPSIM_VEC2(T, N, A) struct alignas(A) N { T x, y; \
+    HIPSIM_VEC_COPY(N) constexpr N(T a, T b) : x(a), y(b) {} };
 #define HIPSIM_VEC3(T, N) struct N { T x, y, z; };
-#define HIPSIM_VEC4(T, N, A) struct alignas(A) N { T x, y, z, w; };
+#define HIPSIM_VEC4(T, N, A) struct alignas(A) N { T x, y, z, w; \
+    HIPSIM_VEC_COPY(N) constexpr N(T a, T b, T c, T d) : x(a), y(b), z(c), w(d) {} };
+#define HIPSIM_SVEC2(T, N, A) struct alignas(A) N { T x, y; };
+#define HIPSIM_SVEC4(T, N, A) struct alignas(A) N { T x, y, z, w; };
 HIPSIM_VEC2(float, float2, 8) HIPSIM_VEC3(float, float3) HIPSIM_VEC4(float, float4, 16)
 HIPSIM_VEC2(double, double2, 16) HIPSIM_VEC3(double, double3) HIPSIM_VEC4(double, double4, 32)
 HIPSIM_VEC2(int, int2, 8) HIPSIM_VEC3(int, int3) HIPSIM_VEC4(int, int4, 16)
 HIPSIM_VEC2(unsigned int, uint2, 8) HIPSIM_VEC4(unsigned int, uint4, 16)
 HIPSIM_VEC2(long long, longlong2, 16) HIPSIM_VEC2(unsigned long long, ulonglong2, 16)
-HIPSIM_VEC2(short, short2, 4) HIPSIM_VEC4(short, short4, 8)
-HIPSIM_VEC2(unsigned char, uchar2, 2) HIPSIM_VEC4(unsigned char, uchar4, 4)
-HIPSIM_VEC2(char, char2, 2) HIPSIM_VEC4(char, char4, 4)
+HIPSIM_SVEC2(short, short2, 4) HIPSIM_VEC4(short, short4, 8)
+HIPSIM_SVEC2(unsigned char, uchar2, 2) HIPSIM_SVEC4(unsigned char, uchar4, 4)
+HIPSIM_SVEC2(char, char2, 2) HIPSIM_SVEC4(char, char4, 4)
 struct uint3 { unsigned int x, y, z; };
 struct dim3 {
     unsigned int x, y, z;
