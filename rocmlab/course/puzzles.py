@@ -84,6 +84,7 @@ class Puzzle:
     wrongs: tuple[str, ...] = ()    # names of typical wrong kernels in `module` (default: solution + "_wrong")
     bound: Callable | None = None   # (case, expected) -> allowed |yours - expected| per value (overrides atol/rtol)
     bound_text: str = ""            # the error bound in words, shown to the learner
+    nan_text: str = ""              # what NaN outputs most likely mean in this puzzle (default: the general causes)
 
 
 def _guarded(shape, dtype=torch.float32, fill=float("nan"), dev=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -374,9 +375,10 @@ def _check(key: str, kernel, seed: int | None) -> Result:
                       yours, expected, sizes, mode, answered=False, view=view, notes=notes)
     if torch.isnan(yours).any():
         n = int(torch.isnan(yours).sum())
-        return Result(key, False, f"{n} of {yours.numel()} outputs are NaN: never written (a missing or "
-                                  "misplaced store), an unmasked load past the end, an overflow such as inf/inf, or 0/0 (a softmax row "
-                                  "whose every score is -inf)", yours, expected, sizes, mode, view=view, notes=notes)
+        why = p.nan_text or ("never written (a missing or misplaced store), an unmasked load past the end, an overflow "
+                             "such as inf/inf, or 0/0 (a softmax row whose every score is -inf)")
+        return Result(key, False, f"{n} of {yours.numel()} outputs are NaN: {why}", yours, expected, sizes, mode,
+                      view=view, notes=notes)
     bad = _bad(p, yours, expected, allowed)
     if bad.any():
         idx = tuple(int(v) for v in bad.nonzero()[0])

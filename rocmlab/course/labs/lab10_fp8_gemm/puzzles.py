@@ -199,6 +199,13 @@ def _gemm_bound(case, expected):
     return gemm_bound(a, b, expected, acc_unit())
 
 
+#: What NaN outputs mean in an FP8 puzzle: FP8's range, not a missing store or a softmax.
+FP8_NAN = ("most likely FP8's range: e4m3fnuz (MI300X) has no inf and its max is 240, so a value past 240 cast to it "
+           "becomes NaN (e4m3fn's max is 448); divide by scale = amax / FP8_MAX with this machine's FP8_MAX (F.FORMAT), "
+           "clamp to +-FP8_MAX before the store, and read codes in the format they were written in (0x80 is "
+           "e4m3fnuz's NaN, e4m3fn's -0). Else: a value never written (a missing store)")
+
+
 def _register() -> None:
     if "fp8-quantize" in P.LABS.get(LAB, {}):
         return
@@ -218,7 +225,7 @@ def _register() -> None:
          "no inf); `tl.store` converts float32 to the pointer's FP8 type."),
         solution="fp8_quant", lab=LAB, points=2, module=KERNELS,
         wrongs=("fp8_quant_wrong_other_max", "fp8_quant_wrong_other_bytes", "fp8_quant_wrong_signed_max"),
-        bound=_quant_bound,
+        bound=_quant_bound, nan_text=FP8_NAN,
         bound_text="|your code - x / scale| <= one spacing of the format at |x / scale| (its ulp; 2^-10 or 2^-9 "
                    "below the smallest normal)"))
 
@@ -239,7 +246,7 @@ def _register() -> None:
          "`b_scale[j // 128, kb]` at `(j // 128) * (K // 128) + kb`. Store `acc.to(tl.bfloat16)`."),
         solution="fp8_gemm", lab=LAB, points=4, module=KERNELS,
         wrongs=("fp8_gemm_wrong_per_tensor", "fp8_gemm_wrong_scales_transposed", "fp8_gemm_wrong_format_mixed"),
-        bound=_gemm_bound,
+        bound=_gemm_bound, nan_text=FP8_NAN,
         bound_text="|yours - float64 dequantised reference| <= 2^-8 |ref| + (128 u_acc + K/128 * 2^-24) "
                    "(|a s_a| @ |b s_b|^T), u_acc = 2^-24 (MFMA, CPU) or 2^-14 (Hopper FP8 tensor cores)"))
 
