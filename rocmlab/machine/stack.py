@@ -43,12 +43,15 @@ def find_libraries(plat: Platform, probe: Probe | None = None) -> dict[str, str 
     return found
 
 
-def layers(plat: Platform, probe: Probe | None = None) -> list[list[str]]:
-    """Rows of (layer, what it is, found on this machine)."""
+def layers(plat: Platform, probe: Probe | None = None, compiler: str | None = None) -> list[list[str]]:
+    """Rows of (layer, what it is, found on this machine). ``compiler``: the compiler that compiles HIP here, as
+    the compiler driver chose it (Lab 01 passes it: rocmlab.hip decides, which this room does not import); without
+    it, the compilers on PATH."""
     probe = probe or Probe()
     libs = find_libraries(plat, probe)
     have = [n for n, p in libs.items() if p and n != "amdhip64"]
-    compilers = [t for t in ("hipcc", "amdclang++", "clang++-19", "clang++-15", "nvcc") if plat.tools.get(t)]
+    compilers = [compiler] if compiler else [t for t in ("hipcc", "amdclang++", "clang++-19", "clang++-15", "nvcc")
+                                            if plat.tools.get(t)]
     return [
         ["Driver", "amdgpu kernel driver + KFD (/dev/kfd): device init, power, memory",
          f"{plat.driver or 'no amdgpu driver'}; /dev/kfd {'present' if plat.kfd else 'absent'}"],

@@ -45,6 +45,29 @@ class Feedback:
 LAB = "01-hip-programming-model"
 
 
+def hip_compiler_here(plat=None) -> str:
+    """The compiler that compiles this lab's HIP cells on this machine, as the compiler driver chooses it (the
+    offline hipcc 7.2 on a CPU machine, ROCm's hipcc on an AMD GPU; on NVIDIA, nvcc through the HIP->CUDA path),
+    or why there is none."""
+    from rocmlab.hip import compile as driver
+
+    plat = plat or current()
+    if plat.backend == "cuda":
+        tc, why = driver.choose("cuda", driver.gpu_target("nvcc", plat), plat)
+        return f"{tc.label}: HIP cells through the HIP->CUDA path" if tc else why
+    target = driver.gpu_target("rocm", plat)
+    tc, why = driver.choose("hip", target, plat)
+    return f"{tc.label} for {target}" if tc else why
+
+
+def stack_rows(plat=None) -> list[list[str]]:
+    """The ROCm stack's layers (:func:`rocmlab.machine.stack.layers`) with the compiler that compiles HIP here."""
+    from rocmlab.machine import stack
+
+    plat = plat or current()
+    return stack.layers(plat, compiler=hip_compiler_here(plat))
+
+
 def prepare_simulator() -> threading.Thread | None:
     """On a machine with no GPU device (no ``/dev/kfd``, no ``/dev/nvidia0``), start building the CPU simulator's
     runtime in the background, once per cache: a fresh home's first HIP cell would otherwise wait for it (about
