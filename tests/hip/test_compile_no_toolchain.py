@@ -54,7 +54,7 @@ def test_lab_runs_with_the_toolchain_hidden_and_says_so(lab, tmp_path, monkeypat
     tc, fix = choose("hip", "gfx942", plat=None)
     assert tc is None and "20-rocm-root.sh" in fix, "the toolchain must really be hidden for this test"
     out = tmp_path / f"{lab}.ipynb"
-    papermill.execute_notebook(str(LABS / f"{lab}.ipynb"), str(out), parameters={"quick": True}, cwd=str(LABS),
+    papermill.execute_notebook(str(LABS / f"{lab}.ipynb"), str(out), parameters={"quick": True}, cwd=str(tmp_path),
                                progress_bar=False, kernel_name="python3", execution_timeout=600)
     text = _outputs(json.loads(out.read_text()))
     assert "needs a compiler for gfx942" in text and "rocmlab setup rocm-root" in text
