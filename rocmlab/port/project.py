@@ -254,6 +254,20 @@ def include_dirs(rels, user_includes, src_root: Path) -> tuple[list[str], list[P
     return dirs, outside
 
 
+def outside_includes(sources: dict[str, str], src_root: Path) -> list[tuple[str, str, str]]:
+    """(file, include, where) for each quoted #include that names an existing file outside SRC by a relative path
+    (``#include "../common/book.h"`` in a chapter folder given as SRC): read from nowhere, it does not compile."""
+    out = []
+    for rel, text in sorted(sources.items()):
+        for quote, name in _INCLUDE_LINE.findall(text):
+            if quote != '"' or not name.startswith(".."):
+                continue
+            p = Path(os.path.normpath(str(src_root / os.path.dirname(rel) / name)))
+            if not _inside(p, src_root) and p.is_file():
+                out.append((rel, name, str(p)))
+    return out
+
+
 def _external_headers(proj, ext_dirs: list[Path], problems: list[Problem]) -> tuple[dict[str, str], dict[str, str]]:
     """The headers the project includes (transitively) from -I folders outside SRC: read, never written.
 
@@ -388,6 +402,10 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
         result.notes.append(f"not compiled for {', '.join(targets)}: {no_amd}. --run builds the port through "
                             "HIP->CUDA with nvcc and runs it on this NVIDIA GPU (warps of 32) instead")
     result.fixes = tr.fixes
+    for rel, name, where in outside_includes(proj.sources, src_r):
+        result.notes.append(f"{rel} includes \"{name}\", which is outside SRC ({where}): SRC is the project's folder "
+                            "tree, so port the folder that holds both (e.g. SRC={}) and the include comes with it"
+                            .format(os.path.commonpath([str(src_r), where])))
     needs = cuda_removed.needs_text(cuda_removed.removed_apis(proj.sources))
     if needs:
         result.notes.append(f"{needs}. The port does not use them (HIP names, plain loads): it builds for HIP; "

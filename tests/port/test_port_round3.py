@@ -315,6 +315,9 @@ def test_multi_folder_project_ported_run_and_matched(tmp_path):
     shutil.copytree(coll / "ch05", alone)
     bad = port(alone, tmp_path / "out2", "gfx942", workers=2)
     assert bad.n_compiled == 0
+    assert not any("outside SRC" in n for n in res.notes)
+    assert any('"../common/book.h", which is outside SRC' in n and "port the folder that holds both" in n
+               for n in port(coll / "ch05", tmp_path / "out3", compile=False).notes)
 
 
 def test_the_ports_own_change_is_shown_beside_a_mismatch():
