@@ -194,6 +194,8 @@ class Completed:
     #: time from /proc/stat less the run's own processes' CPU time, the reaped ones included); None where unknown
     cpu_outside_s: float | None = None
     cpu_capacity_s: float | None = None     # the CPUs the run could use x the time it took
+    #: what the sandbox tool itself wrote (PRoot's own messages), read from a channel of its own: never the program's
+    tool_stderr: str = ""
 
     @property
     def starved(self) -> bool:
@@ -1055,9 +1057,12 @@ def _sweep_orphans(uid: int = settings.SANDBOX_UID):
 
 
 def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolation_text, pass_fds=(),
-           display_cmd=None, not_found=None, after_exit=None, guard: _Guard | None = None
-           ) -> tuple[Completed, subprocess.Popen]:
-    """Start ``argv``, drain its output, wait with the wall limit; any interrupt ends its process group and re-raises."""
+           display_cmd=None, not_found=None, after_exit=None, guard: _Guard | None = None,
+           program_stderr: tuple[int, int] | None = None) -> tuple[Completed, subprocess.Popen]:
+    """Start ``argv``, drain its output, wait with the wall limit; any interrupt ends its process group and re-raises.
+    ``program_stderr`` (read end, write end of a pipe; the write end passed to the child, which moves the program's
+    stderr onto it): the program's stderr is read there, and what comes on the child's own stderr is the sandbox
+    tool's (:attr:`Completed.tool_stderr`)."""
     display_cmd = tuple(display_cmd or argv)
     start = time.monotonic()
     cpus = os.sched_getaffinity(0)           # the run inherits them
@@ -1068,13 +1073,22 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
                                 pass_fds=pass_fds)
     except FileNotFoundError as exc:
         raise FileNotFoundError(not_found or f"cannot run {argv[0]}: not found ({exc.strerror})") from exc
+    finally:
+        if program_stderr is not None:
+            os.close(program_stderr[1])          # the child holds it now: EOF comes when the program's side closes
     with _live_lock:
         _live[proc.pid] = proc
     if guard is not None:
         guard.watch(proc)
     out, err, out_t, err_t = [], [], [False], [False]
-    threads = [threading.Thread(target=_reader, args=(proc.stdout, output_bytes, out, out_t), daemon=True),
-               threading.Thread(target=_reader, args=(proc.stderr, output_bytes, err, err_t), daemon=True)]
+    tool, tool_t = [], [False]
+    threads = [threading.Thread(target=_reader, args=(proc.stdout, output_bytes, out, out_t), daemon=True)]
+    if program_stderr is None:
+        threads.append(threading.Thread(target=_reader, args=(proc.stderr, output_bytes, err, err_t), daemon=True))
+    else:
+        threads += [threading.Thread(target=_reader, args=(os.fdopen(program_stderr[0], "rb"), output_bytes, err,
+                                                           err_t), daemon=True),
+                    threading.Thread(target=_reader, args=(proc.stderr, 1 << 16, tool, tool_t), daemon=True)]
     for t in threads:
         t.start()
     timed_out, account, outside, capacity = False, None, None, None
@@ -1117,7 +1131,8 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
                      duration, timed_out, out_t[0], err_t[0], isolation_text,
                      bool(guard and guard.memory_exceeded), bool(guard and guard.scratch_exceeded),
                      guard.peak if guard else 0, cpu_run_s=account and account[0], cpu_wait_s=account and account[1],
-                     cpu_outside_s=outside, cpu_capacity_s=capacity)
+                     cpu_outside_s=outside, cpu_capacity_s=capacity,
+                     tool_stderr=b"".join(tool).decode(errors="replace"))
     return done, proc
 
 
@@ -1285,6 +1300,7 @@ def _run_fallback(cmd, iso: Isolation, *, limits: Limits, root: str, scratch, ro
     if iso.level == NONE and not entry:
         env_run = {**os.environ, **(env or {})}
     moved = None
+    proot_err = None
     try:
         if entry == CHROOT:
             view = _View.in_root(root)
@@ -1299,7 +1315,10 @@ def _run_fallback(cmd, iso: Isolation, *, limits: Limits, root: str, scratch, ro
             run_scratch = view.host_path_of(scratch) if scratch else None
             run_outputs = tuple(view.host_path_of(o) for o in outputs)
         elif entry == PROOT:
-            argv = _proot_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, cwd=cwd)
+            _proot_program_exists(cmd[0], root, scratch, ro_binds, envd)
+            proot_err = os.pipe()
+            os.set_inheritable(proot_err[1], True)
+            argv = _proot_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, cwd=cwd, stderr_fd=proot_err[1])
             view = _View.private(argv)     # only its /tmp
         elif drop:
             python = _python_unreachable(cmd[0])
@@ -1335,7 +1354,9 @@ def _run_fallback(cmd, iso: Isolation, *, limits: Limits, root: str, scratch, ro
                                      run_cwd or scratch or ("/tmp" if iso.level != NONE else None)),
                                  stdin_data=stdin_data, output_bytes=limits.output_bytes, wall_s=limits.wall_s,
                                  preexec=preexec, isolation_text=iso.description, display_cmd=cmd,
-                                 after_exit=(lambda: _sweep_orphans(uid)) if drop else None, guard=guard)
+                                 after_exit=(lambda: _sweep_orphans(uid)) if drop else None, guard=guard,
+                                 pass_fds=(proot_err[1],) if proot_err else (), program_stderr=proot_err)
+                proot_err = None
             except subprocess.SubprocessError as exc:     # the chroot or the uid drop failed in the child
                 raise SandboxError(f"the sandbox could not enter {root} ({exc}); check `rocmlab doctor` "
                                    "(isolation)") from None
@@ -1344,6 +1365,10 @@ def _run_fallback(cmd, iso: Isolation, *, limits: Limits, root: str, scratch, ro
                 guard.stop()
             _return_scratch(run_scratch, st)
     finally:
+        if proot_err is not None:      # never handed to a run
+            for fd in proot_err:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
         if moved is not None:
             view.move_out(scratch, moved)
         if view is not None:
@@ -1357,12 +1382,12 @@ def _run_fallback(cmd, iso: Isolation, *, limits: Limits, root: str, scratch, ro
     if drop and not entry and done.returncode == 127 and "failed to execute" in done.stderr:
         raise FileNotFoundError(f"cannot run {cmd[0]}: not found ({done.stderr.strip()[:200]})")
     if entry == PROOT:
-        if done.returncode not in (0, None) and ("proot error: execve(" in done.stderr
-                                                 or re.search(r"^proot error: '.*' not found", done.stderr, re.M)):
-            raise FileNotFoundError(f"cannot run {cmd[0]}: not found in {root} ({done.stderr.strip()[:200]})")
-        if done.returncode not in (0, None) and "proot error:" in done.stderr and "proot info:" not in done.stderr \
-                and done.stderr.lstrip().startswith("proot error:"):
-            raise SandboxError(f"PRoot could not enter {root} ({done.stderr.strip()[:300]}); check `rocmlab doctor`")
+        # PRoot's own messages come on its own stderr, the program's on a pipe of its own: what the program prints
+        # ("proot error: execve(...)" included) is never read as PRoot's
+        tool = done.tool_stderr
+        if done.returncode not in (0, None) and "proot error:" in tool and not _PROOT_SIGNAL.search(tool):
+            raise SandboxError(f"PRoot could not enter {root} or start {cmd[0]} ({tool.strip()[:300]}); check "
+                               "`rocmlab doctor`")
         done = _proot_status(done)
     return done
 
@@ -1371,14 +1396,30 @@ _PROOT_SIGNAL = re.compile(r"^proot info: pid \d+: terminated with signal (\d+)\
 
 
 def _proot_status(done: Completed) -> Completed:
-    """PRoot exits 255 when the program was ended by a signal, and says which on stderr ("proot info: pid N:
-    terminated with signal S"): the run's status as a program's own (a negative signal number), without PRoot's
-    lines."""
-    found = _PROOT_SIGNAL.findall(done.stderr)
-    stderr = _PROOT_SIGNAL.sub("", done.stderr)
+    """PRoot exits 255 when the program was ended by a signal, and says which on its own channel ("proot info: pid N:
+    terminated with signal S"): the run's status as a program's own (a negative signal number)."""
+    found = _PROOT_SIGNAL.findall(done.tool_stderr)
     if done.returncode == 255 and found:
-        return replace(done, returncode=-int(found[-1]), stderr=stderr)
-    return replace(done, stderr=stderr) if found else done
+        return replace(done, returncode=-int(found[-1]))
+    return done
+
+
+def _proot_program_exists(program: str, root: str, scratch, ro_binds, env: dict) -> None:
+    """FileNotFoundError when ``program`` is not in the run's view under PRoot (``root`` as /, the scratch and
+    ``ro_binds`` at their own paths; a bare name searched on the run's PATH): decided before the run, from the file
+    system, never from what the run prints."""
+    def there(path: str) -> bool:
+        for b in [*(ro_binds or ()), *([scratch] if scratch else [])]:
+            if path == b or path.startswith(b.rstrip("/") + "/"):
+                return os.path.isfile(path)
+        return os.path.lexists(os.path.join(root, path.lstrip("/")))
+
+    if "/" in program:
+        if there(program if program.startswith("/") else os.path.join(scratch or "/tmp", program)):
+            return
+    elif any(there(os.path.join(d, program)) for d in env.get("PATH", settings.SANDBOX_PATH).split(":") if d):
+        return
+    raise FileNotFoundError(f"cannot run {program}: not found in {root}")
 
 
 _libc = None
@@ -1412,9 +1453,11 @@ def _entering(apply, root: str, cwd: str, uid: int | None):
     return enter
 
 
-def _proot_argv(cmd, *, root: str, scratch, ro_binds, cwd) -> list[str]:
+def _proot_argv(cmd, *, root: str, scratch, ro_binds, cwd, stderr_fd: int | None = None) -> list[str]:
     """PRoot's command line: ``root`` as /, the host's /dev and /proc, the scratch and ``ro_binds`` at their own
-    paths (PRoot binds are not read-only: the run is this user's own, as the rlimits level says)."""
+    paths (PRoot binds are not read-only: the run is this user's own, as the rlimits level says). With
+    ``stderr_fd`` the root's /bin/sh moves the program's stderr onto that descriptor before it starts the program,
+    so that PRoot's own stderr carries PRoot's messages only."""
     if not os.access(os.path.join(root, "usr"), os.R_OK | os.X_OK):
         raise SandboxError(f"this user cannot read the root file system {root}: build it as this user "
                            "(bash scripts/setup/20-rocm-root.sh with ROCMLAB_HOME set) or point ROCMLAB_ROCM_ROOT at a "
@@ -1423,6 +1466,9 @@ def _proot_argv(cmd, *, root: str, scratch, ro_binds, cwd) -> list[str]:
     for path in dict.fromkeys([*(b for b in ro_binds), *([scratch] if scratch else [])]):
         a += ["-b", path]
     a += ["-w", cwd or scratch or "/tmp"]
+    if stderr_fd is not None:
+        # by its /proc path: dash redirects descriptors 0-9 only, and this one's number may be higher
+        a += ["/bin/sh", "-c", f'exec 2>/proc/self/fd/{stderr_fd}; exec "$0" "$@"']
     return a + list(cmd)
 
 

@@ -116,6 +116,44 @@ def test_as_root_without_bubblewrap_a_python_item_grades(monkeypatch):
     assert wrong.status == "graded" and wrong.earned < right.earned, wrong.to_text()
 
 
+@pytest.fixture
+def as_an_ordinary_user_with_proot(monkeypatch):
+    """The fallback an ordinary user gets without user namespaces: rlimits, the ROCm root entered with PRoot."""
+    import shutil
+
+    from rocmlab.hip.toolchain import discover_offline
+
+    found = discover_offline()
+    if shutil.which("proot") is None or found is None:
+        pytest.skip("needs PRoot (apt-get install proot) and the offline ROCm root")
+    monkeypatch.setattr(sandbox, "_as_root", lambda: False)
+    monkeypatch.setenv("ROCMLAB_SANDBOX", "no-bwrap")
+    for cached in (sandbox._root_entry, sandbox._detect):
+        cached.cache_clear()
+    yield found.root
+    for cached in (sandbox._root_entry, sandbox._detect):
+        cached.cache_clear()
+
+
+def test_proots_messages_are_told_apart_by_channel_not_by_text(as_an_ordinary_user_with_proot, tmp_path):
+    """Before: a wrong program printing "proot error: execve(...)" on its stderr was taken for PRoot failing to start
+    it: a grader error, never scored. Now PRoot's own stderr is a channel of its own (the program's stderr is moved to
+    a pipe before it starts): the program's text is the program's failure; PRoot's own report of a signal still
+    gives the program's status. The same fallback says it grades previews only."""
+    root = as_an_ordinary_user_with_proot
+    assert sandbox.isolation().root_entry == sandbox.PROOT and sandbox.NOT_OF_RECORD in sandbox.of_record()
+    fake = sandbox.run(["/bin/sh", "-c", "echo 'proot error: execve(\"/x\"): No such file or directory' >&2; exit 1"],
+                       root=root, scratch=str(tmp_path), limits=sandbox.Limits(wall_s=30))
+    assert fake.returncode == 1 and "proot error: execve" in fake.stderr and fake.tool_stderr == "", fake
+    assert "exited with status 1" in fake.explain()
+    # controls: PRoot's own channel still says how the program ended, and a program not in the root is not found
+    segv = sandbox.run(["/bin/sh", "-c", "kill -SEGV $$"], root=root, scratch=str(tmp_path),
+                       limits=sandbox.Limits(wall_s=30))
+    assert segv.returncode == -11 and "terminated with signal 11" in segv.tool_stderr and segv.stderr == "", segv
+    with pytest.raises(FileNotFoundError, match="not found"):
+        sandbox.run(["/bin/no-such-program"], root=root, scratch=str(tmp_path), limits=sandbox.Limits(wall_s=30))
+
+
 # --- 2. "not scored" only for what the learner cannot cause --------------------------------------------------------
 
 SPINNERS = "import os\nfor _ in range({n}):\n    if os.fork() == 0:\n        while True: pass\nwhile True: pass\n"
