@@ -146,7 +146,7 @@ class Variable:
     default: str = ""
 
 
-#: Every ROCMLAB_* variable, with its meaning. ``rocmlab doctor --env`` prints them with their values; the README lists them (tested).
+#: Every ROCMLAB_* variable, with its meaning. ``rocmlab doctor --env`` prints them with their values; the documentation site generates its table from them.
 VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_HOME", "folder for caches, the offline ROCm root, measured ceilings", "~/.cache/rocmlab"),
     Variable("ROCMLAB_PROGRESS", "the file a learner's grades are recorded in (the test suite's notebook runs use "
@@ -189,7 +189,7 @@ VARIABLES: tuple[Variable, ...] = (
 
 
 def variables_table(with_values: bool = False) -> str:
-    """VARIABLES as a Markdown table (the README's "Environment variables"); ``with_values``: a column
+    """VARIABLES as a Markdown table (``rocmlab doctor --env``; the site generates its own from VARIABLES); ``with_values``: a column
     with each one's value in this process (``rocmlab doctor --env``)."""
     head = ["variable", "meaning", "default"] + (["here"] if with_values else [])
     rows = [[f"`{v.name}`", v.meaning, f"`{v.default}`" if v.default else ""]

@@ -176,7 +176,7 @@ def occupancy(vgprs: int, agprs: int = 0, sgprs: int = 16, lds_bytes: int = 0, w
 
 
 def from_kernel(k, workgroup_size: int | None = None, target: str | None = None) -> Occupancy:
-    """The calculator applied to a :class:`rocmlab.hip.inspector.KernelResources` (compiler's view:
+    """The calculator applied to a :class:`rocmlab.hip.resources.KernelResources` (compiler's view:
     its maximum workgroup size, unless ``workgroup_size`` is given)."""
     target = target or k.target.split(":")[0]
     return occupancy(k.vgprs or 0, k.agprs or 0, k.sgprs or 0, k.lds_bytes or 0,
