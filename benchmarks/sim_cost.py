@@ -1,7 +1,7 @@
 """What the wave64 simulator's instrumentation costs, per exercise: each reference solution's program, run on the
 exercise's own graded inputs, three ways in the same run (alternated, median of --reps):
 
-- on:   the graded build, checks on (initcheck, racecheck, memcheck; lanes in lockstep at every access);
+- on:   the graded build, checks on (initcheck, racecheck, memcheck; lanes in lockstep at every store);
 - off:  the same program with the checks switched off (HIPSIM_CHECKS=0: its accesses still call the runtime,
         which keeps the lanes in lockstep and returns);
 - bare: the same source built without the runtime's calls (no checks, no lockstep: lanes run ahead).

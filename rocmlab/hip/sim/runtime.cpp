@@ -2,9 +2,10 @@
 //
 // A launch hands its blocks to a few CPU threads (workers). A worker runs one block at a time: each thread of
 // the block is a fiber with its own stack. The fibers run in rounds: in each round every ready fiber runs until
-// its next memory access (lockstep, see on_access: all active lanes of a wavefront perform their k-th access
-// before any performs its (k+1)-th, as a CDNA3 wavefront issues a load or store for its 64 lanes together), a
-// meeting point (a cross-lane operation or a barrier), or its end. When no fiber of a wavefront is still on its
+// its next store or its first load after a store (lockstep, see on_access: all active lanes of a wavefront
+// perform their k-th store before any performs its (k+1)-th, and load what every lane stored before, as a CDNA3
+// wavefront issues a load or store for its 64 lanes together), a meeting point (a cross-lane operation or a
+// barrier), or its end. When no fiber of a wavefront is still on its
 // way, the scheduler settles what they wait for:
 //   - a wavefront (64 consecutive threads) whose waiting lanes all stand at the same cross-lane operation
 //     runs it with those lanes as the exec mask: a lane that returned or waits at a barrier is inactive, as on
@@ -166,6 +167,7 @@ struct Fiber {
     // what it gets back
     Exchange reply{0, 0, 0};
     int count = 0;
+    bool stored = false;   // lockstep: it stored since it last handed back the CPU (its next load waits for the round)
 };
 
 struct Worker {
@@ -179,6 +181,7 @@ struct Worker {
     void* sched_sp = nullptr;
 #endif
     std::atomic<Fiber*> cur{nullptr};
+    bool solo = false;                // lockstep: the round's one ready fiber (it runs on to its meeting point)
     const LaunchSpec* spec = nullptr;
     std::atomic<int> block_linear{-1};
     int nthreads = 0;
@@ -352,6 +355,7 @@ __attribute__((noinline)) Exchange wave_exchange(uint64_t value, int src_lane, i
     f->what = what;
     f->line = line;
     f->state = WAVE;
+    f->stored = false;    // the wavefront's lanes all reach this operation: their stores are done when it runs
     to_scheduler(f);
     return f->reply;
 }
@@ -364,6 +368,7 @@ static int barrier(int pred, const char* what, int line) {
     f->what = what;
     f->line = line;
     f->state = BARRIER;
+    f->stored = false;
     to_scheduler(f);
     return f->count;
 }
@@ -514,13 +519,19 @@ static void run_block(Worker* w, const LaunchSpec& s, int b) {
         f.coords.idx = uint3{i % s.block.x, (i / s.block.x) % s.block.y, i / (s.block.x * s.block.y)};
         f.coords.linear = static_cast<unsigned>(i);
         f.state = READY;
+        f.stored = false;
         start_fiber(w, &f, i);
     }
     for (;;) {
-        // one round: every ready lane runs to its next memory access (lockstep), meeting point or end
+        // one round: every ready lane runs to its next store, its first load after a store (lockstep), a meeting
+        // point or its end; a lane alone in the round runs on to its meeting point or end
         bool ready = false;
+        int nready = 0;
+        for (int i = 0; i < n; ++i) nready += w->fibers[i].state == READY;
+        w->solo = nready == 1;
         for (int i = 0; i < n; ++i)
             if (w->fibers[i].state == READY) resume(w, &w->fibers[i]);
+        w->solo = false;
         for (int i = 0; i < n && !ready; ++i) ready = w->fibers[i].state == READY;
         if (!ready && w->counting) counters_settle(w, n);
         if (settle_waves(w, n) || ready) continue;
@@ -1438,13 +1449,17 @@ static void counters_print() {
     }
 }
 
-// Lockstep (HIPSIM_LOCKSTEP, on unless 0): before each memory access a lane makes (LDS, device memory, any memory
-// but its own stack, its coordinates and the launch's copy of the arguments) it hands the CPU back to the
-// scheduler, which resumes every ready lane of the block once per round: all active lanes of a wavefront perform
-// their k-th access before any performs its (k+1)-th, as the lanes of a CDNA3 wavefront execute a load or store
-// instruction together. A non-atomic += from all lanes loads 64 times, then stores 64 times (updates lost, as on
-// the GPU), and wave-synchronous code reads what the other lanes' previous instruction wrote. Divergent lanes are
-// aligned by the count of their accesses, not by the exec mask of each branch (documented in DESIGN's simulator notes).
+// Lockstep (HIPSIM_LOCKSTEP, on unless 0): all active lanes of a wavefront perform their k-th store before any
+// performs its (k+1)-th, and read only after every lane's store before the read, as the lanes of a CDNA3 wavefront
+// execute a load or store instruction together. A lane hands the CPU back to the scheduler (which resumes every
+// ready lane of the block once per round) before each store or atomic to memory other than its own stack, its
+// coordinates and the launch's copy of the arguments, and before its first such load after a store of its own;
+// a run of loads between them needs no switch (loads of one round see the memory of the round's start, whoever
+// reads first). So a non-atomic += from all lanes loads 64 times, then stores 64 times (updates lost, as on the
+// GPU), and wave-synchronous code reads what the other lanes' previous store wrote: the results of a switch before
+// every access, for lanes that run the same instructions. Divergent lanes are aligned by the count of their stores
+// (and loads after stores), not by the exec mask of each branch (documented in DESIGN's simulator notes). A lane
+// alone in its round (the others done or waiting) runs on without switching.
 static int g_lockstep = -1;
 static bool lockstep_on() {
     if (g_lockstep < 0) {
@@ -1459,6 +1474,9 @@ static void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atom
     if (!w) return;
     Fiber* f = w->cur.load(std::memory_order_relaxed);
     if (!f) return;
+    const bool checks = checks_on(), counting = counters_on(), lockstep = lockstep_on();
+    const bool switches = lockstep && (write || f->stored);      // a store, or the first load after one
+    if (!switches && !checks && !counting) return;
     const uintptr_t stacks = reinterpret_cast<uintptr_t>(w->stacks);
     if (a - stacks < w->stack_bytes * kMaxThreads) return;        // the thread's own stack
     const uintptr_t fibers = reinterpret_cast<uintptr_t>(w->fibers.data());
@@ -1472,11 +1490,13 @@ static void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atom
             if (rel >= g_lds[i].rel && rel < g_lds[i].rel + static_cast<long>(g_lds[i].bytes)) var = i;
     }
     if (var < 0 && rel >= -g_tls_bytes && rel < 64) return;         // the program's other thread-locals (blockIdx)
-    if (lockstep_on()) {
-        f->state = READY;
-        to_scheduler(f);
+    if (switches) {
+        if (!w->solo) {
+            f->state = READY;
+            to_scheduler(f);
+        }
+        f->stored = write;
     }
-    const bool checks = checks_on(), counting = counters_on();
     if (!checks && !counting) return;
     if (var >= 0) {
         // the byte offset in the variable: banks as if it began at LDS address 0 (a uniform shift of all lanes'
