@@ -148,6 +148,18 @@ def tier_of(path: str) -> str | None:
     return "whole" if len(parts) == 4 and parts[2] == "whole" else None
 
 
+def pytest_ignore_collect(collection_path, config):
+    """With ``-m quick`` (./go test) the whole suite's files are not even imported: they may need what only
+    ``./go test all`` installs (jupyterhub, playwright, nbval)."""
+    if config.getoption("markexpr", "") != "quick" or not collection_path.name.startswith("test_"):
+        return None
+    try:
+        rel = collection_path.resolve().relative_to(Path(config.rootpath)).as_posix()
+    except ValueError:
+        return None
+    return True if tier_of(rel) == "whole" else None
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Each test gets its tier's marker (and ``hub`` / ``browser`` for those rooms) before ``-m`` selects."""

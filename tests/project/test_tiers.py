@@ -92,7 +92,7 @@ def test_planted_suite_collects_by_tier(tmp_path):
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
     assert "tests/sim/test_good.py::test_one" in out and "test_big" not in out, out
-    assert "1/2 tests collected (1 deselected)" in out, out
+    assert "1 test collected" in out, out          # the whole tier's file is not even imported
 
 
 def test_planted_file_with_no_tier_fails_collection(tmp_path):
