@@ -1,7 +1,7 @@
 """Environment checks, each ``ok``/``warn``/``fail``/``skip`` with a concrete fix.
 
 Run ``rocmlab doctor`` (``--json`` for machines; exit 1 on any fail) or show
-:func:`rocmlab.course.widgets.doctor_widget` in a notebook. Every check is a small function
+:func:`rocmlab.course.widgets.doctor.doctor_widget` in a notebook. Every check is a small function
 of the detected :class:`~rocmlab.machine.detect.Platform` and the :class:`~rocmlab.machine.detect.Probe`
 it came from, so tests can run each one on fake machines.
 
@@ -115,7 +115,7 @@ def check_torch_installed(plat: Platform, probe: Probe) -> Check:
     t = plat.torch
     if t.version is None:
         return Check("torch", "fail", f"torch does not import ({t.error})",
-                     "install torch for your machine first: see README, 'Installing torch'")
+                     "install torch for your machine first: see docs/setup/torch.md (the site's Set up > Installing torch)")
     return Check("torch", "ok", f"torch {t.version}, {t.build} build")
 
 

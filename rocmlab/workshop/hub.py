@@ -427,7 +427,7 @@ def _message(body, limit: int | None = 600) -> str:
 
 #: What a learner's server starts with unless told otherwise: the JupyterLab a workshop needs, without the
 #: language-server extension (jupyter_lsp looks for a dozen language servers at every start; the course
-#: installs none) -- see docs/workshop.md, "Where a spawn's time goes".
+#: installs none) -- see docs/results/hub-load.md, "Where a spawn's time goes".
 FAST_SERVER_ARGS = ["--ServerApp.jpserver_extensions=jupyter_lsp=False"]
 
 #: Put first on the learners' servers' PYTHONPATH (``fast_start=True``): ``rfc3987_syntax`` is then not
