@@ -198,37 +198,6 @@ def test_every_result_type_refuses_a_word_outside_its_vocabulary():
             make(stray)
 
 
-def test_every_module_imports_on_its_own_in_a_fresh_interpreter():
-    """A loop through a package's __init__ shows only in some import orders: start each module cold."""
-    import os
-    import subprocess
-    from concurrent.futures import ThreadPoolExecutor
-
-    names = sorted(n for n in arch.parse(ROOT / "rocmlab") if "exercises." not in n)
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-
-    def cold(name):
-        r = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True, env=env,
-                           timeout=120)
-        return name, r.returncode, (r.stderr.strip().splitlines() or [""])[-1]
-
-    with ThreadPoolExecutor(4) as pool:
-        failed = [(n, err) for n, rc, err in pool.map(cold, names) if rc]
-    assert len(names) > 50 and failed == [], failed
-
-
-def test_control_a_loop_through_a_package_init_fails_a_cold_import(tmp_path):
-    import subprocess
-
-    pkg = tmp_path / "loopy"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("from loopy.a import f\n")
-    (pkg / "a.py").write_text("from loopy.b import g\n\ndef f():\n    return g()\n")
-    (pkg / "b.py").write_text("from loopy import f\n\ndef g():\n    return 1\n")
-    r = subprocess.run([sys.executable, "-c", "import loopy.b"], capture_output=True, text=True, cwd=tmp_path)
-    assert r.returncode != 0 and "circular import" in r.stderr
-
-
 def test_one_package_per_lab_and_none_imports_another(measured):
     """Each lab's code lives in one package named like its notebook; a lab package never imports another's, and a
     notebook imports from rocmlab.course only its own lab's package and the shared machinery."""

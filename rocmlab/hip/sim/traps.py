@@ -2,7 +2,7 @@
 
 Each prints one line ``NAME: got X, expected Y: PASSED|FAILED`` and exits 0 either way (the verdict is
 the line). ``benchmarks/sim_fidelity.py`` runs them on the simulator here and through the HIP->CUDA path on an
-NVIDIA GPU; ``tests/sim/test_sim_grader.py`` checks the simulator gives MI300X's (wrong) answer. The graded
+NVIDIA GPU; ``tests/sim/whole/test_sim_grader.py`` checks the simulator gives MI300X's (wrong) answer. The graded
 wrong submissions (the hard-coded-32 reduction) are in :mod:`rocmlab.grader.wrong`.
 """
 

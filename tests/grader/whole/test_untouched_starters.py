@@ -3,7 +3,7 @@ port (rocmlab's CUDA->HIP translation of the starter, what `rocmlab port` writes
 machine can award, by a check of the work the exercise asks for. That check is one every backend runs the same way
 (a static check of the source; an ISA check wherever an AMD compiler is), so the port is below full marks on an
 MI300X too. The control is the existing full-marks test of every reference solution
-(tests/course/test_exercises.py); here the solution of one exercise drawn at random is graded beside them."""
+(tests/course/whole/test_exercises.py); here the solution of one exercise drawn at random is graded beside them."""
 
 from __future__ import annotations
 

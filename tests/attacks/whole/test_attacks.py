@@ -31,7 +31,7 @@ from rocmlab.grader import EMPTY, batch, static
 from rocmlab.grader.checks import NO_GPU_WORK
 from rocmlab.hip import build
 
-HERE = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parents[3]
 PKG = HERE / "rocmlab"
 CHECKS_PY = PKG / "grader" / "checks.py"
 REFERENCE_PY = PKG / "exercises" / "vector-add" / "reference.py"
