@@ -192,7 +192,11 @@ _MACHINE_WIDE = ("tests/hub/", "tests/setup/whole/test_setup.py")
 #: Modules whose tests share a module fixture that takes 10-30 s (the ported corpus, a live vLLM server, the
 #: import graph, a binder environment): each runs in one worker, so the fixture is built once, not once per worker.
 _ONE_WORKER = ("tests/port/whole/test_port.py", "tests/serve/whole/test_serve_live.py",
-               "tests/project/test_architecture.py", "tests/setup/whole/test_binder.py")
+               "tests/project/test_architecture.py", "tests/setup/whole/test_binder.py",
+               # the site's build writes docs/reference/generated: two workers building at once broke each other
+               "tests/docs/whole/test_site.py",
+               # every exercise's untouched starter and port graded once for the module
+               "tests/grader/whole/test_untouched_starters.py")
 
 
 @pytest.hookimpl(optionalhook=True)
