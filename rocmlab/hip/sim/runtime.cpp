@@ -1168,6 +1168,9 @@ static void host_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write, 
         if (g_images.size() != seen || g_images.empty()) { g_images.clear(); dl_iterate_phdr(image_cb, nullptr); seen = g_images.size(); }
     }
     if (in_image(a)) return;
+    // Not mapped in this process at all (far past a buffer, a wild pointer): it is no host memory either, so the
+    // access itself faults and the fault handler names it ("in no hipMalloc buffer: far out of bounds").
+    if (msync(reinterpret_cast<void*>(a & ~static_cast<uintptr_t>(4095)), 1, MS_ASYNC) != 0 && errno == ENOMEM) return;
     char where[256];
     where_text(w, f, where, sizeof where);
     record(MEMCHECK, pc, 0, "%s %s %d bytes at %p, host memory the GPU cannot reach (not from hipMalloc, hipHostMalloc "
