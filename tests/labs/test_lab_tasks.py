@@ -11,6 +11,8 @@ import math
 
 import random
 
+import re
+
 import pytest
 import torch
 
@@ -219,7 +221,8 @@ def test_serving_target_met_by_concurrency(fake):
 @pytest.mark.parametrize("settings", [{"max_concurrency": 1}, {"request_rate": 2.0}])
 def test_serving_target_missed_throughput_fails(fake, settings):
     rep = serving_target.grade(TARGET, settings, fake.url, record=False)
-    assert rep.check("throughput").status == "failed" and "output tok/s <" in rep.check("throughput").message
+    thr = rep.check("throughput")      # measured below the target, or proved missed by the rate alone
+    assert thr.status == "failed" and re.search(r"output tok/s (<|target not met)", thr.message), rep.to_text()
 
 
 @pytest.mark.parametrize("settings, words", [({"max_concurrency": 0}, "whole number >= 1"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import threading
 import time
@@ -135,7 +136,8 @@ def test_lab04_task_is_graded_on_what_the_live_server_measured(server):
     if thr.status == "skipped":          # a busy machine: the paired rounds disagree, and it says so
         assert "too noisy" in thr.message and rep.earned == 2, rep.to_text()
         return
-    assert thr.status == "failed" and "output tok/s <" in thr.message and server.url in thr.message, rep.to_text()
+    assert thr.status == "failed" and re.search(r"output tok/s (<|target not met)", thr.message), rep.to_text()
+    assert server.url in thr.message, rep.to_text()
     assert rep.check("ttft").status in ("passed", "failed") and "one at a time" in rep.check("ttft").message
 
 
