@@ -48,6 +48,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import glob
+import hashlib
 import math
 import os
 import re
@@ -1552,6 +1553,7 @@ class _View:
         self.host, self.inside = host, inside
         self.pairs: list[tuple[str, str]] = []        # (host path, inside path), for the rewriting
         self.copied = self.entries = 0
+        self.entries_limit = VIEW_ENTRIES
         self.proot_tmp: str | None = None
         self.skip: set[str] = set()             # host paths a mirror leaves out
 
@@ -1634,6 +1636,10 @@ class _View:
         dst = os.path.join(py, "lib", ver, "site-packages")
         if _reachable_folder(site) and os.stat(site).st_mode & 0o005 == 0o005:
             os.symlink(site, dst)
+        elif self.inside == self.host:          # on the host: one shown copy, kept while the environment is unchanged
+            shown = _shown_site_packages(site)
+            os.symlink(shown, dst)
+            self.pairs.append((site, shown))
         else:
             self._mirror(site, dst)
         self.pairs.append((base, os.path.join(self.inside, "base")))
@@ -1735,9 +1741,9 @@ class _View:
         with os.scandir(src) as it:
             for e in it:
                 self.entries += 1
-                if self.entries > VIEW_ENTRIES:
+                if self.entries > self.entries_limit:
                     raise SandboxError(f"cannot show {src} to the sandboxed program without bubblewrap: more than "
-                                       f"{VIEW_ENTRIES} entries; let bubblewrap run (`rocmlab doctor` says how)")
+                                       f"{self.entries_limit} entries; let bubblewrap run (`rocmlab doctor` says how)")
                 if e.path in skip:
                     continue
                 target = os.path.join(dst, e.name)
@@ -1816,6 +1822,59 @@ def _reachable_folder(path: str) -> bool:
         except OSError:
             return False
     return True
+
+
+#: Entries a shown environment's site-packages may have (torch alone is about 50,000; hard links, made once).
+SITE_VIEW_ENTRIES = 400_000
+
+
+def _shown_site_packages(site: str) -> str:
+    """The environment's ``site-packages`` shown to a dropped uid that cannot reach it (a virtual environment under
+    root's 0700 home, as root without bubblewrap): a tree of hard links in a 0755 folder of root's in the temporary
+    folder, made once and kept while the environment is unchanged (named by its path and by the names and times of
+    its top-level entries: installing, removing or upgrading a package changes them). Only what others may read is
+    shown. A folder of that name not owned by this user, or writable by others, is never used (a learner could have
+    made it): another name is chosen."""
+    tmp = next((t for t in (tempfile.gettempdir(), "/tmp", "/var/tmp") if os.path.isdir(t) and _reachable_folder(t)),
+               None)
+    if tmp is None:
+        raise SandboxError("no temporary folder the sandbox's user can reach (/tmp must be mode 1777)")
+    stamp = hashlib.sha256(site.encode())
+    with os.scandir(site) as it:
+        for e in sorted(it, key=lambda e: e.name):
+            stamp.update(f"{e.name}:{e.stat(follow_symlinks=False).st_mtime_ns}\n".encode())
+    where = hashlib.sha256(site.encode()).hexdigest()[:12]
+    name = f"rocmlab-site-{os.geteuid()}-{where}-{stamp.hexdigest()[:16]}"
+    for attempt in range(4):
+        final = os.path.join(tmp, name if attempt == 0 else f"{name}-{secrets.token_hex(4)}")
+        try:
+            st = os.lstat(final)
+        except FileNotFoundError:
+            break
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022:
+            return final
+    else:
+        raise SandboxError(f"cannot show {site} to the sandboxed program: folders named like it in {tmp} are not "
+                           "this user's; remove them, or let bubblewrap run (`rocmlab doctor` says how)")
+    for old in glob.glob(os.path.join(tmp, f"rocmlab-site-{os.geteuid()}-{where}-*")):
+        st = os.lstat(old)
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and old != final:
+            shutil.rmtree(old, ignore_errors=True)            # an older state of the same environment
+    building = tempfile.mkdtemp(prefix=f"rocmlab-view-{os.getpid()}-", dir=tmp)
+    try:
+        maker = _View(building, building)
+        maker.entries_limit = SITE_VIEW_ENTRIES
+        maker._mirror(site, os.path.join(building, "site-packages"))
+        made = os.path.join(building, "site-packages")
+        try:
+            os.rename(made, final)
+        except OSError:                           # another grader made it first
+            st = os.lstat(final)
+            if not (stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & 0o022):
+                raise SandboxError(f"{final} is not a folder of this user's: remove it, then run again")
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return final
 
 
 def _sweep_views(folder: str, prefix: str = "") -> None:

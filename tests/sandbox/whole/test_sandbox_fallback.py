@@ -142,3 +142,42 @@ def test_proot_enters_the_root_as_an_ordinary_user_would(monkeypatch, fallback, 
     finally:
         sandbox._root_entry.cache_clear()
         sandbox._detect.cache_clear()
+
+
+@needs_root_user
+def test_an_environment_under_a_0700_folder_is_shown_once_and_remade_when_it_changes(fallback, locked, monkeypatch):
+    """As root without bubblewrap, a virtual environment under root's 0700 home (torch: about 50,000 entries) is
+    shown to the dropped uid as one tree of hard links, kept while the environment is unchanged; a folder of the
+    same name a learner made first is never used; what others may not read stays unreadable."""
+    top, data, scratch, token = locked
+    site = top / "venv" / "site-packages"
+    (site / "pkg").mkdir(parents=True)
+    (site / "pkg" / "__init__.py").write_text(f"TOKEN = {token!r}\n")
+    (site / "secret.txt").write_text("closed")
+    os.chmod(site / "secret.txt", 0o600)
+    for p in (top / "venv", site, site / "pkg"):
+        os.chmod(p, 0o755)
+    monkeypatch.setattr(tempfile, "tempdir", str(top.parent))
+    first = sandbox._shown_site_packages(str(site))
+    assert Path(first, "pkg", "__init__.py").read_text() == f"TOKEN = {token!r}\n"
+    assert Path(first, "pkg", "__init__.py").stat().st_ino == (site / "pkg" / "__init__.py").stat().st_ino  # a link
+    assert not Path(first, "secret.txt").exists()
+    r = subprocess.run(sandbox._setpriv([], sandbox.run_uid()) + ["cat", f"{first}/pkg/__init__.py"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0 and token in r.stdout, r.stderr
+    assert sandbox._shown_site_packages(str(site)) == first                       # kept: made once
+    (site / "newpkg").mkdir()                                                      # a package installed
+    second = sandbox._shown_site_packages(str(site))
+    assert second != first and Path(second, "newpkg").is_dir() and not Path(first).exists()
+    # a learner's folder of the next name, made before the grader: not used, another name is chosen
+    (site / "another").mkdir()
+    stamp_dir = sandbox._shown_site_packages(str(site))
+    shutil.rmtree(stamp_dir)
+    os.mkdir(stamp_dir, 0o777)
+    os.chown(stamp_dir, sandbox.run_uid(), -1)
+    (Path(stamp_dir) / "pkg").mkdir()
+    third = sandbox._shown_site_packages(str(site))
+    assert third != stamp_dir and Path(third, "another").is_dir() and Path(third).stat().st_uid == 0
+    for made in Path(top.parent).glob("rocmlab-site-*"):
+        if str(made).startswith((first, second, third, stamp_dir)):
+            shutil.rmtree(made, ignore_errors=True)
