@@ -6,10 +6,13 @@ the control runs the cell as it was before (it killed ``server``, the learner's)
 
 from __future__ import annotations
 
+import functools
+
 import nbformat
 
 from rocmlab.paths import labs_dir
 from rocmlab.serve import bench, fakeserver
+from rocmlab.serve.client import Timeouts
 
 # The section as it was: it killed the learner's own server (``server`` from section 3).
 OLD_CELL = """
@@ -34,8 +37,21 @@ def crash_cell() -> str:
     return cells[0]
 
 
+#: A request to a killed server's port fails at once, unless another test's server (this suite runs in parallel)
+#: took the freed port and accepts without answering: then it would wait the default first-token limit (300 s).
+#: The cell runs as written, with shorter limits.
+SHORT = Timeouts(connect=5, first_token=20, between_tokens=20, total=120)
+
+
+class _BenchWithShortLimits:
+    sweep = staticmethod(functools.partial(bench.sweep, timeouts=SHORT))
+
+    def __getattr__(self, name):
+        return getattr(bench, name)
+
+
 def run_cell(source: str, learner) -> dict:
-    ns = {"bench": bench, "server": learner, "url": learner.url, "display": lambda *a, **k: None}
+    ns = {"bench": _BenchWithShortLimits(), "server": learner, "url": learner.url, "display": lambda *a, **k: None}
     exec(compile(source, "lab04-crash-cell", "exec"), ns)      # noqa: S102 - the lab's own cell
     return ns
 
