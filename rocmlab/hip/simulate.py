@@ -49,8 +49,14 @@ WATCHDOG_MARGIN_S = 1.0
 #: carries line tables so that a finding names its source line (runtime.cpp, "the sanitizer").
 #: (The compiler front end's own options: the driver's -fsanitize-coverage would also link UBSan's runtime, whose
 #: signal handler would take over the simulator's fault messages; the callbacks are the runtime's own.)
+#: Two more front-end instrumentations call the runtime, never a sanitizer library: the array-bounds check (an index
+#: outside a fixed extent: static __shared__ arrays are bounds-checked) and ThreadSanitizer's instrumentation of
+#: memcpy/memmove/memset alone (struct copies the compiler leaves as memcpy are traced as the ISA's accesses).
 SANITIZER_FLAGS = ("-Xclang", "-fsanitize-coverage-type=1", "-Xclang", "-fsanitize-coverage-trace-loads",
-                   "-Xclang", "-fsanitize-coverage-trace-stores", "-gline-tables-only")
+                   "-Xclang", "-fsanitize-coverage-trace-stores", "-gline-tables-only",
+                   "-Xclang", "-fsanitize=array-bounds,thread", "-Xclang", "-fsanitize-recover=array-bounds",
+                   "-mllvm", "-tsan-instrument-memory-accesses=0", "-mllvm", "-tsan-instrument-atomics=0",
+                   "-mllvm", "-tsan-instrument-func-entry-exit=0")
 #: A flag only benchmarks give (benchmarks/sim_cost.py): the learner's code compiled without the sanitizer's calls
 #: ("bare": no checks, no counters, no lockstep), the baseline the instrumented build is measured against.
 BARE_FLAG = "--hipsim-bare"

@@ -194,3 +194,19 @@ def test_a_non_atomic_lds_increment_by_a_wavefront_loses_updates_as_on_mi300x():
     assert "does not hide" in done.stderr, done.stderr
     fixed = build.run(build.compile(case.source(fixed=True), toolchain=simulate.KIND))
     assert "result: RIGHT" in fixed.stdout, fixed.stdout
+
+
+# --- static __shared__ arrays ----------------------------------------------------------------------------------
+def test_an_index_past_a_static_shared_array_names_the_variable_the_lanes_and_the_index():
+    case = BY_NAME["an index past a static __shared__ array"]
+    _, msg, done = _verdict(case.source(fixed=False))
+    found = simulate.findings(done.stderr)[0][1]
+    assert "reads __shared__ float tile[256] at index 256" in found, found
+    assert "lane 63 of wavefront 3 of block (0,0,0)" in found and "past its end" in found, found
+    assert done.returncode == simulate.STOPPED_EXIT          # stopped before the access, as memcheck does
+    tile = BY_NAME["a row index past a 2-D __shared__ tile"]
+    _, msg, done = _verdict(tile.source(fixed=False))
+    found = simulate.findings(done.stderr)
+    assert len(found) == 1, found        # a[0][16 * ty + tx] stays inside a: no finding for it
+    assert "lanes 48-63 of wavefront 3" in found[0][1] and "__shared__ float a[16][16] (dimension 1, extent 16)" \
+        in found[0][1] and "at index 16" in found[0][1], found

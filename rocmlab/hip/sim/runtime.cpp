@@ -150,7 +150,7 @@ static void flush_findings();
 }
 
 // --- fibers ---------------------------------------------------------------------------------------------
-enum State { READY = 0, WAVE = 1, BARRIER = 2, DONE = 3 };
+enum State { READY = 0, WAVE = 1, BARRIER = 2, DONE = 3, STOPPED = 4 };   // STOPPED: at an out-of-bounds LDS access
 
 struct Fiber {
     ThreadCoords coords;
@@ -168,6 +168,10 @@ struct Fiber {
     Exchange reply{0, 0, 0};
     int count = 0;
     bool stored = false;   // lockstep: it stored since it last handed back the CPU (its next load waits for the round)
+    // an array index past a fixed extent (the compiler's bounds check, __ubsan_handle_out_of_bounds), judged at the
+    // access that follows it: the array's type as the compiler names it, and the index
+    const void* oob_type = nullptr;
+    long long oob_index = 0;
 };
 
 struct Worker {
@@ -197,6 +201,13 @@ struct Worker {
     uintptr_t seen_pc[32];
     long seen_count[32];
     struct Counting* counting = nullptr;   // the counters' lanes-to-instruction grouping (HIPSIM_COUNTERS=1)
+    // an out-of-bounds LDS access in this round: the lanes that reached it (stopped there), reported at the round's end
+    int oob_threads = 0, oob_wave = -1;
+    uint64_t oob_lanes = 0;
+    long long oob_lo = 0, oob_hi = 0;
+    uintptr_t oob_pc = 0;
+    bool oob_write = false;
+    char oob_what[160];
 };
 static thread_local Worker* t_worker = nullptr;
 static thread_local uintptr_t t_state_lo = 0, t_state_hi = 0;   // the running launch's arguments (KernelCall)
@@ -499,6 +510,7 @@ static bool settle_barrier(Worker* w, int n) {
 }
 
 static void counters_settle(Worker* w, int n);
+[[noreturn]] static void lds_oob_stop(Worker* w);
 static void counters_block_start(Worker* w, int n);
 static void counters_launch_done(const LaunchSpec& s);
 static void run_block(Worker* w, const LaunchSpec& s, int b) {
@@ -532,6 +544,7 @@ static void run_block(Worker* w, const LaunchSpec& s, int b) {
         for (int i = 0; i < n; ++i)
             if (w->fibers[i].state == READY) resume(w, &w->fibers[i]);
         w->solo = false;
+        if (w->oob_threads) lds_oob_stop(w);
         for (int i = 0; i < n && !ready; ++i) ready = w->fibers[i].state == READY;
         if (!ready && w->counting) counters_settle(w, n);
         if (settle_waves(w, n) || ready) continue;
@@ -787,7 +800,7 @@ struct Shadow {
 static const long kStaticSpan = 256 * 1024;    // static LDS lies within this many bytes below the thread pointer
 static const size_t kShadowEntries = kStaticSpan + kSharedBytes;
 static int g_checks = -1;
-struct LdsVar { long rel; size_t bytes; const char* name; };
+struct LdsVar { long rel; size_t bytes; const char* name; int rank; unsigned dims[4]; };
 static LdsVar g_lds[512];
 static std::atomic<int> g_nlds{0};
 static std::atomic<long> g_lds_lo{LONG_MAX}, g_lds_hi{LONG_MIN};
@@ -835,14 +848,15 @@ static void sanitizer_attach(Worker* w) {
     w->shadow = p == MAP_FAILED ? nullptr : static_cast<Shadow*>(p);
 }
 
-int lds_note(const volatile void* p, size_t bytes, const char* name) {
+int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const unsigned* dims, int rank) {
     const long rel = static_cast<long>(reinterpret_cast<uintptr_t>(p) - thread_pointer());
     if (rel < -kStaticSpan || rel + static_cast<long>(bytes) > 0) return 0;   // not where static LDS lies: unchecked
     std::lock_guard<std::mutex> g(g_lds_mu);
     const int n = g_nlds.load();
     for (int i = 0; i < n; ++i) if (g_lds[i].rel == rel) return 0;
     if (n >= 512) return 0;
-    g_lds[n] = LdsVar{rel, bytes, name};
+    g_lds[n] = LdsVar{rel, bytes, name, std::min(rank, 4), {0, 0, 0, 0}};
+    for (int k = 0; k < g_lds[n].rank; ++k) g_lds[n].dims[k] = dims[k];
     g_nlds.store(n + 1);
     if (rel < g_lds_lo.load()) g_lds_lo.store(rel);
     if (rel + static_cast<long>(bytes) > g_lds_hi.load()) g_lds_hi.store(rel + static_cast<long>(bytes));
@@ -1452,6 +1466,118 @@ static void counters_print() {
     }
 }
 
+// --- static __shared__ arrays: an index outside an extent ----------------------------------------------------------
+// Learner code is built with the compiler's array-bounds check (-fsanitize=array-bounds, recoverable): an index of
+// a fixed-extent array outside [0, extent) calls __ubsan_handle_out_of_bounds (below) before the access. Inside a
+// kernel, with the checks on, the thread notes the array's type and the index, and its next access judges them:
+// an access outside the static __shared__ variable the index belongs to (past its end or before its start: on
+// MI300X another LDS variable, or outside the block's LDS) stops that lane before it happens; every lane that
+// reaches it in the same round stops too, and at the round's end the finding names the variable, the lanes and
+// the indexes, and the program stops (memcheck). An inner index past its row that stays inside the variable
+// (tile[0][40] of a [16][16] tile: the GPU reads tile[2][8]) and arrays that are not __shared__ (a thread's
+// private array, a struct's member) are not findings here.
+struct UbsanLoc { const char* file; uint32_t line, column; };
+struct UbsanType { uint16_t kind, info; char name[1]; };
+struct UbsanOob { UbsanLoc loc; const UbsanType* array; const UbsanType* index; };
+
+// The extents at the end of a type's name as the compiler prints it: 'float[16][17]' -> 16, 17 (0 if none).
+static int type_dims(const char* name, unsigned* dims, int max, char* elem, size_t elem_n) {
+    const char* p = std::strchr(name, '[');
+    if (!p) return 0;
+    const char* b = name + (name[0] == '\'' ? 1 : 0);
+    std::snprintf(elem, elem_n, "%.*s", static_cast<int>(p - b), b);
+    int k = 0;
+    while (*p == '[' && k < max) {
+        char* end = nullptr;
+        const unsigned long v = std::strtoul(p + 1, &end, 10);
+        if (!end || *end != ']') return 0;
+        dims[k++] = static_cast<unsigned>(v);
+        p = end + 1;
+    }
+    return k;
+}
+
+static void oob_note(const UbsanOob* d, uintptr_t handle) {
+    Worker* w = t_worker;
+    Fiber* f = w ? w->cur.load(std::memory_order_relaxed) : nullptr;
+    if (!f || !checks_on() || f->oob_type) return;     // host code, or the outer index of this access already noted
+    long long v = static_cast<long long>(handle);
+    const unsigned bits = 1u << (d->index->info >> 1);
+    if (d->index->kind == 0 && bits < 64) {             // an integer narrower than the handle: its value, extended
+        if (d->index->info & 1) v = static_cast<long long>(static_cast<uint64_t>(handle) << (64 - bits)) >> (64 - bits);
+        else v = static_cast<long long>(static_cast<uint64_t>(handle) & ((1ull << bits) - 1));
+    }
+    f->oob_type = d->array;
+    f->oob_index = v;
+}
+
+static void oob_judge(Worker* w, Fiber* f, uintptr_t a, bool write, uintptr_t pc) {
+    const UbsanType* t = static_cast<const UbsanType*>(f->oob_type);
+    const long long index = f->oob_index;
+    f->oob_type = nullptr;
+    const long rel = static_cast<long>(a - w->tp);
+    // not near static LDS (which lies below the thread pointer; an index far past the last variable may land above
+    // it): a private array, a struct's member in memory
+    if (rel < -kStaticSpan || rel >= kStaticSpan) return;
+    unsigned dims[4];
+    char elem[64];
+    const int k = type_dims(t->name, dims, 4, elem, sizeof elem);
+    if (!k) return;
+    const int n = g_nlds.load(std::memory_order_acquire);
+    int best = -1;
+    long dist = LONG_MAX;
+    for (int i = 0; i < n; ++i) {
+        const LdsVar& v = g_lds[i];
+        if (v.rank < k || std::memcmp(v.dims + (v.rank - k), dims, k * sizeof(unsigned)) != 0) continue;
+        const long lo = v.rel, hi = v.rel + static_cast<long>(v.bytes);
+        if (rel >= lo && rel < hi) {
+            if (v.rank > k) return;   // an inner index past its row, still inside the variable: the GPU does the same
+            continue;                 // inside another variable of the same type: the index ran over from a neighbour
+        }
+        const long d = index >= 0 ? rel - hi : lo - rel;
+        if (d >= 0 && d < dist) { dist = d; best = i; }
+    }
+    if (best < 0) return;     // no __shared__ variable of that shape: not this check's (another thread-local)
+    const int wave = static_cast<int>(f->coords.linear / kWave);
+    if (!w->oob_threads) {
+        char shape[64] = "";
+        for (int i = 0, m = 0; i < g_lds[best].rank; ++i)
+                m += std::snprintf(shape + m, sizeof shape - m, "[%u]", g_lds[best].dims[i]);
+        const int dim = g_lds[best].rank - k + 1;
+        char which[48] = "";
+        if (g_lds[best].rank > 1) std::snprintf(which, sizeof which, " (dimension %d, extent %u)", dim, dims[0]);
+        std::snprintf(w->oob_what, sizeof w->oob_what, "__shared__ %s %s%s%s", elem, g_lds[best].name, shape, which);
+        w->oob_wave = wave;
+        w->oob_lanes = 0;
+        w->oob_lo = w->oob_hi = index;
+        w->oob_pc = pc;
+        w->oob_write = write;
+    }
+    ++w->oob_threads;
+    if (wave == w->oob_wave) w->oob_lanes |= 1ull << (f->coords.linear % kWave);
+    w->oob_lo = std::min(w->oob_lo, index);
+    w->oob_hi = std::max(w->oob_hi, index);
+    f->state = STOPPED;         // the access never happens: the round ends, then the program stops
+    to_scheduler(f);
+    fatal("internal: a lane stopped at an out-of-bounds access was resumed");
+}
+
+[[noreturn]] static void lds_oob_stop(Worker* w) {
+    char lanes[256], where[256], idx[64];
+    lanes_text(w->oob_lanes, lanes, sizeof lanes);
+    if (w->oob_lo == w->oob_hi) std::snprintf(idx, sizeof idx, "index %lld", w->oob_lo);
+    else std::snprintf(idx, sizeof idx, "indexes %lld to %lld", w->oob_lo, w->oob_hi);
+    const bool past = w->oob_hi >= 0;
+    record(MEMCHECK, w->oob_pc, 0, "%s %s of wavefront %d of %s %s %s at %s: out of bounds (%s; %d thread(s) of "
+           "the block in all). On MI300X the access lands in another LDS variable or outside the block's LDS (a read "
+           "gets a neighbour's value or 0, a write overwrites a neighbour or is lost). Guard the index (if (i < n)) "
+           "or size the array for every thread", __builtin_popcountll(w->oob_lanes) > 1 ? "lanes" : "lane", lanes,
+           w->oob_wave, kernel_where(w, where, sizeof where),
+           w->oob_write ? "writes" : "reads", w->oob_what, idx, past ? "past its end" : "before its start",
+           w->oob_threads);
+    stop_here();
+}
+
 // Lockstep (HIPSIM_LOCKSTEP, on unless 0): all active lanes of a wavefront perform their k-th store before any
 // performs its (k+1)-th, and read only after every lane's store before the read, as the lanes of a CDNA3 wavefront
 // execute a load or store instruction together. A lane hands the CPU back to the scheduler (which resumes every
@@ -1477,6 +1603,7 @@ static void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atom
     if (!w) return;
     Fiber* f = w->cur.load(std::memory_order_relaxed);
     if (!f) return;
+    if (__builtin_expect(f->oob_type != nullptr, 0)) oob_judge(w, f, a, write, pc);
     const bool checks = checks_on(), counting = counters_on(), lockstep = lockstep_on();
     const bool switches = lockstep && (write || f->stored);      // a store, or the first load after one
     if (!switches && !checks && !counting) return;
@@ -1572,6 +1699,57 @@ static void mark_all_written(void* p) {
 }
 }  // namespace hipsim
 
+namespace hipsim {
+// Copies the compiler leaves as memcpy, memmove or memset (a struct copy `s = p[i]` of a 12- or 16-byte struct, a
+// memcpy in kernel code): learner code is built with ThreadSanitizer's instrumentation of these calls alone
+// (-fsanitize=thread with its load, store, atomic and function instrumentation off: loads and stores are traced by
+// the coverage callbacks above), so each calls __tsan_memcpy & co. (below) instead of being inlined out of sight.
+// In a kernel a copy is traced as the ISA issues it: pieces of at most 16 bytes (one global_load_dwordx4 or
+// ds_read_b128 each; a 12-byte struct is one dwordx3 access), each a load of the source, then a store of the
+// destination, checked (bounds, races, init) and in lockstep like any access. Elsewhere it is a plain copy.
+static inline Fiber* kernel_fiber() {
+    Worker* w = t_worker;
+    return w ? w->cur.load(std::memory_order_relaxed) : nullptr;
+}
+static inline int copy_piece(size_t left) {
+    return left >= 16 ? 16 : left >= 12 ? 12 : left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1;
+}
+static void traced_copy(Fiber* f, char* d, const char* s, size_t n, uintptr_t pc) {
+    if (d > s && d < s + n) {            // an overlapping memmove: every piece read before any is written
+        std::vector<char> tmp(n);
+        for (size_t off = 0; off < n; off += copy_piece(n - off)) {
+            on_access(reinterpret_cast<uintptr_t>(s + off), copy_piece(n - off), false, pc);
+            std::memcpy(tmp.data() + off, s + off, copy_piece(n - off));
+        }
+        for (size_t off = 0; off < n; off += copy_piece(n - off))
+            on_access(reinterpret_cast<uintptr_t>(d + off), copy_piece(n - off), true, pc);
+        std::memcpy(d, tmp.data(), n);
+        return;
+    }
+    // an index noted for this copy may be the source's or the destination's: judged at both
+    const void* pending = f->oob_type;
+    const long long index = f->oob_index;
+    alignas(16) char tmp[16];
+    for (size_t off = 0; off < n;) {
+        const int k = copy_piece(n - off);
+        on_access(reinterpret_cast<uintptr_t>(s + off), k, false, pc);
+        std::memcpy(tmp, s + off, k);
+        if (pending) { f->oob_type = pending; f->oob_index = index; pending = nullptr; }
+        on_access(reinterpret_cast<uintptr_t>(d + off), k, true, pc);
+        std::memcpy(d + off, tmp, k);
+        off += k;
+    }
+}
+static void traced_set(char* d, int c, size_t n, uintptr_t pc) {
+    for (size_t off = 0; off < n;) {
+        const int k = copy_piece(n - off);
+        on_access(reinterpret_cast<uintptr_t>(d + off), k, true, pc);
+        std::memset(d + off, c, k);
+        off += k;
+    }
+}
+}  // namespace hipsim
+
 #define HIPSIM_PC reinterpret_cast<uintptr_t>(__builtin_return_address(0))
 extern "C" {
 void __sanitizer_cov_load1(uint8_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 1, false, HIPSIM_PC); }
@@ -1584,6 +1762,29 @@ void __sanitizer_cov_store2(uint16_t* a) { hipsim::on_access(reinterpret_cast<ui
 void __sanitizer_cov_store4(uint32_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 4, true, HIPSIM_PC); }
 void __sanitizer_cov_store8(uint64_t* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 8, true, HIPSIM_PC); }
 void __sanitizer_cov_store16(__int128* a) { hipsim::on_access(reinterpret_cast<uintptr_t>(a), 16, true, HIPSIM_PC); }
+// The compiler's array-bounds check (see oob_judge); the recoverable form returns and the access follows.
+void __ubsan_handle_out_of_bounds(void* data, void* index) {
+    hipsim::oob_note(static_cast<const hipsim::UbsanOob*>(data), reinterpret_cast<uintptr_t>(index));
+}
+// Copies (see traced_copy), and the instrumentation's constructor, which needs nothing here.
+void* __tsan_memcpy(void* d, const void* s, size_t n) {
+    hipsim::Fiber* f = hipsim::kernel_fiber();
+    if (!f) return std::memcpy(d, s, n);
+    hipsim::traced_copy(f, static_cast<char*>(d), static_cast<const char*>(s), n, HIPSIM_PC);
+    return d;
+}
+void* __tsan_memmove(void* d, const void* s, size_t n) {
+    hipsim::Fiber* f = hipsim::kernel_fiber();
+    if (!f) return std::memmove(d, s, n);
+    hipsim::traced_copy(f, static_cast<char*>(d), static_cast<const char*>(s), n, HIPSIM_PC);
+    return d;
+}
+void* __tsan_memset(void* d, int c, size_t n) {
+    if (!hipsim::kernel_fiber()) return std::memset(d, c, n);
+    hipsim::traced_set(static_cast<char*>(d), c, n, HIPSIM_PC);
+    return d;
+}
+void __tsan_init() {}
 }
 namespace hipsim {
 

@@ -123,8 +123,18 @@ int block_barrier_count(int pred, const char* what, int line);   // __syncthread
 void* dynamic_shared_base();
 void not_simulated(const char* what, int line);
 // The sanitizer (runtime.cpp): each static __shared__ variable is made known once (simulate.py adds the call
-// after its declaration), and atomics mark what they write as written.
-int lds_note(const volatile void* p, size_t bytes, const char* name);
+// after its declaration) with its array extents (an index past them is a memcheck finding), and atomics mark what
+// they write as written.
+int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const unsigned* dims, int rank);
+template <class T, size_t... I> inline int lds_note_extents(const volatile void* p, size_t bytes, const char* name,
+                                                            std::index_sequence<I...>) {
+    static const unsigned dims[] = {static_cast<unsigned>(std::extent<T, I>::value)..., 0u};
+    return lds_note_dims(p, bytes, name, dims, static_cast<int>(sizeof...(I)));
+}
+template <class T> inline int lds_note(T* p, size_t bytes, const char* name) {
+    typedef typename std::remove_cv<T>::type U;
+    return lds_note_extents<U>(p, bytes, name, std::make_index_sequence<std::rank<U>::value>{});
+}
 void atomic_note(const volatile void* p, size_t bytes);   // an atomic reads, then writes, these bytes
 void fence_note();   // __threadfence(): the block's earlier global writes are ordered before its later accesses
 // A device-accessible pointer (hipMalloc, hipHostMalloc, hipMallocManaged, a __device__ variable), or the fault a
