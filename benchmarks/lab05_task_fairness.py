@@ -3,11 +3,11 @@ every typical wrong answer caught, and how often is a block size really asked? S
 
 An option's error differs from one sample of data to the next. The grade measures every option on its own
 fresh samples and accepts any choice that a learner measuring on a sample of their own could make (see
-``rocmlab/course/labs/lab05_quickreduce_tuning/task.py``). To simulate many grades quickly, every option's exact
-error is first measured on POOL independent samples per kind (once, about 0.05 s a sample); each simulated grade
-then draws the grader's samples and the learner's own sample from those pools, independently, and judges the
-learner's choice (the fastest option within the budget on the learner's sample) and the wrong answers with the
-task's own draw, zones and cost model.
+``rocmlab/course/labs/lab05_quickreduce_tuning/task.py``; its measurements are in ``reference.py``). To simulate
+many grades quickly, every option's exact error is first measured on POOL independent samples per kind (once,
+about 0.05 s a sample); each simulated grade then draws the grader's samples and the learner's own sample from
+those pools, independently, and judges the learner's choice (the fastest option within the budget on the learner's
+sample) and the wrong answers with the task's own draw, zones and cost model.
 
     python benchmarks/lab05_task_fairness.py [--pool 2000] [--grades 20000] [--seed 0]
 
@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from rocmlab.course.labs.lab05_quickreduce_tuning import reference as r  # noqa: E402
 from rocmlab.course.labs.lab05_quickreduce_tuning import task as t  # noqa: E402
 
 
@@ -38,7 +39,7 @@ def pools(n: int) -> dict[str, list[dict]]:
     out = {}
     for kind in t.KINDS:
         started = time.monotonic()
-        out[kind] = [t.errors(kind, 1_000_000 + i) for i in range(n)]
+        out[kind] = [r.errors(kind, 1_000_000 + i) for i in range(n)]
         print(f"{kind}: {n} samples in {time.monotonic() - started:.0f} s", flush=True)
     return out
 
@@ -55,13 +56,13 @@ def main() -> int:
     t.time_us = functools.cache(t.time_us)     # the same few (option, scenario) pairs, timed many times
 
     def accepted(s, samples, answer):
-        return t.judge(s, samples, answer).verdict == "right"
+        return r.judge(s, samples, answer).verdict == "right"
 
     def drawn_samples(kind, seeds):        # the grader's samples, from the pool instead of measured again
         rows = [pool[kind][rng.randrange(args.pool)] for _ in seeds]
         return {o: tuple(r[o] for r in rows) for o in t.options()}
 
-    t.spread = drawn_samples
+    r.spread = drawn_samples
     lost = scenarios = asked = 0
     missed = dict.fromkeys(t.wrong_answers(), 0)
     for seed in range(args.seed, args.seed + args.grades):
@@ -70,7 +71,7 @@ def main() -> int:
         caught = dict.fromkeys(missed, False)
         for s in drawn:
             mine = samples[s.kind]
-            lost += not accepted(s, mine, t.best(s, own[s.kind])[0])
+            lost += not accepted(s, mine, r.best(s, own[s.kind])[0])
             for name, wrong in t.wrong_answers().items():
                 caught[name] |= not accepted(s, mine, wrong(s))
             asked += any(not accepted(s, mine, (c, 256)) and any(accepted(s, mine, (c, b))

@@ -851,7 +851,8 @@ def _folder_bytes(folder: str | None, limit_entries: int = 100_000) -> int:
 
 # --- building the command line ------------------------------------------------------------------------
 
-def _system_binds(root: str) -> list[str]:
+def _system_binds(root: str, etc=None) -> list[str]:
+    """The root's folders, read-only; with ``etc`` (names), its ``/etc`` holds those entries only."""
     args: list[str] = []
     names = SYSTEM_DIRS if root == "/" else sorted(os.listdir(root))
     for name in names:
@@ -860,6 +861,14 @@ def _system_binds(root: str) -> list[str]:
             continue
         if os.path.islink(src):
             args += ["--symlink", os.readlink(src), "/" + name]
+        elif name == "etc" and etc is not None and os.path.isdir(src):
+            args += ["--dir", "/etc"]
+            for entry in etc:
+                path = os.path.join(src, entry)
+                if os.path.islink(path):
+                    args += ["--symlink", os.readlink(path), "/etc/" + entry]
+                elif os.path.lexists(path):
+                    args += ["--ro-bind", path, "/etc/" + entry]
         elif os.path.isdir(src):
             args += ["--ro-bind", src, "/" + name]
     return args
@@ -872,16 +881,17 @@ def _gpu_nodes() -> list[str]:
     return found
 
 
-def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd, uid=None, private=None) -> list[str]:
+def _bwrap_argv(cmd, *, root, scratch, ro_binds, gpu, cwd, info_fd, uid=None, private=None, etc=None) -> list[str]:
     """``private``: (bytes, files) to make the scratch a tmpfs of that size, with ``files`` (host path,
-    writable) bound into it at the same path; None binds the scratch folder itself, read-write."""
+    writable) bound into it at the same path; None binds the scratch folder itself, read-write. ``etc``: see
+    :func:`run`."""
     a = [shutil.which("bwrap") or "bwrap", "--die-with-parent", "--new-session", "--unshare-pid", "--unshare-net", "--unshare-ipc",
          "--unshare-uts", "--unshare-cgroup-try"]
     if not _as_root():
         a += ["--unshare-user", "--uid", str(settings.SANDBOX_UID), "--gid", str(settings.SANDBOX_GID)]
     if info_fd is not None:
         a += ["--info-fd", str(info_fd)]
-    a += ["--tmpfs", "/", *_system_binds(root), "--dev", "/dev", "--proc", "/proc",
+    a += ["--tmpfs", "/", *_system_binds(root, etc), "--dev", "/dev", "--proc", "/proc",
           "--size", str(settings.SANDBOX_TMP_BYTES), "--perms", "1777", "--tmpfs", "/tmp",
           "--size", str(SHM_BYTES), "--perms", "1777", "--tmpfs", "/dev/shm"]
     made: set[str] = set()
@@ -1212,7 +1222,7 @@ def _return_scratch(scratch, st):
 
 def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None = None, ro_binds=(),
         env: dict | None = None, gpu: bool = False, stdin_data: bytes | None = None,
-        cwd: str | None = None, outputs=()) -> Completed:
+        cwd: str | None = None, outputs=(), etc=None) -> Completed:
     """Run ``cmd`` isolated (see the module's text) and return what happened; never raises for the program's
     own failures (crash, time limit, output flood). Raises FileNotFoundError when ``cmd[0]`` is not in the
     sandbox, SandboxError when the sandbox itself cannot start, and re-raises KeyboardInterrupt / Terminated
@@ -1223,10 +1233,15 @@ def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None 
     path, the files the scratch folder holds bound in read-only, and each path in ``outputs`` (files directly
     in the scratch folder) created empty, the run's own, and bound in writable (its size capped by
     ``limits.file_bytes``). The host folder's owner and mode never change. Without bubblewrap, a watchdog
-    ends the run when the scratch folder grows past the quota."""
+    ends the run when the scratch folder grows past the quota.
+
+    ``etc``: the names of the root's ``/etc`` entries the program sees, none other (None: all of ``/etc``). A
+    compiler needs the loader's files, not the machine's users, names or settings (a learner's source could
+    probe them with ``__has_include`` or read them with ``#include``). With bubblewrap only: the fallbacks show
+    the root's ``/etc`` as the run's uid may read it."""
     try:
         done = _run(cmd, limits=limits, root=root, scratch=scratch, ro_binds=ro_binds, env=env, gpu=gpu,
-                    stdin_data=stdin_data, cwd=cwd, outputs=outputs)
+                    stdin_data=stdin_data, cwd=cwd, outputs=outputs, etc=etc)
     except SandboxError as exc:
         _note_fault(str(exc))
         raise
@@ -1236,7 +1251,7 @@ def run(cmd, *, limits: Limits = Limits(), root: str = "/", scratch: str | None 
 
 
 def _run(cmd, *, limits: Limits, root: str, scratch: str | None, ro_binds, env: dict | None, gpu: bool,
-         stdin_data: bytes | None, cwd: str | None, outputs) -> Completed:
+         stdin_data: bytes | None, cwd: str | None, outputs, etc=None) -> Completed:
     cmd = tuple(str(c) for c in cmd)
     if not cmd:
         raise ValueError("sandbox.run: give the program to run")
@@ -1256,7 +1271,7 @@ def _run(cmd, *, limits: Limits, root: str, scratch: str | None, ro_binds, env: 
         uid = run_uid()
         private = _private_scratch(scratch, outputs, limits, uid)
         argv = _bwrap_argv(cmd, root=root, scratch=scratch, ro_binds=ro_binds, gpu=gpu, cwd=cwd, info_fd=w, uid=uid,
-                           private=private)
+                           private=private, etc=etc)
         st = None if private is not None else _own_scratch(scratch, uid)
         guard = _Guard(limits.memory_bytes, uid if _as_root() else None, None, None)
         try:

@@ -25,6 +25,17 @@ def _last_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {msg}"[:500]
 
 
+def _triton_kinds() -> tuple:
+    """The classes a Triton kernel is an instance of (jit, autotune, heuristics, the CPU interpreter's), as triton
+    defines them: read before the answer's file is loaded, so that nothing it does replaces them."""
+    import triton as tr
+    from triton.runtime import interpreter
+
+    return tuple(k for k in (getattr(tr.runtime, "JITFunction", None), getattr(tr.runtime, "Autotuner", None),
+                             getattr(tr.runtime, "Heuristics", None),
+                             getattr(interpreter, "InterpretedFunction", None)) if k is not None)
+
+
 def _load(name: str, triton: bool):
     """The learner's function (or Triton kernel) ``name`` from answer.py."""
     if triton:
@@ -35,6 +46,7 @@ def _load(name: str, triton: bool):
             mod = importlib.util.module_from_spec(spec)
             spec.loader.exec_module(mod)
             mod.round_like_the_gpu()
+    kinds = _triton_kinds() if triton else ()     # triton's own classes, taken before the answer's file runs
     spec = importlib.util.spec_from_file_location("answer", os.path.join(os.getcwd(), "answer.py"))
     mod = importlib.util.module_from_spec(spec)
     sys.modules["answer"] = mod
@@ -48,13 +60,6 @@ def _load(name: str, triton: bool):
     if fn is None:
         raise LookupError(f"your answer file defines no {name}: hand in the file with your {name}")
     if triton:
-        import triton as tr
-
-        from triton.runtime import interpreter
-
-        kinds = tuple(k for k in (getattr(tr.runtime, "JITFunction", None), getattr(tr.runtime, "Autotuner", None),
-                                  getattr(tr.runtime, "Heuristics", None),
-                                  getattr(interpreter, "InterpretedFunction", None)) if k is not None)
         if type(fn) not in kinds:
             raise LookupError(f"{name} is a {type(fn).__name__}, not a Triton kernel: decorate it with @triton.jit "
                               "(a puzzle is solved by a Triton kernel, not by torch code)")

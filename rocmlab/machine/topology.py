@@ -19,6 +19,7 @@ Never imports IPython, ipywidgets or plotly (the widget is ``rocmlab.course.labs
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import shutil
@@ -65,17 +66,23 @@ def xcd_of(program: int, xcds: int = 8) -> int:
 def xcd_remap(program: int, n_programs: int, xcds: int = 8) -> int:
     """The tile a program should compute so that each XCD gets a contiguous range of tiles.
 
-    Program ``p`` runs on XCD ``p % xcds`` as its ``p // xcds``-th program there; give it tile
-    ``start(xcd) + p // xcds``, where XCD k's range starts after the ranges of XCDs 0..k-1 (the first
-    ``n % xcds`` XCDs get one tile more when ``n`` is not a multiple). A bijection on 0..n-1."""
+    Program ``p`` runs on XCD ``p % xcds`` as its ``p // xcds``-th program there. Put every program in the order
+    (its XCD, its place there) and hand out the tiles 0..n-1 in that order: each XCD's programs get one
+    contiguous range, in the order they are dispatched. A bijection on 0..n-1. Computed here by that order (a
+    sort, once per grid size), not in closed form: the closed form, one program and one tile at a time, is Lab
+    08's task."""
     if not 0 <= program < n_programs:
         raise ValueError(f"program {program} is outside 0..{n_programs - 1}")
-    per = -(-n_programs // xcds)              # tiles on the larger XCDs
-    tall = n_programs % xcds or xcds          # how many XCDs get `per`
-    xcd, local = program % xcds, program // xcds
-    if xcd < tall:
-        return xcd * per + local
-    return tall * per + (xcd - tall) * (per - 1) + local
+    return _dispatch_order_tiles(n_programs, xcds)[program]
+
+
+@functools.lru_cache(maxsize=64)
+def _dispatch_order_tiles(n_programs: int, xcds: int) -> tuple[int, ...]:
+    """Each program's tile under :func:`xcd_remap`: its rank in the order (XCD, place on it)."""
+    tiles = [0] * n_programs
+    for tile, p in enumerate(sorted(range(n_programs), key=lambda q: (q % xcds, q // xcds))):
+        tiles[p] = tile
+    return tuple(tiles)
 
 
 def grouped_tile(t: int, grid_m: int, grid_n: int, group_m: int) -> tuple[int, int]:

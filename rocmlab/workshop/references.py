@@ -52,6 +52,7 @@ KERNEL_MODULES = ("rocmlab.course.labs.lab06_triton_on_amd.kernels", "rocmlab.co
                   "rocmlab.course.labs.lab09_attention_on_mi300x.ladder_kernels",
                   "rocmlab.course.labs.lab10_fp8_gemm.ladder_kernels",
                   "rocmlab.course.labs.lab03_pytorch_on_rocm.reference",
+                  "rocmlab.course.labs.lab05_quickreduce_tuning.reference",
                   "rocmlab.course.labs.lab07_matrix_cores.reference")
 #: Folders of the checkout the package runs from (an editable install) that hold answers: the git history
 #: (every reference ever committed: ``git show HEAD:rocmlab/exercises/NAME/solution.hip``) and the test suite

@@ -27,6 +27,17 @@ def no_leftovers():
     assert not left, f"hub test left processes behind: {left}"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _checkout_modes_kept():
+    """A hub in ``users`` mode locks the references of the package its servers run, this checkout's among them
+    (files 0600 root, ``.git`` and ``tests/`` 0700): each module puts back the modes and owners it found."""
+    from rocmlab.workshop import references
+    from tests.helpers.kept_modes import kept_modes
+
+    with kept_modes(references.locked_paths):
+        yield
+
+
 @pytest.fixture(scope="session")
 def needs_proxy():
     if shutil.which("configurable-http-proxy") is None:

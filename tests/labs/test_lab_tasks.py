@@ -18,6 +18,7 @@ import torch
 
 from rocmlab.course import progress
 from rocmlab.course import tasks as T
+from rocmlab.course.labs.lab05_quickreduce_tuning import reference as codec_reference
 from rocmlab.course.labs.lab05_quickreduce_tuning import task as codec_choice
 from rocmlab.course.labs.lab07_matrix_cores import task as occupancy_task
 from rocmlab.course.labs.lab04_vllm_on_rocm import task as serving_target
@@ -97,7 +98,7 @@ def test_codec_choice_a_zone_decides_only_where_the_noise_does_not(monkeypatch):
 def test_codec_choice_still_asks_for_a_block_size(monkeypatch):
     """On normal data the zones are narrow: q4's block 256 is over a budget on any sample while its block 16 is
     within, and then block 256 fails."""
-    samples = codec_choice.spread("normal", [T.draw_seed() for _ in range(codec_choice.SAMPLES)])
+    samples = codec_reference.spread("normal", [T.draw_seed() for _ in range(codec_choice.SAMPLES)])
     zones = {o: codec_choice.zone(v, "normal") for o, v in samples.items()}
     small, big = ("q4", 16), ("q4", 256)
     assert zones[small][1] < zones[big][0], zones
@@ -113,8 +114,8 @@ CODEC_BAD_BEFORE = (72, 276)
 
 def _own_sample_choose(learner_seed: int):
     """The right method on the learner's own sample of each kind (``learner_seed``, the grader's size)."""
-    own = {k: codec_choice.errors(k, learner_seed) for k in codec_choice.KINDS}
-    return lambda s: codec_choice.best(s, own[s.kind])[0]
+    own = {k: codec_reference.errors(k, learner_seed) for k in codec_choice.KINDS}
+    return lambda s: codec_reference.best(s, own[s.kind])[0]
 
 
 def test_codec_choice_the_right_method_on_a_learners_own_sample_earns_every_point(monkeypatch):

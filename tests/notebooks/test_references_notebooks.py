@@ -1,4 +1,4 @@
-"""On a workshop hub (references withheld), the Lab 06 and Lab 08 cells that check the shipped reference kernels
+"""On a workshop hub (references withheld), the Lab 05, 06 and 08 cells that check the shipped reference kernels
 print the one-line reason and let Run All go on, instead of stopping the notebook. Each cell is run here with the
 names it would touch replaced by tripwires: with references withheld it must touch none of them; the control, with
 references kept, must reach them."""
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
-CELLS = [("06-triton-on-amd.ipynb", "P.self_test(lab=T.LAB)"), ("08-mi300x-package.ipynb", "K08.remap_kernel")]
+CELLS = [("06-triton-on-amd.ipynb", "P.self_test(lab=T.LAB)"), ("08-mi300x-package.ipynb", "K08.remap_kernel"),
+         ("05-quickreduce-tuning.ipynb", "task05.reference_choose")]
 
 
 class Tripwire:
@@ -30,8 +31,9 @@ def _cell(nb: str, marker: str) -> str:
 
 
 def _run(source: str) -> str:
-    names = dict(P=Tripwire(), task08=Tripwire(), pd=Tripwire(), display=Tripwire(), headline=Tripwire(),
-                 pkg=Tripwire(), T=Tripwire(), plat=Tripwire(), mode="cpu", quick=True, where="here")
+    names = dict(P=Tripwire(), task08=Tripwire(), task05=Tripwire(), pd=Tripwire(), display=Tripwire(),
+                 headline=Tripwire(), pkg=Tripwire(), T=Tripwire(), plat=Tripwire(), mode="cpu", quick=True,
+                 where="here")
     source = source.replace("from rocmlab.course.labs.lab08_mi300x_package import kernels as K08", "K08 = Tripwire()")
     source = source.replace("from rocmlab.course.tasks import self_test", "self_test = Tripwire()")
     out = io.StringIO()

@@ -30,6 +30,13 @@ samples per kind, the learner's sample independent of the grader's: see ``benchm
 below every Q4 zone, and the largest message's is above them all. Everything here runs on a CPU: the grade
 is the same on any machine.
 
+The grader's measurements and rule (every option's error on fresh samples, the fastest within the budget) are the
+task's answer, so they live in :mod:`.reference`, which a workshop withholds from learners as it does Labs 03 and
+07's: this module holds the scenario, the zones, the cost model's time and the grade's wording. Where the reference
+is withheld (a learner's server, ``ROCMLAB_REFERENCES=off``) a grade is a preview: it checks that every answer is a
+codec and block size (2 points), shows each choice's error on one fresh sample, and says that the four choices
+(8 points) are judged by the instructor's grader; the scenarios' budgets are drawn freely there.
+
     s = Scenario(...)                       # what the learner's function receives
     grade(choose)                           # a Report; points recorded for 05-quickreduce-tuning
 """
@@ -46,6 +53,8 @@ from rocmlab.comm import costmodel as CM
 from rocmlab.comm import torch_codec as C
 from rocmlab.course import tasks as T
 from rocmlab.grader import pyanswer
+from rocmlab.withheld import MESSAGE
+from rocmlab.workshop.references import ReferencesWithheld
 
 LAB, TASK = "05-quickreduce-tuning", "codec-per-message"
 TITLE = "Lab 05 task: a codec and block size per message size"
@@ -89,22 +98,6 @@ def _size(n: int) -> str:
     return f"{n / 2**20:.3g} MB" if n >= 2**20 else f"{n / 2**10:.3g} KB"
 
 
-def errors(kind: str, seed: int, numel: int = SAMPLE) -> dict[tuple[str, int], float]:
-    """The exact relative L2 error of every option on one fresh sample of ``kind``."""
-    x = C.activations(kind, numel, seed=seed)
-    out = {}
-    for name, block in options():
-        codec = C.get_codec(name, block)
-        out[(name, block)] = C.error_metrics(x, C.decode_reference(C.encode_reference(x, codec))).rel_l2
-    return out
-
-
-def spread(kind: str, seeds) -> dict[tuple[str, int], tuple[float, ...]]:
-    """Every option's exact error on each of several independent fresh samples of ``kind``, one per seed."""
-    per_sample = [errors(kind, s) for s in seeds]
-    return {o: tuple(e[o] for e in per_sample) for o in options()}
-
-
 def zone(errs: tuple[float, ...], kind: str) -> tuple[float, float]:
     """The errors a learner's own sample of ``kind`` can show for one option: :data:`MARGINS` beyond the smallest
     and the largest of the grader's samples."""
@@ -115,14 +108,6 @@ def zone(errs: tuple[float, ...], kind: str) -> tuple[float, float]:
 def time_us(choice: tuple[str, int], s: Scenario) -> float:
     name, block = choice
     return CM.latency(C.get_codec(name, block), s.message_bytes, s.system, s.world)["total_s"] * 1e6
-
-
-def best(s: Scenario, errs: dict) -> tuple[tuple[str, int], float]:
-    """The fastest option within the budget (by the cost model), and its time in us."""
-    ok = [o for o in options() if errs[o] <= s.budget]
-    t = {o: time_us(o, s) for o in ok}
-    o = min(t, key=t.get)
-    return o, t[o]
 
 
 @dataclass(frozen=True)
@@ -137,40 +122,37 @@ class Judged:
     fastest_us: float
 
 
-def judge(s: Scenario, samples: dict[tuple[str, int], tuple[float, ...]], answer: tuple[str, int]) -> Judged:
-    """The grade's rule for ``answer`` on scenario ``s``, given the grader's errors of every option on its samples
-    of ``s.kind``: a choice is judged by its :func:`zone`."""
-    zones = {o: zone(v, s.kind) for o, v in samples.items()}
-    fastest, fastest_us = best(s, {o: z[1] for o, z in zones.items()})
-    lo, hi = zones[answer]
-    mine = time_us(answer, s)
-    verdict = "over" if lo > s.budget else "slower" if mine > fastest_us * (1 + FAST_TOL) else "right"
-    return Judged(verdict, hi > s.budget, mine, fastest, fastest_us)
+def _rule():
+    """The grader's measurements and rule (:mod:`.reference`): ``ReferencesWithheld`` where the instructor holds
+    them (a workshop learner's server, ``ROCMLAB_REFERENCES=off``; its file locked, if the setting was cleared)."""
+    try:
+        from rocmlab.course.labs.lab05_quickreduce_tuning import reference
+    except PermissionError:
+        raise ReferencesWithheld(MESSAGE.format(what=f"{__package__}.reference")) from None
+    return reference
 
 
 def _log_uniform(g: torch.Generator, lo: float, hi: float) -> float:
     return math.exp(math.log(lo) + float(torch.rand(1, generator=g)) * (math.log(hi) - math.log(lo)))
 
 
-def draw(seed: int) -> tuple[list[Scenario], dict[str, dict]]:
-    """Four scenarios and, per kind, the grader's exact errors of every option on its own
-    :data:`SAMPLES` fresh samples (``{kind: {option: (error on sample 1, ...)}}``).
-
-    Roles make the task honest: one scenario's budget is below every Q4 option's zone (a codec chosen without
-    looking at the budget fails), and the largest message's is above them all (always sending fp16 fails)."""
+def _scenarios(seed: int, q4_zones=None) -> list[Scenario]:
+    """The four scenarios of a grade with ``seed``. ``q4_zones(kinds)``: per kind drawn, the Q4 options' zones on the
+    grader's samples, which give two budgets their roles (:func:`draw`); without it every budget is drawn freely
+    from :data:`BUDGET_RANGE` (the same messages, kinds and links)."""
     g = torch.Generator().manual_seed(seed)
     kinds = [KINDS[int(torch.randint(0, len(KINDS), (1,), generator=g))] for _ in SIZE_RANGES]
-    errs = {k: spread(k, [seed + 1 + SAMPLES * i + j for j in range(SAMPLES)])
-            for i, k in enumerate(KINDS) if k in kinds}
+    zones = q4_zones(kinds) if q4_zones is not None else None
     tight = int(torch.randint(0, len(SIZE_RANGES) - 1, (1,), generator=g))
     out = []
     for i, (lo, hi) in enumerate(SIZE_RANGES):
-        q4 = [zone(v, kinds[i]) for (n, _), v in errs[kinds[i]].items() if n == "q4"]
         nbytes = int(_log_uniform(g, lo, hi)) // C.QR_ATOM_BYTES * C.QR_ATOM_BYTES
-        if i == tight:
-            b = _log_uniform(g, BUDGET_RANGE[0], min(z[0] for z in q4))
+        if zones is None:
+            b = _log_uniform(g, *BUDGET_RANGE)
+        elif i == tight:
+            b = _log_uniform(g, BUDGET_RANGE[0], min(z[0] for z in zones[kinds[i]]))
         elif i == len(SIZE_RANGES) - 1:
-            top = max(z[1] for z in q4)
+            top = max(z[1] for z in zones[kinds[i]])
             b = _log_uniform(g, top, max(BUDGET_RANGE[1], top * 1.5))
         else:
             b = _log_uniform(g, *BUDGET_RANGE)
@@ -178,9 +160,28 @@ def draw(seed: int) -> tuple[list[Scenario], dict[str, dict]]:
         world = int((2, 4, 8)[int(torch.randint(0, 3, (1,), generator=g))])
         if i == len(SIZE_RANGES) - 1:
             system = "MI300X"      # a quantized codec wins there at every world size (the loose role)
-        way = "down" if i == tight else "up" if i == len(SIZE_RANGES) - 1 else "near"
+        way = "near" if zones is None else "down" if i == tight else "up" if i == len(SIZE_RANGES) - 1 else "near"
         out.append(Scenario(nbytes, _readable(b, way), kinds[i], system, world))
-    return out, errs
+    return out
+
+
+def draw(seed: int) -> tuple[list[Scenario], dict[str, dict]]:
+    """Four scenarios and, per kind, the grader's exact errors of every option on its own :data:`SAMPLES` fresh
+    samples (``{kind: {option: (error on sample 1, ...)}}``): :func:`.reference.draw`, held by the instructor in a
+    workshop (``ReferencesWithheld`` there).
+
+    Roles make the task honest: one scenario's budget is below every Q4 option's zone (a codec chosen without
+    looking at the budget fails), and the largest message's is above them all (always sending fp16 fails)."""
+    return _rule().draw(seed)
+
+
+def scenarios(seed: int) -> list[Scenario]:
+    """The four scenarios a grade with ``seed`` asks. Where the grader's measurements are held by the instructor
+    (a workshop learner's server), the same messages, kinds and links with every budget drawn freely."""
+    try:
+        return draw(seed)[0]
+    except ReferencesWithheld:
+        return _scenarios(seed)
 
 
 def _readable(b: float, way: str) -> float:
@@ -203,7 +204,10 @@ def grade(choose, seed: int | None = None, record: bool = True):
     """Grade ``choose(scenario) -> (codec, block_size)`` on four fresh scenarios."""
     started = time.monotonic()
     seed = T.draw_seed(seed)
-    scenarios, samples = draw(seed)
+    try:
+        scenarios, samples = draw(seed)
+    except ReferencesWithheld:          # a learner's preview in a workshop: the rule is the instructor's
+        scenarios, samples = _scenarios(seed), None
     answers, problems = [], []
     for s, (value, err) in zip(scenarios, pyanswer.answers(choose, scenarios), strict=True):
         try:
@@ -222,7 +226,11 @@ def grade(choose, seed: int | None = None, record: bool = True):
         if a is None:
             checks.append(T.not_run(cid, "compare", 2, f"{s.label()}: no valid answer"))
             continue
-        j = judge(s, samples[s.kind], a)
+        if samples is None:
+            checks.append(T.skipped(cid, "compare", 2, f"{s.label()}: you chose {a[0]} block {a[1]}, error "
+                                    f"{_one_error(s, a, seed + i):.4f} on one fresh sample of this kind. {HELD}"))
+            continue
+        j = _rule().judge(s, samples[s.kind], a)
         err = sum(samples[s.kind][a]) / SAMPLES
         what = f"{s.label()}: you chose {a[0]} block {a[1]}"
         if j.verdict == "over":
@@ -240,14 +248,27 @@ def grade(choose, seed: int | None = None, record: bool = True):
             near = " (its error is within the samples' noise of the budget: accepted either way)" if j.near else ""
             checks.append(T.passed(cid, "compare", 2, f"{what}: error {err:.4f} vs budget {s.budget:.4g} and "
                                    f"{j.mine_us:.1f} us, the fastest within the budget{near}"))
-    return T.finish(LAB, TASK, TITLE, checks, "cpu (exact codec errors and the cost model)",
-                    "any machine: the same grade everywhere", seed, started, record)
+    backend = "cpu (exact codec errors and the cost model)" if samples is not None else \
+        "cpu (a preview: the answers only; the instructor's grader judges the choices)"
+    return T.finish(LAB, TASK, TITLE, checks, backend, "any machine: the same grade everywhere", seed, started,
+                    record)
+
+
+#: What a learner's preview says for each choice where the grader's measurements are held by the instructor.
+HELD = ("Not checked here: within the budget, and the fastest such choice? The instructor's grader decides: it "
+        "measures every option on fresh samples, the task's answer, which this hub holds with the instructor. "
+        "Hand in to have it graded")
+
+
+def _one_error(s: Scenario, answer: tuple[str, int], seed: int) -> float:
+    """The exact error of ``answer`` alone on one fresh sample of ``s.kind`` (what a preview can say)."""
+    x = C.activations(s.kind, SAMPLE, seed=seed)
+    return C.error_metrics(x, C.decode_reference(C.encode_reference(x, C.get_codec(*answer)))).rel_l2
 
 
 def reference_choose(s: Scenario, seed: int = 12345) -> tuple[str, int]:
-    """The right method: measure every option's error on a sample of one's own, keep those within the
-    budget, and take the fastest in the cost model."""
-    return best(s, errors(s.kind, seed))[0]
+    """The reference answer (:func:`.reference.choose`: withheld from learners in a workshop)."""
+    return _rule().choose(s, seed)
 
 
 def wrong_answers() -> dict:
