@@ -178,7 +178,7 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("ROCMLAB_GPU_RUNNER", "yes: the CI recipe's GPU job runs (a repository variable of the workflow)", ""),
     Variable("ROCMLAB_PORT_VECTOR_SHFL", "not a variable: the port's shim macro for tile shuffles of vector types "
              "(rocmlab/cuda2hip/shims)", ""),
-    Variable("ROCMLAB_FUZZ_SEED", "replay a fuzz test's run with this seed (tests/serve/test_sse_fuzz.py prints it)", ""),
+    Variable("ROCMLAB_FUZZ_SEED", "replay a fuzz test's run with this seed (tests/serve/whole/test_sse_fuzz.py prints it)", ""),
     Variable("ROCMLAB_CUBLAS", "folder holding cuBLAS (the HIP->CUDA path of the SGEMM exercise)", ""),
     Variable("ROCMLAB_HIPBLAS", "a ROCm folder holding include/hipblas (the SGEMM exercise), before /opt/rocm", ""),
     Variable("ROCMLAB_DEBIAN_MIRROR", "the Debian mirror the offline ROCm root is built from (scripts/setup)",

@@ -59,6 +59,21 @@ def _own_rocmlab_home() -> Path:
 TEST_HOME = _own_rocmlab_home()
 
 
+def _one_thread_per_worker() -> None:
+    """Under pytest-xdist each worker is a process of its own, one per core (and one more): torch's and OpenMP's
+    own pools of one thread per core in every worker oversubscribe the cores, and small tensor work then waits on
+    spinning threads (a Lab 05 grade: 7x slower at 3 workers on 2 cores). Each worker, and the programs it starts,
+    get one thread unless the caller set OMP_NUM_THREADS. Set here, before any test imports torch."""
+    import os
+
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
+        os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+
+_one_thread_per_worker()
+
+
 @pytest.fixture
 def machine(tmp_path):
     """A fake machine's filesystem root (tests/helpers/fake_machine.py)."""
@@ -73,7 +88,7 @@ def rng():
 
 
 def pytest_terminal_summary(terminalreporter):
-    """The fuzz tests' case counts of this run (tests/serve/test_sse_fuzz.py), in the summary without -s."""
+    """The fuzz tests' case counts of this run (tests/serve/whole/test_sse_fuzz.py), in the summary without -s."""
     for name, mod in list(sys.modules.items()):
         counts = getattr(mod, "FUZZ_COUNTS", None) if name.endswith("test_sse_fuzz") else None
         if counts:

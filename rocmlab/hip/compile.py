@@ -246,7 +246,7 @@ def exe_commands(tc: Toolchain, source: str, output: str, *, target: str, flags=
     """A program built in three steps instead of hipcc's one, so that each half can read its precompiled
     runtime header: [the device code to an offload bundle], [the host code with that bundle embedded
     (``-fcuda-include-gpubinary``)], [the link]. With the same ``-cuid`` the program is byte for byte the
-    one ``hipcc -cuid=X src -o exe`` makes (``tests/hip/test_compile_fast_path.py``)."""
+    one ``hipcc -cuid=X src -o exe`` makes (``tests/hip/whole/test_compile_fast_path.py``)."""
     rem = ["-Rpass-analysis=kernel-resource-usage"] if remarks else []
     flags = [str(f) for f in flags]
     base = [tc.compiler, "-x", "hip", f"--offload-arch={target}", *_opt(flags), f"-cuid={cuid}"]

@@ -23,7 +23,7 @@ latency. A CU has 4 SIMDs. A wave's limit is the smallest of:
   compiler's occupancy remarks agree (a 40 KiB, 256-thread kernel: 1 wave/SIMD on gfx942, 4 on
   gfx950; ``benchmarks/results/toolchain_compare.md``). The VGPR, SGPR and workgroup rules of
   gfx950 are those of gfx942 (checked against the same compiler for every kernel of
-  ``rocmlab/hip/kernels/pressure.hip``, ``tests/hip/test_hip_inspect.py``).
+  ``rocmlab/hip/kernels/pressure.hip``, ``tests/hip/whole/test_hip_inspect.py``).
   Workgroups per CU = ``LDS per CU // LDS per workgroup``, also capped by the workgroup-slot
   limit; waves per SIMD = ``ceil(workgroups * waves per workgroup / 4)`` (LLVM
   ``AMDGPUSubtarget::getOccupancyWithLocalMemSize``).

@@ -5,7 +5,7 @@ the offline ROCm 7.2.4 root, 0.45 s of the 0.59 s a vector-add's device half tak
 host half. clang can load those headers from a precompiled header (PCH) instead, one per half (device
 for one target, or host), built once per toolchain, target and flags and kept under
 ``cache_dir()/hip-pch``. A cell's device half then takes 0.24 s and its host half 0.19 s, with the
-same diagnostics, resource remarks and code (``tests/hip/test_compile_fast_path.py`` compares them).
+same diagnostics, resource remarks and code (``tests/hip/whole/test_compile_fast_path.py`` compares them).
 
 It is used only where it cannot change what the compiler sees:
 

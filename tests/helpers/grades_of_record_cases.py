@@ -97,7 +97,7 @@ def test_every_graded_row_is_an_item_with_a_usable_id():
     for item in items.all_items().values():
         assert xc.check_item(item.id) == item.id and item.possible > 0
     missing = [(lab, t) for lab, ts in progress.LAB_TASKS.items() for t in ts if items.item_for(lab, t) is None]
-    assert missing == []                  # Lab 04's task too (its settings, .json: tests/serve/test_serve_task_handin.py)
+    assert missing == []                  # Lab 04's task too (its settings, .json: tests/serve/whole/test_serve_task_handin.py)
     with pytest.raises(items.UnknownItem, match="did you mean 08-mi300x-package/xcd-remap"):
         items.get("08-mi300x-package/xcd-remapp")
 

@@ -15,7 +15,7 @@ from rocmlab.hip import inspector as insp
 from rocmlab.hip.toolchain import discover, discover_offline
 
 KERNELS = paths.kernels_dir()
-RESULTS = Path(__file__).resolve().parents[2] / "benchmarks" / "results" / "h200"
+RESULTS = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "h200"
 OFFLINE = discover_offline()
 HAS_GFX942 = OFFLINE is not None
 need_offline = pytest.mark.skipif(not HAS_GFX942, reason="no offline ROCm root: bash scripts/setup/20-rocm-root.sh")

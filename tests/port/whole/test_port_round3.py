@@ -29,8 +29,8 @@ from rocmlab.port import cuda_removed, port, run_compare
 from rocmlab.port.baseline import plain_hipify
 from rocmlab.port.unit_build import choose_toolchain
 
-DATA = Path(__file__).parents[1] / "data" / "port" / "round3"
-ROOT = Path(__file__).parents[2]
+DATA = Path(__file__).parents[2] / "data" / "port" / "round3"
+ROOT = Path(__file__).parents[3]
 
 
 def _toolchain_or_skip(perl: bool = False):

@@ -17,7 +17,7 @@ from rocmlab.port import port
 from rocmlab.port.baseline import plain_hipify
 from rocmlab.port.unit_build import choose_toolchain
 
-DATA = Path(__file__).parents[1] / "data" / "port"
+DATA = Path(__file__).parents[2] / "data" / "port"
 CLASSES = DATA / "unseen_classes"
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-LABS = Path(__file__).resolve().parents[2] / "labs"
+LABS = Path(__file__).resolve().parents[3] / "labs"
 
 
 @pytest.fixture(autouse=True)

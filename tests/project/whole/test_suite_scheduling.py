@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("xdist")
 
-CONFTEST = Path(__file__).resolve().parents[1] / "conftest.py"
+CONFTEST = Path(__file__).resolve().parents[2] / "conftest.py"
 WIDE = ("tests/hub/test_a.py", "tests/hub/test_b.py", "tests/setup/whole/test_setup.py")
 ONE = ("tests/port/whole/test_port.py", "tests/serve/whole/test_serve_live.py")      # modules sharing a costly fixture
 REST = tuple(f"tests/labs/test_{c}.py" for c in "cdefgh")
@@ -57,3 +57,20 @@ def test_control_without_the_hook_they_spread(tmp_path):
     assert {gw for gw, path in ran if path in WIDE} == {"gw0", "gw1"}, ran
     for module in ONE:
         assert {gw for gw, path in ran if path == module} == {"gw0", "gw1"}, ran
+
+
+def test_a_worker_runs_torch_on_one_thread_unless_told_otherwise():
+    """tests/conftest.py gives each pytest-xdist worker (and the programs it starts) one thread: a pool per worker
+    would oversubscribe the cores. Outside a worker (``-n 0``) nothing is changed."""
+    import os
+
+    import torch
+
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        pytest.skip("checks a pytest-xdist worker (./go test runs in workers; this run is -n 0)")
+    if os.environ.get("OMP_NUM_THREADS", "1") != "1":
+        pytest.skip(f"the caller set OMP_NUM_THREADS={os.environ['OMP_NUM_THREADS']}, which wins")
+    assert torch.get_num_threads() == 1
+    child = subprocess.run([sys.executable, "-c", "import os; print(os.environ['OMP_NUM_THREADS'])"],
+                           capture_output=True, text=True, check=True)
+    assert child.stdout.strip() == "1"
