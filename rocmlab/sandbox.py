@@ -1150,20 +1150,32 @@ def _spawn(argv, *, env, cwd, stdin_data, output_bytes, wall_s, preexec, isolati
 def wait_exit(proc: subprocess.Popen, timeout_s: float | None) -> int:
     """``proc.wait(timeout_s)``, woken the moment the process ends. Python's own wait with a timeout polls, sleeping
     up to 50 ms between looks: 25 ms on average after every compile and run, which a cell pays several times.
-    Here the kernel wakes us (a pidfd, Linux 5.3+); elsewhere it is Python's wait."""
+    Here the kernel wakes us (a pidfd, Linux 5.3+); elsewhere it is Python's wait. The wait is cut into slices of
+    :data:`SIGNAL_SLICE_S`: a Ctrl-C or SIGTERM the kernel hands to another thread of this process (a reader thread,
+    a pytest-xdist or Jupyter thread) does not wake a select in the main thread, and Python raises its exception
+    there only when the main thread returns to Python."""
     if proc.returncode is not None:
         return proc.returncode
     try:
         fd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):
         return proc.wait(timeout=timeout_s)
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
-        ready, _, _ = select.select([fd], [], [], timeout_s)
+        while True:
+            left = SIGNAL_SLICE_S if deadline is None else min(SIGNAL_SLICE_S, deadline - time.monotonic())
+            if left <= 0:
+                raise subprocess.TimeoutExpired(proc.args, timeout_s)
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                break
     finally:
         os.close(fd)
-    if not ready:
-        raise subprocess.TimeoutExpired(proc.args, timeout_s)
     return proc.wait()
+
+
+#: The longest a sandbox's wait goes without returning to Python (where a pending Ctrl-C is raised).
+SIGNAL_SLICE_S = 0.2
 
 
 def _finish(proc, threads):

@@ -5,6 +5,7 @@ stop on interrupts. Each isolation test has a control: the same thing works outs
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -259,6 +260,34 @@ def test_interrupt_ends_everything_and_reraises(scratch, sig, exc):
     assert time.monotonic() - t < 0.5 + 2.0
     assert _alive(marker) == []
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL
+
+
+def test_interrupt_handed_to_another_thread_still_ends_the_run(scratch):
+    """The kernel may hand a process's Ctrl-C to any of its threads (a reader thread, a pytest-xdist or Jupyter
+    thread): Python then raises KeyboardInterrupt in the main thread only when it returns to Python. A run's wait
+    returns to Python at least every SIGNAL_SLICE_S (a loaded quick tier once waited out a run's 30 s limit)."""
+    marker = f"8{uuid.uuid4().int % 10**6}.5"
+    parked = threading.Event()
+    other = threading.Thread(target=parked.wait, args=(10,), daemon=True)
+    other.start()
+    # control: a plain select in the main thread is not woken by a signal handed to the other thread
+    r, w = os.pipe()
+    threading.Timer(0.2, signal.pthread_kill, (other.ident, signal.SIGINT)).start()
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        select.select([r], [], [], 1.5)
+        time.sleep(0.5)                      # back in Python: the pending KeyboardInterrupt is raised here
+    assert time.monotonic() - t >= 1.4       # the select slept its whole timeout
+    os.close(r)
+    os.close(w)
+    threading.Timer(0.5, signal.pthread_kill, (other.ident, signal.SIGINT)).start()
+    t = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        run(["sh", "-c", f"sleep {marker} & sleep {marker}"], scratch=scratch, limits=Limits(wall_s=30))
+    assert time.monotonic() - t < 0.5 + 2.0
+    time.sleep(0.1)
+    assert _alive(marker) == []
+    parked.set()
 
 
 def test_killed_caller_leaves_nothing(tmp_path):
