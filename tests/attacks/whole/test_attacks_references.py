@@ -30,7 +30,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("git") is None
                                 reason="locking needs root and acting as a learner's uid; the attack needs git")
 
 LADDERS = ("course/labs/lab09_attention_on_mi300x/ladder_kernels.py", "course/labs/lab10_fp8_gemm/ladder_kernels.py")
-TASK_REFERENCES = ("course/labs/lab03_pytorch_on_rocm/reference.py", "course/labs/lab07_matrix_cores/reference.py")
+TASK_REFERENCES = ("course/labs/lab03_pytorch_on_rocm/reference.py", "course/labs/lab05_quickreduce_tuning/reference.py",
+                   "course/labs/lab07_matrix_cores/reference.py")
 SOLUTION = "rocmlab/exercises/vector-add/solution.hip"
 
 
@@ -102,7 +103,8 @@ def test_the_hub_lock_takes_the_history_the_tests_the_ladders_and_the_task_refer
         assert run_as(uid, _read(p)) == "DENIED", p
         assert p.read_bytes()                                                   # control: root (the grader) reads it
     assert _git(checkout, "show", f"HEAD:{SOLUTION}").returncode == 0           # control: root's git still works
-    for p in ("course/labs/lab03_pytorch_on_rocm/task.py", "course/labs/lab07_matrix_cores/task.py",
+    for p in ("course/labs/lab03_pytorch_on_rocm/task.py", "course/labs/lab05_quickreduce_tuning/task.py",
+              "course/labs/lab07_matrix_cores/task.py",
               "course/puzzles.py", "hip/occupancy.py",
               "course/labs/lab09_attention_on_mi300x/ladder.py"):
         assert run_as(uid, _read(checkout / "rocmlab" / p)).startswith("READ"), p   # control: the course stays
