@@ -13,8 +13,8 @@ the block-scaled FP8 GEMM against torch._scaled_mm and the bf16 GEMM; optionally
 3. Lab 10's ``lab.time_gemm``: the block-scaled FP8 GEMM (1 x 128 and 128 x 128 scales, bf16 out) on gpu-mode's
    DeepSeek-R1 shapes against ``torch._scaled_mm`` (row-wise and per-tensor scales) and the bf16 GEMM: TFLOP/s,
    ratio to bf16, and whether the result is within the lab's error bound at that size.
-4. The speed ladders (``ladder`` of each lab's package): every step of the FlashAttention forward (causal and not, head
-   dim 64 and 128) and of the block-scaled FP8 GEMM, each step's gain over the one before and its ratio to the
+4. The speed ladders (``ladder`` of each lab's package): every step of the FlashAttention forward at head dim 128
+   (causal at N = 1,024 and 4,096, non-causal at 4,096; the last step at every shape, head dims 64 and 128) and of the block-scaled FP8 GEMM, each step's gain over the one before and its ratio to the
    vendor's kernel (best SDPA backend; per-tensor ``torch._scaled_mm`` and bf16), measured in the same run.
 5. The ratio table (the issue's): at each of the labs' shapes, the puzzle's solution (before) and the ladder's
    last step (after) against the vendor, same run.
@@ -85,8 +85,11 @@ def puzzle_table(rows: list[dict]) -> list[dict]:
 ATTN_SHAPES = AL.SHAPES + ((4, 16, 4096, 64, True), (4, 16, 4096, 64, False))
 LAST_ATTENTION = LD9.ATTENTION_STEPS[-1][0]   # the ratio table's "after": each ladder's last step
 LAST_FP8 = LD10.FP8_STEPS[-1][0]
-LADDER_SHAPES = [((4, 16, 4096, 128), True), ((4, 16, 4096, 128), False), ((4, 16, 4096, 64), True),
-                 ((4, 16, 4096, 64), False)]
+PREV_ATTENTION = "v9 tuned"                   # the last steps of the round before (issue 53's first table)
+PREV_FP8 = "v10 tuned"
+#: every attention step is timed at the first FULL_LADDERS shapes (head dim 128, causal, short)
+LADDER_SHAPES = [((4, 16, 1024, 128), True), ((4, 16, 4096, 128), True)]
+FULL_LADDERS = 1
 
 
 def _warm(job) -> str | None:
@@ -127,10 +130,10 @@ def precompile(jobs_n: int) -> dict:
     jobs = [("attention solution", (s[3], s[4]), c, None) for s in ATTN_SHAPES for c in AL.CONFIGS]
     for d in (64, 128):
         for causal in (True, False):
-            for _, _, sw, tile in LD9.ATTENTION_STEPS:
-                if tile and d == 64:
-                    continue   # head dim 64: the last step only
-                jobs += [("attention ladder", (d, causal), sw, t) for t in ([tile] if tile else LD9.ATTENTION_TILES)]
+            for name, _, sw, tile in LD9.ATTENTION_STEPS:
+                if (d, causal) != (128, True) and name not in (PREV_ATTENTION, LAST_ATTENTION):
+                    continue   # the full ladder is causal at head dim 128
+                jobs += [("attention ladder", (d, causal), sw, t) for t in LD9.tiles_for(sw, tile)]
     jobs += [("fp8 solution", None, c, None) for c in FL.CONFIGS]
     for _, _, sw, tile in LD10.FP8_STEPS:
         jobs += [("fp8 ladder", None, sw, t) for t in LD10.tiles_for(sw, tile)]
@@ -173,6 +176,10 @@ def ratio_table(attn, gemm, ladders, after_attn) -> list[dict]:
             if fast:
                 row.update(after_TFLOPs=fast[0]["TFLOPs"], after_impl=f"ladder {LAST_ATTENTION} {fast[0].get('tile')}",
                            after_ratio=best_sdpa["ms"] / fast[0]["ms"])
+            prev = [r for r in after_attn if r.get("shape") == (b, h, n, d) and r.get("causal") == causal
+                    and r["step"] == PREV_ATTENTION and r.get("ms")]
+            if prev:
+                row.update(prev_TFLOPs=prev[0]["TFLOPs"], prev_ratio=best_sdpa["ms"] / prev[0]["ms"])
             rows.append(row)
     if isinstance(gemm, list):
         for m, n, k in FL.SHAPES:
@@ -191,6 +198,9 @@ def ratio_table(attn, gemm, ladders, after_attn) -> list[dict]:
             if fast:
                 row.update(after_TFLOPs=fast[0]["TFLOPs"], after_impl=f"ladder {LAST_FP8} {fast[0].get('tile')}",
                            after_ratio=pt[0]["ms"] / fast[0]["ms"], after_vs_bf16=bf[0]["ms"] / fast[0]["ms"])
+            prev = [r for r in ladders if r.get("shape") == (m, n, k) and r["step"] == PREV_FP8 and r.get("ms")]
+            if prev:
+                row.update(prev_TFLOPs=prev[0]["TFLOPs"], prev_ratio=pt[0]["ms"] / prev[0]["ms"])
             rows.append(row)
     return rows
 
@@ -239,21 +249,25 @@ def main(argv=None) -> int:
     def partial(**parts):   # what is timed so far, should the run be cut short
         (out / "partial.json").write_text(json.dumps(parts, indent=1, default=str))
     partial(attention=attn)
-    ladders = []
-    for shape, causal in LADDER_SHAPES[:2]:    # every step at head dim 128
-        steps = LD9.time_steps(causal, shape)
-        ladders += steps if isinstance(steps, list) else []
-    for b, h, n, d, causal in ATTN_SHAPES:     # the last step at the labs' other shapes
-        if ((b, h, n, d), causal) not in LADDER_SHAPES[:2] and MODE == "gpu" and not args.quick:
-            ladders += LD9.time_steps(causal, (b, h, n, d), steps=(LAST_ATTENTION,))
-    print(f"attention ladders timed at {time.time() - t0:.0f} s", flush=True)
-    partial(attention=attn, ladders=ladders)
+    # FP8 first (the issue's first goal): every step on the first shape; last round's last step and this round's on
+    # the others, so that each shape has both in one run
     gemm = FL.time_gemm(FL.SHAPES[:2] if args.quick else FL.SHAPES)
-    partial(attention=attn, ladders=ladders, gemm=gemm)
-    for i, shape in enumerate(FL.SHAPES[:1] if args.quick else FL.SHAPES):   # every step on the first shape
-        steps = LD10.time_fp8_steps(shape, steps=None if i == 0 else (LAST_FP8,))
+    partial(attention=attn, gemm=gemm)
+    ladders = []
+    for i, shape in enumerate(FL.SHAPES[:1] if args.quick else FL.SHAPES):
+        steps = LD10.time_fp8_steps(shape, steps=None if i == 0 else (PREV_FP8, LAST_FP8))
         ladders += steps if isinstance(steps, list) else []
     print(f"fp8 timed at {time.time() - t0:.0f} s", flush=True)
+    partial(attention=attn, gemm=gemm, ladders=ladders)
+    for shape, causal in LADDER_SHAPES[:FULL_LADDERS]:    # every step at head dim 128, causal
+        steps = LD9.time_steps(causal, shape)
+        ladders += steps if isinstance(steps, list) else []
+        partial(attention=attn, gemm=gemm, ladders=ladders)
+    for b, h, n, d, causal in ATTN_SHAPES:     # last round's last step and this round's at the labs' other shapes
+        if ((b, h, n, d), causal) not in LADDER_SHAPES[:FULL_LADDERS] and MODE == "gpu" and not args.quick:
+            ladders += LD9.time_steps(causal, (b, h, n, d), steps=(PREV_ATTENTION, LAST_ATTENTION))
+            partial(attention=attn, gemm=gemm, ladders=ladders)
+    print(f"attention ladders timed at {time.time() - t0:.0f} s", flush=True)
     if not ladders:
         ladders = LD9.time_steps()
     ratios = ratio_table(attn, gemm, ladders, ladders) if MODE == "gpu" else []
@@ -284,14 +298,15 @@ def main(argv=None) -> int:
             lines.append("| " + " | ".join(cells) + f" | {r.get('note', '')} |")
     if ratios:
         lines += ["", f"## ratio table: before (puzzle solution) and after (ladder's last step), same run {label}", "",
-                  "| kernel | before TFLOP/s | after TFLOP/s | vendor TFLOP/s | before ratio | after ratio | "
-                  "before / bf16 | after / bf16 |", "|---|---|---|---|---|---|---|---|"]
+                  f"(round 10's last steps: {PREV_ATTENTION}, {PREV_FP8})", "",
+                  "| kernel | before TFLOP/s | round 10 TFLOP/s | after TFLOP/s | vendor TFLOP/s | before ratio | "
+                  "round 10 ratio | after ratio | before / bf16 | after / bf16 |", "|---|---|---|---|---|---|---|---|---|---|"]
         for r in ratios:
             def f(key, r=r):
                 return f"{r[key]:.3g}" if isinstance(r.get(key), float) else "-"
-            lines.append(f"| {r['kernel']} | {f('before_TFLOPs')} | {f('after_TFLOPs')} ({r.get('after_impl', '')}) | "
-                         f"{r['vendor']} | {f('before_ratio')} | {f('after_ratio')} | {f('before_vs_bf16')} | "
-                         f"{f('after_vs_bf16')} |")
+            lines.append(f"| {r['kernel']} | {f('before_TFLOPs')} | {f('prev_TFLOPs')} | {f('after_TFLOPs')} "
+                         f"({r.get('after_impl', '')}) | {r['vendor']} | {f('before_ratio')} | {f('prev_ratio')} | "
+                         f"{f('after_ratio')} | {f('before_vs_bf16')} | {f('after_vs_bf16')} |")
     if isinstance(pre, list):
         lines += ["", f"## preflight {label}", ""] + [f"- Lab {p['lab']}: exit {p['rc']}, {p['seconds']} s" for p in pre]
     summary = "\n".join(lines)

@@ -19,3 +19,18 @@ def descriptor_memory() -> None:
     if torch.cuda.is_available() and not getattr(descriptor_memory, "done", False):
         triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
         descriptor_memory.done = True
+
+
+_ZEROED: dict = {}
+
+
+def zeroed(device, n: int, dtype=torch.int32) -> torch.Tensor:
+    """A buffer of at least ``n`` zeros of ``dtype`` on ``device``, one per (device, dtype), kept for the next call:
+    the ladders' split steps count in on its elements (tile counters) or add into it (a stream-K workspace) and
+    leave it at zero again (the last program of a tile resets what it used). Grown when a launch needs more; two
+    such launches must not run at once on two streams of one device."""
+    key = (str(device), dtype)
+    buf = _ZEROED.get(key)
+    if buf is None or buf.numel() < n:
+        buf = _ZEROED[key] = torch.zeros(max(n, 4096), dtype=dtype, device=device)
+    return buf

@@ -31,8 +31,12 @@ CHILD = textwrap.dedent("""
     ref = L.attention_reference(q, k, v, True).cpu()
     control = float((wrong - ref).abs().max()) > 2.0 ** -9 * float(v.abs().max())
     errors = []
+    # control: the key-split step's non-causal answer against the causal reference must fail too
+    wrong_split = L.flash(q, k, v, False, L.ONE_LOOP, (32, 16, 4, 1, 2)).double().cpu()
+    split_control = float((wrong_split - ref).abs().max()) > 2.0 ** -9 * float(v.abs().max())
     for bad in ((q[:, :, :90], dict(L.OFF, EVEN=True), (32, 16, 4, 1)), (q, dict(L.OFF, SPLIT=True), (32, 64, 4, 1)),
-                (q, dict(L.OFF, DESC=True), (32, 16, 4, 1))):
+                (q, dict(L.OFF, DESC=True), (32, 16, 4, 1)), (q, dict(L.OFF, ONE_LOOP=True), (32, 16, 4, 1)),
+                (q, dict(L.FAST_ATTENTION, SPLIT_KV=2), (32, 16, 4, 1))):
         try:
             L.flash(bad[0], bad[0], bad[0], True, bad[1], bad[2])
         except ValueError as exc:
@@ -41,7 +45,8 @@ CHILD = textwrap.dedent("""
     for sw, tile in ((dict(GROUP_M=8, EVEN=True, SCALAR_SB=True), (32, 64, 4, 1)),
                      (dict(GROUP_M=8, EVEN=False, DESC=True), (32, 128, 4, 1)),
                      (dict(GROUP_M=8, EVEN=True, SPLIT_K=2), (32, 128, 4, 1)),
-                     (L10.UNROLLED, (32, 128, 4, 1, 3)), (L10.UNROLLED, (32, 128, 4, 1, 1, 2, 1))):
+                     (L10.UNROLLED, (32, 128, 4, 1, 3)), (L10.UNROLLED, (32, 128, 4, 1, 1, 2, 1)),
+                     (L10.UNROLLED, (32, 128, 4, 1, 1, 2, 0, 1)), (L10.AHEAD, (32, 128, 4, 1, 2, 1, 0, 1))):
         b = a if tile[1] == 64 or not sw.get("EVEN") else torch.zeros(128, 256).to(torch.float8_e4m3fn).to(dev)
         try:
             L10.fp8_gemm(a, b, torch.ones(64, 2, device=dev), torch.ones(b.shape[0] // 128 or 1, 2, device=dev), sw,
@@ -61,7 +66,12 @@ CHILD = textwrap.dedent("""
     bd = b8.double() * swapped.double().repeat_interleave(128, 0).repeat_interleave(128, 1)
     ref = ad @ bd.T
     fp8_control = bool(((out - ref).abs() > F.gemm_bound(ad, bd, ref, F.acc_unit())).any())
-    print(json.dumps(dict(rows=rows, control=control, errors=errors, fp8_control=fp8_control)))
+    # the same control for the stream-K step (tiles split between 5 programs)
+    out = L10.fp8_gemm(a8.to(dev), b8.to(dev), sa.to(dev), sb.to(dev), L10.STREAM, (32, 128, 4, 1),
+                       units=5).double().cpu()
+    stream_control = bool(((out - ref).abs() > F.gemm_bound(ad, bd, ref, F.acc_unit())).any())
+    print(json.dumps(dict(rows=rows, control=control, errors=errors, fp8_control=fp8_control,
+                          split_control=split_control, stream_control=stream_control)))
 """)
 
 
@@ -72,16 +82,22 @@ def test_every_step_matches_the_reference_in_the_interpreter():
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     rows = out["rows"]
-    assert {r["ladder"] for r in rows} == {"attention", "fp8 gemm"} and len(rows) == 2 * 10 + 12
+    assert {r["ladder"] for r in rows} == {"attention", "fp8 gemm"} and len(rows) == 2 * 17 + 17
     bad = [r for r in rows if not r["ok"]]
     assert not bad, (seed, bad)
     assert out["control"], "a wrong (non-causal) answer passed the causal bound"
     assert out["fp8_control"], "the split-K in-place GEMM passed against a reference with transposed weight scales"
+    assert out["split_control"], "a wrong (non-causal) key-split answer passed the causal bound"
+    assert out["stream_control"], "the stream-K GEMM passed against a reference with transposed weight scales"
     errors = out["errors"]
-    assert len(errors) == 8 and "multiple of both tiles" in errors[0] and "BM a multiple" in errors[1], errors
-    assert "DESC step needs EVEN" in errors[2] and "BN = 128" in errors[3] and "DESC step needs EVEN" in errors[4]
-    assert "build on DESC and SCALAR_SB" in errors[5] and "SPLIT_K = 3" in errors[6], errors
-    assert "choose one" in errors[7], errors
+    assert len(errors) == 12 and "multiple of both tiles" in errors[0] and "BM a multiple" in errors[1], errors
+    assert "DESC step needs EVEN" in errors[2] and "ONE_LOOP step needs EVEN" in errors[3], errors
+    assert "builds on HEADS_FIRST" in errors[4], errors
+    assert "BN = 128" in errors[5] and "DESC step needs EVEN" in errors[6], errors
+    assert "build on DESC and SCALAR_SB" in errors[7] and "SPLIT_K = 3" in errors[8], errors
+    assert "choose one" in errors[9], errors
+    assert "SCALES_AHEAD and STREAM_K steps build on SA_MMAJOR" in errors[10], errors
+    assert "SPLIT_K = 1, SCALES_AHEAD on" in errors[11], errors
 
 
 def test_offline_code_shows_what_the_steps_change():

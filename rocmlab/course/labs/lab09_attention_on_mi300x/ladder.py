@@ -18,13 +18,16 @@ import torch
 
 from rocmlab import triton_amd as TA
 from rocmlab.course import puzzles as P
-from rocmlab.course.ladder import descriptor_memory
+from rocmlab.course.ladder import descriptor_memory, zeroed
 from rocmlab.course.labs.lab09_attention_on_mi300x import ladder_kernels as LK
 
 OFF = dict(EXP2=False, SPLIT=False, EVEN=False, LONGEST_FIRST=False)
 FAST_ATTENTION = dict(EXP2=True, SPLIT=True, EVEN=True, LONGEST_FIRST=True, OUT16=True, DESC=True)
+HEADS_FIRST = dict(FAST_ATTENTION, ACC_DOT=True, HEADS_FIRST=True)
+ONE_LOOP = dict(HEADS_FIRST, ONE_LOOP=True)
 
-#: (name, what it changes, switches, (BM, BN, num_warps, num_stages) or None for "the tuned tile")
+#: (name, what it changes, switches, (BM, BN, num_warps, num_stages) or a tuned step's tile set: None for
+#: ATTENTION_TILES, "split" for SPLIT_TILES, "last" for LAST_TILES)
 ATTENTION_STEPS = (
     ("v0 plain", "the puzzle's solution: masks on every block, scale then exp", OFF, (128, 64, 4, 2)),
     ("v1 exp2", "exp2 with the scale and log2 e folded into one multiply-add", dict(OFF, EXP2=True), (128, 64, 4, 2)),
@@ -42,24 +45,55 @@ ATTENTION_STEPS = (
      dict(FAST_ATTENTION, ACC_DOT=True), (128, 64, 4, 2)),
     ("v9 tuned", "tile, warps and stages chosen on this GPU, per head dim and length", dict(FAST_ATTENTION, ACC_DOT=True),
      None),
+    ("v10 all heads' longest first", "grid (heads, query blocks): every head's longest block starts before any "
+     "head's shorter ones (tile chosen again)", HEADS_FIRST, None),
+    ("v11 one loop", "causal: one key loop, masking only in the diagonal band's trips, so the pipeline fetches the "
+     "band's tiles during the trips before it (tile chosen again)", ONE_LOOP, None),
+    ("v12 split keys", "each query block's keys in 2 parts, one program each; the last part to finish combines "
+     "them: twice the programs for short sequences (tile chosen again)", dict(ONE_LOOP, SPLIT_KV=2), "split"),
+    ("v13 tuned", "tile, warps, stages and key parts (1, 2 or 4) chosen on this GPU, per head dim and length",
+     ONE_LOOP, "last"),
 )
 
 #: tiles tried by the last step: (BM, BN, num_warps, num_stages)
 ATTENTION_TILES = ((128, 64, 4, 2), (128, 64, 4, 3), (128, 64, 8, 3), (128, 128, 8, 2), (128, 128, 8, 3),
                    (128, 128, 4, 3), (64, 64, 4, 3), (128, 32, 4, 4), (128, 64, 4, 4), (64, 64, 4, 4), (64, 128, 4, 3),
                    (64, 32, 4, 3))
+#: tiles tried by v11 (two key parts each) and v12 (BM, BN, num_warps, num_stages, key parts)
+SPLIT_TILES = ((64, 64, 4, 3, 2), (64, 128, 4, 3, 2), (128, 64, 4, 3, 2), (128, 128, 8, 3, 2))
+LAST_TILES = ATTENTION_TILES + ((64, 64, 4, 3, 2), (64, 128, 4, 3, 2), (128, 64, 4, 3, 2), (64, 64, 4, 3, 4),
+                                (128, 64, 8, 2))
+
+
+def tiles_for(switches: dict, tile) -> tuple:
+    """The tiles a step is timed at: its own, or a tuned step's tile set."""
+    if isinstance(tile, tuple):
+        return (tile,)
+    return {None: ATTENTION_TILES, "split": SPLIT_TILES, "last": LAST_TILES}[tile]
+
+
+def tile_label(t) -> str:
+    """``128x64 w4 s2``, with `` keys/2`` for a tile whose key range is split in 2 parts."""
+    return "{}x{} w{} s{}".format(*t[:4]) + (f" keys/{t[4]}" if len(t) > 4 and t[4] > 1 else "")
 
 
 def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switches: dict,
           tile=(128, 64, 4, 2)) -> torch.Tensor:
     """FlashAttention forward on (B, H, N, D) float16 tensors with one ladder step's switches (``OUT16``: a float16
-    O, else float32)."""
+    O, else float32). ``tile``: (BM, BN, num_warps, num_stages), optionally with the key parts (SPLIT_KV) after them."""
     import triton
 
-    bm, bn, warps, stages = tile
+    bm, bn, warps, stages = tile[:4]
     b, h, n, d = q.shape
     sw = dict(switches)
+    if len(tile) > 4:
+        sw["SPLIT_KV"] = tile[4]
     out16 = sw.pop("OUT16", False)
+    parts = sw.get("SPLIT_KV", 1)
+    if sw.get("ONE_LOOP") and not sw.get("EVEN"):
+        raise ValueError("the ONE_LOOP step needs EVEN (its band trips mask only the causal part)")
+    if parts > 1 and not (sw.get("HEADS_FIRST") and sw.get("EXP2") and sw.get("DESC")):
+        raise ValueError("the SPLIT_KV step builds on HEADS_FIRST, EXP2 and DESC: turn those on")
     if sw.get("EVEN") and (n % bm or n % bn):
         raise ValueError(f"the EVEN step needs N a multiple of both tiles: N={n}, tiles {bm}x{bn}")
     if sw.get("SPLIT") and bm % bn:
@@ -70,9 +104,15 @@ def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switc
         descriptor_memory()
     qf, kf, vf = (t.reshape(b * h, n, d).contiguous() for t in (q, k, v))
     o = torch.empty(b * h, n, d, device=q.device, dtype=torch.float16 if out16 else torch.float32)
-    LK.flash_ladder[(triton.cdiv(n, bm), b * h)](qf, kf, vf, o, n, 1.0 / math.sqrt(d), D=d, BM=bm, BN=bn,
-                                                 CAUSAL=causal, num_warps=warps, num_stages=stages, ROWS=b * h * n,
-                                                 **sw)
+    blocks = triton.cdiv(n, bm)
+    if parts > 1:   # the parts' acc, m and l, and one counter per (head, query block)
+        ws = torch.empty(parts * b * h * n * (d + 2), device=q.device, dtype=torch.float32)
+        locks = zeroed(q.device, b * h * blocks)
+    else:
+        ws, locks = o, o                   # not read
+    grid = (b * h * parts, blocks) if sw.get("HEADS_FIRST") else (blocks, b * h)
+    LK.flash_ladder[grid](qf, kf, vf, o, n, 1.0 / math.sqrt(d), ws, locks, D=d, BM=bm, BN=bn, CAUSAL=causal,
+                          num_warps=warps, num_stages=stages, ROWS=b * h * n, **sw)
     return o.reshape(b, h, n, d)
 
 
@@ -97,15 +137,20 @@ def check_steps(device: str | None = None, n: int = 128, d: int = 32, seed: int 
     bound = 2.0 ** -9 * float(v.abs().max())     # the lab's bound (the puzzles': 2^-9 max|V|)
     for causal in (True, False):
         ref = attention_reference(q, k, v, causal)
-        for name, _, sw, _tile in ATTENTION_STEPS:
-            out = flash(q, k, v, causal, sw, (32, 16, 4, 1)).double().cpu()
+        # every step at a small tile (v12 splits the keys in 2 parts), 3 and 4 parts as v13's tiles may, and
+        # the key split with the two loops of v2-v10
+        cases = [(name, sw, (32, 16, 4, 1)) for name, _, sw, _tile in ATTENTION_STEPS]
+        cases += [("v13 tuned (keys/3)", ONE_LOOP, (32, 16, 4, 1, 3)), ("v13 tuned (keys/4)", ONE_LOOP, (32, 16, 4, 1, 4)),
+                  ("v13 tuned (keys/2, two loops)", dict(HEADS_FIRST, SPLIT_KV=2), (32, 16, 4, 1))]
+        for name, sw, tile in cases:
+            out = flash(q, k, v, causal, sw, tile).double().cpu()
             err = float((out - ref).abs().max())
             rows.append(dict(ladder="attention", step=name, causal=causal, max_err=err, bound=bound, ok=err <= bound))
     return rows
 
 
 ATTN_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp32", "N": "i32", "sm_scale": "fp32",
-            "ROWS": "i32"}
+            "ws_ptr": "*fp32", "lock_ptr": "*i32", "ROWS": "i32"}
 
 
 def isa_steps(target: str = "gfx942", causal: bool = True, d: int = 128, steps=None) -> list[dict]:
@@ -117,10 +162,11 @@ def isa_steps(target: str = "gfx942", causal: bool = True, d: int = 128, steps=N
     for name, what, sw, tile in ATTENTION_STEPS:
         if steps is not None and name not in steps:
             continue
-        bm, bn, warps, stages = tile or (128, 64, 4, 2)
+        bm, bn, warps, stages = (tile if isinstance(tile, tuple) else (128, 64, 4, 2))[:4]
         sw = dict(sw)
         sig = dict(ATTN_SIG, o_ptr="*fp16" if sw.pop("OUT16", False) else "*fp32")
-        r = TA.compile_amd(LK.flash_ladder, sig, dict(dict(DESC=False, ACC_DOT=False), D=d, BM=bm, BN=bn, CAUSAL=causal, **sw), target,
+        r = TA.compile_amd(LK.flash_ladder, sig, dict(dict(DESC=False, ACC_DOT=False, HEADS_FIRST=False, SPLIT_KV=1, ONE_LOOP=False), D=d, BM=bm, BN=bn,
+                                                        CAUSAL=causal, **sw), target,
                            num_warps=warps, num_stages=stages, divisible=("q_ptr", "k_ptr", "v_ptr", "o_ptr", "N",
                                                                           "ROWS"))
         mfma = sum(r.mfma().values())
@@ -129,11 +175,12 @@ def isa_steps(target: str = "gfx942", causal: bool = True, d: int = 128, steps=N
                      "v_exp_f32 / MFMA": per(r.count(r"v_exp_f32\w*")),
                      "multiplies / MFMA": per(r.count(r"v_(pk_)?mul_f32\w*")),
                      "v_cndmask (masks) / MFMA": per(r.count(r"v_cndmask\w*")),
+                     "atomics": r.count(r"(global|buffer)_atomic\w*"),
                      "VGPRs": r.vgprs, "AGPRs": r.agprs, "compiler's waves/SIMD": r.compiler_occupancy})
     return rows
 
 
-def time_steps(causal: bool = True, shape=(4, 16, 4096, 128), tiles=ATTENTION_TILES, steps=None) -> list[dict] | str:
+def time_steps(causal: bool = True, shape=(4, 16, 4096, 128), tiles=None, steps=None) -> list[dict] | str:
     """Every attention step (or those named in ``steps``) on the GPU here, then the best SDPA backend, in one run:
     ms, TFLOP/s, gain over the step before, ratio to the best SDPA. On a CPU: why nothing is timed."""
     if not torch.cuda.is_available():
@@ -154,12 +201,12 @@ def time_steps(causal: bool = True, shape=(4, 16, 4096, 128), tiles=ATTENTION_TI
         if steps is not None and name not in steps:
             continue
         best = None
-        for t in ([tile] if tile else tiles):
+        for t in tiles_for(sw, tile) if tiles is None else ([tile] if isinstance(tile, tuple) else tiles):
             try:
                 err = float((flash(q, k, v, causal, sw, t).float() - ref).abs().max())
                 ms = graph_bench(lambda t=t, sw=sw: flash(q, k, v, causal, sw, t))
             except Exception as exc:   # noqa: BLE001 - a tile this GPU cannot run (shared memory): next one
-                if tile:
+                if isinstance(tile, tuple):
                     rows.append(dict(step=name, what=what, ms=None, note=f"{type(exc).__name__}: {str(exc)[:80]}"))
                 continue
             if best is None or ms < best[1]:
@@ -167,7 +214,7 @@ def time_steps(causal: bool = True, shape=(4, 16, 4096, 128), tiles=ATTENTION_TI
         if best is None:
             continue
         t, ms, err = best
-        rows.append(dict(step=name, what=what, tile="{}x{} w{} s{}".format(*t), ms=ms, TFLOPs=flops / ms / 1e9,
+        rows.append(dict(step=name, what=what, tile=tile_label(t), ms=ms, TFLOPs=flops / ms / 1e9,
                          gain=(prev / ms) if prev else None, max_err_vs_sdpa=err))
         prev = ms
     sdpa = []

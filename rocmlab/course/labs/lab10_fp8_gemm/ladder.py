@@ -16,7 +16,7 @@ import torch
 
 from rocmlab import triton_amd as TA
 from rocmlab.course import puzzles as P
-from rocmlab.course.ladder import descriptor_memory
+from rocmlab.course.ladder import descriptor_memory, zeroed
 from rocmlab.course.labs.lab10_fp8_gemm import ladder_kernels as LK
 from rocmlab.course.labs.lab10_fp8_gemm import puzzles as F
 
@@ -26,6 +26,9 @@ COALESCED = dict(FAST_FP8, SA_MMAJOR=True)
 UNROLLED = dict(COALESCED, UNROLL=2)
 SPLIT = dict(COALESCED, SPLIT_K=2)
 IN_PLACE = dict(COALESCED, RESCALE=True)
+AHEAD = dict(COALESCED, SCALES_AHEAD=True)
+#: ``STREAM_K``: programs per compute unit of the stream-K kernel (the launcher's switch, not a kernel constexpr)
+STREAM = dict(AHEAD, STREAM_K=1)
 
 #: (name, what it changes, switches, (BM, BN, num_warps, num_stages) or None for "tuned")
 FP8_STEPS = (
@@ -49,6 +52,13 @@ FP8_STEPS = (
      "fits (fewer bytes from L2 per FLOP)", IN_PLACE, (256, 128, 8, 3)),
     ("v10 tuned", "tile, warps, stages, split and in-place accumulation chosen on this GPU, per shape", COALESCED,
      None),
+    ("v11 scales a block ahead", "each trip loads the next K block's scales, so their L2 round trip overlaps this "
+     "block's copies and products instead of stalling the promotion", AHEAD, (64, 128, 4, 4)),
+    ("v12 stream-K", "a persistent grid (one program per compute unit) shares the tiles x K/128 block products "
+     "evenly; tiles split between programs are summed by float32 atomic adds, the last piece writes C", STREAM,
+     (128, 128, 8, 3, 1, 1, 0, 1)),
+    ("v13 tuned", "tile, warps, stages, in-place accumulation and programs per compute unit of the stream-K grid "
+     "(or none) chosen on this GPU, per shape", AHEAD, None),
 )
 
 #: tiles tried by v5: (BM, BN, num_warps, num_stages)
@@ -61,40 +71,38 @@ FP8_LAST_TILES = (
     (128, 128, 4, 3, 1, 1, 1), (128, 128, 4, 4, 1, 1, 1), (64, 128, 4, 3, 1, 1, 1), (64, 128, 4, 3, 2, 1, 1),
     (64, 128, 4, 3, 1, 1, 0), (64, 128, 4, 4, 1, 1, 0), (64, 128, 4, 3, 2, 1, 0), (128, 128, 8, 4, 1, 1, 0),
     (128, 128, 8, 3, 2, 1, 0))
+#: tiles tried by v13: (BM, BN, num_warps, num_stages, SPLIT_K, UNROLL, RESCALE, STREAM_K programs per compute unit)
+FP8_STREAM_TILES = (
+    (64, 128, 4, 4, 1, 1, 0, 0), (64, 128, 4, 3, 1, 1, 0, 0), (128, 128, 8, 3, 1, 1, 1, 0),
+    (128, 128, 8, 3, 1, 1, 0, 1), (128, 128, 8, 4, 1, 1, 0, 1), (128, 128, 8, 3, 1, 1, 1, 1),
+    (128, 128, 4, 3, 1, 1, 0, 1), (64, 128, 4, 4, 1, 1, 0, 2), (64, 128, 4, 3, 1, 1, 0, 2),
+    (64, 128, 4, 4, 1, 1, 0, 3), (128, 128, 8, 3, 1, 1, 1, 2), (256, 128, 8, 3, 1, 1, 1, 1))
 
-_LOCKS: dict = {}
-
-
-def tiles_for(switches: dict, tile, tiles=FP8_TILES, split_tiles=FP8_LAST_TILES) -> tuple:
+def tiles_for(switches: dict, tile, tiles=FP8_TILES, split_tiles=FP8_LAST_TILES,
+              stream_tiles=FP8_STREAM_TILES) -> tuple:
     """The tiles a step is timed at: its own, or for a tuned step the tile set (with split-K for the steps that
-    build on SA_MMAJOR)."""
+    build on SA_MMAJOR, with stream-K for those that build on SCALES_AHEAD)."""
     if tile:
         return (tile,)
+    if switches.get("SCALES_AHEAD"):
+        return stream_tiles
     return split_tiles if switches.get("SA_MMAJOR") else tiles
 
 
 def tile_label(t) -> str:
     """``64x128 w4 s4``, with `` k2`` for a split-K tile, `` u2`` for two blocks per trip, `` in place`` for
-    RESCALE."""
+    RESCALE, `` stream-K x2`` for a stream-K grid of 2 programs per compute unit."""
     return ("{}x{} w{} s{}".format(*t[:4]) + (f" k{t[4]}" if len(t) > 4 and t[4] > 1 else "")
-            + (f" u{t[5]}" if len(t) > 5 and t[5] > 1 else "") + (" in place" if len(t) > 6 and t[6] else ""))
+            + (f" u{t[5]}" if len(t) > 5 and t[5] > 1 else "") + (" in place" if len(t) > 6 and t[6] else "")
+            + (f" stream-K x{t[7]}" if len(t) > 7 and t[7] else ""))
 
 
-def tile_locks(device, tiles: int) -> torch.Tensor:
-    """The split-K tile counters of ``device``: zeros at first, and each launch leaves them at zero again (the last
-    program of a tile resets its counter). One set per device, grown when a launch has more tiles; two split-K
-    GEMMs must not run at once on two streams of one device."""
-    key = str(device)
-    locks = _LOCKS.get(key)
-    if locks is None or locks.numel() < tiles:
-        locks = _LOCKS[key] = torch.zeros(max(tiles, 4096), dtype=torch.int32, device=device)
-    return locks
-
-
-def fp8_gemm(a, b, a_scale, b_scale, switches: dict, tile=(128, 128, 8, 2)) -> torch.Tensor:
+def fp8_gemm(a, b, a_scale, b_scale, switches: dict, tile=(128, 128, 8, 2), units: int | None = None) -> torch.Tensor:
     """The block-scaled FP8 GEMM (layouts of :mod:`rocmlab.course.labs.lab10_fp8_gemm.kernels`) with one ladder
     step's switches. ``tile``: (BM, BN, num_warps, num_stages), optionally with SPLIT_K and UNROLL after them
-    (these override the switches'). With ``SA_MMAJOR`` the activation scales should already be K-block-major (``a_scale.stride(0) == 1``,
+    (these override the switches'), RESCALE and STREAM_K (programs per compute unit; 0: no stream-K). ``units``:
+    the compute units the stream-K grid is sized for (default: the GPU's multiprocessors; 3 on a CPU, so that the
+    interpreter's check splits tiles between programs). With ``SA_MMAJOR`` the activation scales should already be K-block-major (``a_scale.stride(0) == 1``,
     as a quantiser that knows the GEMM writes them); row-major ones are copied into that layout first."""
     import triton
 
@@ -106,6 +114,9 @@ def fp8_gemm(a, b, a_scale, b_scale, switches: dict, tile=(128, 128, 8, 2)) -> t
         sw["UNROLL"] = tile[5]
     if len(tile) > 6:
         sw["RESCALE"] = bool(tile[6])
+    if len(tile) > 7:
+        sw["STREAM_K"] = tile[7]
+    stream = sw.pop("STREAM_K", 0)
     m, k = a.shape
     n = b.shape[0]
     if sw.get("EVEN") and (m % bm or n % bn):
@@ -119,6 +130,10 @@ def fp8_gemm(a, b, a_scale, b_scale, switches: dict, tile=(128, 128, 8, 2)) -> t
         raise ValueError("the SA_MMAJOR, UNROLL, SPLIT_K and RESCALE steps build on DESC and SCALAR_SB: turn those on")
     if sw.get("RESCALE") and sw.get("UNROLL", 1) > 1:
         raise ValueError("RESCALE and UNROLL = 2 are two ways to promote: choose one")
+    if (sw.get("SCALES_AHEAD") or stream) and not (sw.get("SA_MMAJOR") and sw.get("UNROLL", 1) == 1):
+        raise ValueError("the SCALES_AHEAD and STREAM_K steps build on SA_MMAJOR with one block per trip (UNROLL = 1)")
+    if stream and (sw.get("SPLIT_K", 1) > 1 or not sw.get("SCALES_AHEAD")):
+        raise ValueError("STREAM_K shares K blocks its own way and loads scales ahead: SPLIT_K = 1, SCALES_AHEAD on")
     split, unroll = sw.get("SPLIT_K", 1), sw.get("UNROLL", 1)
     if (k // 128) % unroll or (k // 128) // unroll < split:
         raise ValueError(f"K/128 = {k // 128} blocks must split into UNROLL = {unroll} blocks per trip, at least "
@@ -129,9 +144,20 @@ def fp8_gemm(a, b, a_scale, b_scale, switches: dict, tile=(128, 128, 8, 2)) -> t
         a_scale = a_scale.t().contiguous().t()          # (M, K/128) viewed over a (K/128, M) buffer
     c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
     tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+    if stream:
+        if units is None:
+            units = (torch.cuda.get_device_properties(a.device).multi_processor_count if a.device.type == "cuda"
+                     else 3)
+        programs = min(tiles * (k // 128), units * stream)
+        ws = zeroed(a.device, tiles * bm * bn, torch.float32)
+        locks = zeroed(a.device, tiles)
+        LK.fp8_gemm_stream_k[(programs,)](a, b, a_scale, b_scale, c, m, n, k, ws, locks, BM=bm, BN=bn, BK=128,
+                                          GROUP_M=sw.get("GROUP_M", 8), RESCALE=bool(sw.get("RESCALE")),
+                                          num_warps=warps, num_stages=stages)
+        return c
     if split > 1:
         ws = torch.empty(split, m, n, device=a.device, dtype=torch.float32)
-        locks = tile_locks(a.device, tiles)
+        locks = zeroed(a.device, tiles)
     else:
         ws, locks = c, c                                  # not read: no split
     LK.fp8_gemm_ladder[(tiles, split)](a, b, a_scale, b_scale, c, m, n, k, ws, locks, BM=bm, BN=bn, BK=128,
@@ -158,11 +184,14 @@ def check_steps(device: str | None = None, seed: int | None = None) -> list[dict
     ref = ad @ bd.T
     gbound = F.gemm_bound(ad, bd, ref, F.acc_unit())
     a, b, sa, sb = (t.to(device) for t in (a, b, sa, sb))
-    # every step at a small tile, and the last step's split-K in-place combination (its tuned tiles mix them)
+    # every step at a small tile, and the combinations the tuned steps' tiles mix. The stream-K grid is sized for
+    # 5 compute units: 24 block products over 5 (or 10) programs, so tiles are split between programs
     cases = [(name, sw, (32, 128, 4, 1)) for name, _, sw, _tile in FP8_STEPS]
-    cases.append((FP8_STEPS[-1][0] + " (split 2, in place)", FP8_STEPS[-1][2], (32, 128, 4, 1, 2, 1, 1)))
+    cases += [("v10 tuned (split 2, in place)", COALESCED, (32, 128, 4, 1, 2, 1, 1)),
+              ("v13 tuned (split 2, scales ahead)", AHEAD, (32, 128, 4, 1, 2, 1, 0)),
+              ("v13 tuned (stream-K x2, in place)", AHEAD, (32, 128, 4, 1, 1, 1, 1, 2))]
     for name, sw, tile in cases:
-        out = fp8_gemm(a, b, sa, sb, sw, tile).double().cpu()
+        out = fp8_gemm(a, b, sa, sb, sw, tile, units=5).double().cpu()
         ok = bool(((out - ref).abs() <= gbound).all())
         rows.append(dict(ladder="fp8 gemm", step=name, causal=None, max_err=float((out - ref).abs().max()),
                          bound=float(gbound.max()) if hasattr(gbound, "max") else float(gbound), ok=ok))
@@ -180,10 +209,17 @@ def isa_fp8_steps(target: str = "gfx942", steps=None) -> list[dict]:
         if steps is not None and name not in steps:
             continue
         bm, bn, warps, stages = (tile or (128, 128, 8, 2))[:4]
-        off = dict(SCALAR_SB=False, DESC=False, SA_MMAJOR=False, UNROLL=1, SPLIT_K=1, RESCALE=False)
+        sw = dict(sw)
+        stream = sw.pop("STREAM_K", 0)
+        off = dict(SCALAR_SB=False, DESC=False, SA_MMAJOR=False, UNROLL=1, SPLIT_K=1, RESCALE=False,
+                   SCALES_AHEAD=False)
+        kernel, consts = LK.fp8_gemm_ladder, dict(off, BM=bm, BN=bn, BK=128, **sw)
+        if stream:   # its own kernel: the tile's K loop inside a loop over this program's pieces
+            kernel = LK.fp8_gemm_stream_k
+            consts = dict(BM=bm, BN=bn, BK=128, GROUP_M=sw.get("GROUP_M", 8), RESCALE=bool(sw.get("RESCALE")))
         try:
-            r = TA.compile_amd(LK.fp8_gemm_ladder, sig, dict(off, BM=bm, BN=bn, BK=128, **sw), target,
-                               num_warps=warps, num_stages=stages, divisible=tuple(sig))
+            r = TA.compile_amd(kernel, sig, consts, target, num_warps=warps, num_stages=stages,
+                               divisible=tuple(sig))
         except TA.TritonAmdError as exc:     # said, not hidden: Triton's AMD backend refused this step here
             rows.append({"step": name, "what": what, "target": target,
                          "compile": f"failed at {bm}x{bn} w{warps} s{stages}: {str(exc)[-120:]}"})
@@ -193,6 +229,7 @@ def isa_fp8_steps(target: str = "gfx942", steps=None) -> list[dict]:
         rows.append({"step": name, "what": what, "target": target, "FP8 MFMA": fp8,
                      "multiplies / MFMA": round(r.count(r"v_(pk_)?mul_f32\w*") / fp8, 2) if fp8 else None,
                      "FMAs / MFMA": round(r.count(r"v_(pk_)?fma_f32\w*|v_fmac_f32\w*") / fp8, 2) if fp8 else None,
+                     "atomics": r.count(r"(global|buffer)_atomic\w*"),
                      "VGPRs": r.vgprs, "AGPRs": r.agprs, "compiler's waves/SIMD": r.compiler_occupancy})
     return rows
 
