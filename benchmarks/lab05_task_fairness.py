@@ -27,7 +27,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rocmlab.course.labs.lab05_quickreduce_tuning import reference as r  # noqa: E402
+from rocmlab.course.labs.lab05_quickreduce_tuning import reference as ref  # noqa: E402
+from rocmlab.course.labs.lab05_quickreduce_tuning import scenario as sc  # noqa: E402
 from rocmlab.course.labs.lab05_quickreduce_tuning import task as t  # noqa: E402
 
 
@@ -37,9 +38,9 @@ def pools(n: int) -> dict[str, list[dict]]:
 
     torch.set_num_threads(1)      # small tensors: one thread is fastest, and stays fast on a busy machine
     out = {}
-    for kind in t.KINDS:
+    for kind in sc.KINDS:
         started = time.monotonic()
-        out[kind] = [r.errors(kind, 1_000_000 + i) for i in range(n)]
+        out[kind] = [ref.errors(kind, 1_000_000 + i) for i in range(n)]
         print(f"{kind}: {n} samples in {time.monotonic() - started:.0f} s", flush=True)
     return out
 
@@ -53,30 +54,30 @@ def main() -> int:
     pool = pools(args.pool)
     rng = random.Random(args.seed)
 
-    t.time_us = functools.cache(t.time_us)     # the same few (option, scenario) pairs, timed many times
+    sc.time_us = functools.cache(sc.time_us)     # the same few (option, scenario) pairs, timed many times
 
     def accepted(s, samples, answer):
-        return r.judge(s, samples, answer).verdict == "right"
+        return ref.judge(s, samples, answer).verdict == "right"
 
     def drawn_samples(kind, seeds):        # the grader's samples, from the pool instead of measured again
         rows = [pool[kind][rng.randrange(args.pool)] for _ in seeds]
-        return {o: tuple(r[o] for r in rows) for o in t.options()}
+        return {o: tuple(r[o] for r in rows) for o in sc.options()}
 
-    r.spread = drawn_samples
+    ref.spread = drawn_samples
     lost = scenarios = asked = 0
     missed = dict.fromkeys(t.wrong_answers(), 0)
     for seed in range(args.seed, args.seed + args.grades):
         drawn, samples = t.draw(seed)
-        own = {k: pool[k][rng.randrange(args.pool)] for k in t.KINDS}     # the learner's sample, independent
+        own = {k: pool[k][rng.randrange(args.pool)] for k in sc.KINDS}     # the learner's sample, independent
         caught = dict.fromkeys(missed, False)
         for s in drawn:
             mine = samples[s.kind]
-            lost += not accepted(s, mine, r.best(s, own[s.kind])[0])
+            lost += not accepted(s, mine, ref.best(s, own[s.kind])[0])
             for name, wrong in t.wrong_answers().items():
                 caught[name] |= not accepted(s, mine, wrong(s))
             asked += any(not accepted(s, mine, (c, 256)) and any(accepted(s, mine, (c, b))
-                                                                 for b in t.C.BLOCK_SIZES if b < 256)
-                         for c in t.C.QUANTIZED)
+                                                                 for b in sc.C.BLOCK_SIZES if b < 256)
+                         for c in sc.C.QUANTIZED)
             scenarios += 1
         for name, ok in caught.items():
             missed[name] += not ok

@@ -388,10 +388,11 @@ def _unreadable_inputs(cmd, tc: Toolchain, work: Path) -> str:
             "by others (chmod o+r, and o+x for a folder), then build again")
 
 
-#: What a compiler sees of ``/etc`` (the host's, or the offline root's): the loader's files and the alternatives'
-#: links (``/usr/bin/c++`` and the like), nothing of the machine's users, names or settings, which a source could
-#: otherwise probe with ``__has_include("/etc/passwd")`` or read with ``#include``.
-COMPILER_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives")
+#: What a compiler sees of ``/etc`` (the host's, or the offline root's): the loader's files, the alternatives'
+#: links (``/usr/bin/c++`` and the like) and the distribution's name (a driver script may ask it; ``/usr/lib``
+#: holds it too), nothing of the machine's users, names or settings, which a source could otherwise probe with
+#: ``__has_include("/etc/passwd")`` or read with ``#include``.
+COMPILER_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "os-release", "lsb-release")
 
 
 def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=(), env=None,

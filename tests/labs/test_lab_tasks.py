@@ -19,6 +19,7 @@ import torch
 from rocmlab.course import progress
 from rocmlab.course import tasks as T
 from rocmlab.course.labs.lab05_quickreduce_tuning import reference as codec_reference
+from rocmlab.course.labs.lab05_quickreduce_tuning import scenario as codec_scenario
 from rocmlab.course.labs.lab05_quickreduce_tuning import task as codec_choice
 from rocmlab.course.labs.lab07_matrix_cores import task as occupancy_task
 from rocmlab.course.labs.lab04_vllm_on_rocm import task as serving_target
@@ -61,10 +62,10 @@ def test_codec_choice_zones_and_roles():
     scen, errs = codec_choice.draw(seed)
     for s in scen:
         for v in errs[s.kind].values():          # one error per independent sample (fp's: 0 on each)
-            assert len(v) == codec_choice.SAMPLES and len(set(v)) == (1 if max(v) == 0 else len(v))
-            m = codec_choice.MARGINS[s.kind]
-            assert codec_choice.zone(v, s.kind) == (min(v) * (1 - m), max(v) * (1 + m))
-    q4 = [[codec_choice.zone(v, s.kind) for (n, _), v in errs[s.kind].items() if n == "q4"] for s in scen]
+            assert len(v) == codec_scenario.SAMPLES and len(set(v)) == (1 if max(v) == 0 else len(v))
+            m = codec_scenario.MARGINS[s.kind]
+            assert codec_scenario.zone(v, s.kind) == (min(v) * (1 - m), max(v) * (1 + m))
+    q4 = [[codec_scenario.zone(v, s.kind) for (n, _), v in errs[s.kind].items() if n == "q4"] for s in scen]
     assert any(s.budget < min(z[0] for z in zs) for s, zs in zip(scen, q4, strict=True)), seed   # no Q4 meets it
     assert scen[-1].budget > max(z[1] for z in q4[-1]), seed                                     # every Q4 meets it
 
@@ -80,13 +81,13 @@ def test_codec_choice_a_zone_decides_only_where_the_noise_does_not(monkeypatch):
     faster option is within the budget on any sample; a slower one fails."""
     scen, errs = codec_choice.draw(5)
     s = scen[0]
-    zones = {o: codec_choice.zone(v, s.kind) for o, v in errs[s.kind].items()}
+    zones = {o: codec_scenario.zone(v, s.kind) for o, v in errs[s.kind].items()}
     for option in (("q4", 256), ("q8", 16)):
         lo, hi = zones[option]
         for budget in (lo * 0.99, (lo + hi) / 2, hi * 1.01):
             t = replace(s, budget=budget)
-            faster = [o for o, z in zones.items() if z[1] <= budget and codec_choice.time_us(o, t)
-                      * (1 + codec_choice.FAST_TOL) < codec_choice.time_us(option, t)]
+            faster = [o for o, z in zones.items() if z[1] <= budget and codec_scenario.time_us(o, t)
+                      * (1 + codec_scenario.FAST_TOL) < codec_scenario.time_us(option, t)]
             got = _grade_one(monkeypatch, t, errs, option)
             assert (got.status == "passed") == (budget >= lo and not faster), (option, budget, faster, got.message)
             if budget < lo:
@@ -98,11 +99,11 @@ def test_codec_choice_a_zone_decides_only_where_the_noise_does_not(monkeypatch):
 def test_codec_choice_still_asks_for_a_block_size(monkeypatch):
     """On normal data the zones are narrow: q4's block 256 is over a budget on any sample while its block 16 is
     within, and then block 256 fails."""
-    samples = codec_reference.spread("normal", [T.draw_seed() for _ in range(codec_choice.SAMPLES)])
-    zones = {o: codec_choice.zone(v, "normal") for o, v in samples.items()}
+    samples = codec_reference.spread("normal", [T.draw_seed() for _ in range(codec_scenario.SAMPLES)])
+    zones = {o: codec_scenario.zone(v, "normal") for o, v in samples.items()}
     small, big = ("q4", 16), ("q4", 256)
     assert zones[small][1] < zones[big][0], zones
-    t = codec_choice.Scenario(256 << 20, (zones[small][1] + zones[big][0]) / 2, "normal", "MI300X", 8)
+    t = codec_scenario.Scenario(256 << 20, (zones[small][1] + zones[big][0]) / 2, "normal", "MI300X", 8)
     assert "over the budget" in _grade_one(monkeypatch, t, {"normal": samples}, big).message
 
 
@@ -114,7 +115,7 @@ CODEC_BAD_BEFORE = (72, 276)
 
 def _own_sample_choose(learner_seed: int):
     """The right method on the learner's own sample of each kind (``learner_seed``, the grader's size)."""
-    own = {k: codec_reference.errors(k, learner_seed) for k in codec_choice.KINDS}
+    own = {k: codec_reference.errors(k, learner_seed) for k in codec_scenario.KINDS}
     return lambda s: codec_reference.best(s, own[s.kind])[0]
 
 

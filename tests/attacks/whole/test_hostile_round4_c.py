@@ -2,7 +2,8 @@
 honest answer scores, or the same thing without the defence shows what the attack got.
 
 - Lab 05's answer was one call of the readable task module (``reference_choose(s)``, or ``best(s, errors(kind,
-  seed))``): the measurements and the rule now live in a withheld module (``lab05 .../reference.py``, in the lock);
+  seed))``): the measurements and the rule now live in a withheld module (``lab05 .../reference.py``, in the lock;
+  the scenario, zones and cost-model time it shares with the task in ``scenario.py``);
   a learner's preview grades the answers' form and says plainly that the instructor judges the choices; the
   instructor's grade is the one it was;
 - ``__has_include("/etc/passwd")`` (and ``#include "/etc/passwd"``) in a learner's source: a compile sees only the
@@ -111,10 +112,10 @@ def test_lab05_the_readable_task_module_holds_no_answer_and_the_preview_says_wha
     10/10 in the learner's preview and, pasted, in the instructor's re-grade. Now the task module holds neither; in a
     workshop learner's server both calls are refused, and the preview grades what it can (the answers' form, 2
     points), showing each choice's error and saying that the instructor's grader judges the choices (8 points)."""
-    from rocmlab.course.labs.lab05_quickreduce_tuning import reference, task
+    from rocmlab.course.labs.lab05_quickreduce_tuning import reference, scenario, task
 
-    for name in ("errors", "spread", "best", "judge", "choose"):
-        assert name in vars(reference) and name not in vars(task), name
+    for name in ("errors", "spread", "best", "judge", "choose"):          # the modules a learner reads hold none
+        assert name in vars(reference) and name not in vars(task) and name not in vars(scenario), name
     assert "rocmlab.course.labs.lab05_quickreduce_tuning.reference" in R.KERNEL_MODULES       # in the lock
     seed = random.randrange(10**6)
     for attack, refusal in ((ONE_CALL05, "held by the instructor"), (TWO_CALLS05, "has no attribute 'best'")):
@@ -201,7 +202,8 @@ def test_has_include_finds_nothing_of_the_machines_etc_and_the_course_still_comp
     chains = _toolchains()
     if not chains:
         pytest.skip("no compiler here")
-    etc_files = [p for p in ("/etc/passwd", "/etc/hostname", "/etc/hosts", "/etc/os-release") if os.path.isfile(p)]
+    etc_files = [p for p in ("/etc/passwd", "/etc/group", "/etc/hostname", "/etc/hosts", "/etc/machine-id")
+                 if os.path.isfile(p)]
     for kind, lang, target in chains:
         src = _probe("PATH") if lang == "hip" else _probe("PATH").replace("#include <hip/hip_runtime.h>\n", "")
         for path in etc_files:

@@ -13,8 +13,8 @@ right when
 An option's error is itself random: it changes from one sample of a kind to the next, little on
 ``normal`` data (over 2000 samples of 32768 values, within 0.96x to 1.04x of its median) and a lot on
 ``heavy-tailed`` and ``outliers`` data (0.54x to 1.69x: one huge value, or the outlier channels' gains,
-move it). So the grader measures every option's error on :data:`SAMPLES` independent fresh samples of the
-kind, and widens their range on each side by the kind's :data:`MARGINS` (8 % for normal data, 50 % for the
+move it). So the grader measures every option's error on :data:`.scenario.SAMPLES` independent fresh samples of the
+kind, and widens their range on each side by the kind's :data:`.scenario.MARGINS` (8 % for normal data, 50 % for the
 other two): the option's **zone**, the errors a sample of the learner's own (``1 << 15`` values, any seed) can
 show. Then a choice is
 
@@ -32,7 +32,7 @@ is the same on any machine.
 
 The grader's measurements and rule (every option's error on fresh samples, the fastest within the budget) are the
 task's answer, so they live in :mod:`.reference`, which a workshop withholds from learners as it does Labs 03 and
-07's: this module holds the scenario, the zones, the cost model's time and the grade's wording. Where the reference
+07's: this module holds the grade's wording and :mod:`.scenario` the scenario, the zones and the cost model's time. Where the reference
 is withheld (a learner's server, ``ROCMLAB_REFERENCES=off``) a grade is a preview: it checks that every answer is a
 codec and block size (2 points), shows each choice's error on one fresh sample, and says that the four choices
 (8 points) are judged by the instructor's grader; the scenarios' budgets are drawn freely there.
@@ -43,85 +43,18 @@ codec and block size (2 points), shows each choice's error on one fresh sample, 
 
 from __future__ import annotations
 
-import math
 import time
-from dataclasses import dataclass
 
-import torch
-
-from rocmlab.comm import costmodel as CM
 from rocmlab.comm import torch_codec as C
 from rocmlab.course import tasks as T
+from rocmlab.course.labs.lab05_quickreduce_tuning import scenario as S
+from rocmlab.course.labs.lab05_quickreduce_tuning.scenario import Scenario
 from rocmlab.grader import pyanswer
 from rocmlab.withheld import MESSAGE
 from rocmlab.workshop.references import ReferencesWithheld
 
 LAB, TASK = "05-quickreduce-tuning", "codec-per-message"
 TITLE = "Lab 05 task: a codec and block size per message size"
-KINDS = ("normal", "heavy-tailed", "outliers")
-SYSTEMS = ("MI300X", "H200")
-#: message size ranges (bytes) of the four scenarios, smallest first
-SIZE_RANGES = ((16 << 10, 512 << 10), (1 << 20, 16 << 20), (32 << 20, 256 << 20), (256 << 20, 1 << 30))
-BUDGET_RANGE = (0.004, 0.3)
-#: An option's zone, per kind of data: this far below its smallest and above its largest error on the grader's
-#: samples. From 2000 samples per kind: normal data stays within 0.96x-1.04x of its median (8 % covers a learner's
-#: sample however the grader's four fall); heavy-tailed and outliers data move 0.54x-1.69x (50 %: in 120 000
-#: simulated scenarios no right choice fell outside; 30 % let one through).
-MARGINS = {"normal": 0.08, "heavy-tailed": 0.50, "outliers": 0.50}
-FAST_TOL = 0.01      # "fastest": within 1 % of the best time
-SAMPLE = 1 << 15     # values per error measurement
-SAMPLES = 4          # independent fresh samples per kind on which the grader measures every option's error
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """What ``choose`` receives. ``message_bytes``: a float16 all-reduce message; ``budget``: the largest
-    relative L2 error of one encode/decode you may accept; ``kind``: the data (as
-    ``torch_codec.activations(kind, ...)`` draws it); ``system``, ``world``: the link (``costmodel.latency``)."""
-    message_bytes: int
-    budget: float
-    kind: str
-    system: str
-    world: int
-
-    def label(self) -> str:
-        return (f"{_size(self.message_bytes)}, {self.kind}, budget {self.budget:.3g}, "
-                f"{self.world} x {self.system}")
-
-
-def options() -> list[tuple[str, int]]:
-    """Every (codec, block size) pair: fp once (it has no blocks), each quantized codec at each block."""
-    return [("fp", 32)] + [(c, b) for c in C.QUANTIZED for b in C.BLOCK_SIZES]
-
-
-def _size(n: int) -> str:
-    return f"{n / 2**20:.3g} MB" if n >= 2**20 else f"{n / 2**10:.3g} KB"
-
-
-def zone(errs: tuple[float, ...], kind: str) -> tuple[float, float]:
-    """The errors a learner's own sample of ``kind`` can show for one option: :data:`MARGINS` beyond the smallest
-    and the largest of the grader's samples."""
-    m = MARGINS[kind]
-    return min(errs) * (1 - m), max(errs) * (1 + m)
-
-
-def time_us(choice: tuple[str, int], s: Scenario) -> float:
-    name, block = choice
-    return CM.latency(C.get_codec(name, block), s.message_bytes, s.system, s.world)["total_s"] * 1e6
-
-
-@dataclass(frozen=True)
-class Judged:
-    """How the grade sees one answer: ``verdict`` is "over" (over the budget on any sample), "slower" (an option
-    within the budget on any sample is faster by more than :data:`FAST_TOL`) or "right"; ``near``: the answer's zone
-    straddles the budget; ``fastest``, ``fastest_us``: the fastest option within the budget on any sample."""
-    verdict: str
-    near: bool
-    mine_us: float
-    fastest: tuple[str, int]
-    fastest_us: float
-
-
 def _rule():
     """The grader's measurements and rule (:mod:`.reference`): ``ReferencesWithheld`` where the instructor holds
     them (a workshop learner's server, ``ROCMLAB_REFERENCES=off``; its file locked, if the setting was cleared)."""
@@ -132,42 +65,9 @@ def _rule():
     return reference
 
 
-def _log_uniform(g: torch.Generator, lo: float, hi: float) -> float:
-    return math.exp(math.log(lo) + float(torch.rand(1, generator=g)) * (math.log(hi) - math.log(lo)))
-
-
-def _scenarios(seed: int, q4_zones=None) -> list[Scenario]:
-    """The four scenarios of a grade with ``seed``. ``q4_zones(kinds)``: per kind drawn, the Q4 options' zones on the
-    grader's samples, which give two budgets their roles (:func:`draw`); without it every budget is drawn freely
-    from :data:`BUDGET_RANGE` (the same messages, kinds and links)."""
-    g = torch.Generator().manual_seed(seed)
-    kinds = [KINDS[int(torch.randint(0, len(KINDS), (1,), generator=g))] for _ in SIZE_RANGES]
-    zones = q4_zones(kinds) if q4_zones is not None else None
-    tight = int(torch.randint(0, len(SIZE_RANGES) - 1, (1,), generator=g))
-    out = []
-    for i, (lo, hi) in enumerate(SIZE_RANGES):
-        nbytes = int(_log_uniform(g, lo, hi)) // C.QR_ATOM_BYTES * C.QR_ATOM_BYTES
-        if zones is None:
-            b = _log_uniform(g, *BUDGET_RANGE)
-        elif i == tight:
-            b = _log_uniform(g, BUDGET_RANGE[0], min(z[0] for z in zones[kinds[i]]))
-        elif i == len(SIZE_RANGES) - 1:
-            top = max(z[1] for z in zones[kinds[i]])
-            b = _log_uniform(g, top, max(BUDGET_RANGE[1], top * 1.5))
-        else:
-            b = _log_uniform(g, *BUDGET_RANGE)
-        system = SYSTEMS[int(torch.randint(0, 2, (1,), generator=g))]
-        world = int((2, 4, 8)[int(torch.randint(0, 3, (1,), generator=g))])
-        if i == len(SIZE_RANGES) - 1:
-            system = "MI300X"      # a quantized codec wins there at every world size (the loose role)
-        way = "near" if zones is None else "down" if i == tight else "up" if i == len(SIZE_RANGES) - 1 else "near"
-        out.append(Scenario(nbytes, _readable(b, way), kinds[i], system, world))
-    return out
-
-
 def draw(seed: int) -> tuple[list[Scenario], dict[str, dict]]:
-    """Four scenarios and, per kind, the grader's exact errors of every option on its own :data:`SAMPLES` fresh
-    samples (``{kind: {option: (error on sample 1, ...)}}``): :func:`.reference.draw`, held by the instructor in a
+    """Four scenarios and, per kind, the grader's exact errors of every option on its own :data:`.scenario.SAMPLES`
+    fresh samples (``{kind: {option: (error on sample 1, ...)}}``): :func:`.reference.draw`, held by the instructor in a
     workshop (``ReferencesWithheld`` there).
 
     Roles make the task honest: one scenario's budget is below every Q4 option's zone (a codec chosen without
@@ -181,14 +81,7 @@ def scenarios(seed: int) -> list[Scenario]:
     try:
         return draw(seed)[0]
     except ReferencesWithheld:
-        return _scenarios(seed)
-
-
-def _readable(b: float, way: str) -> float:
-    """``b`` to 4 significant digits (what the learner reads), rounded toward its role's side: "down" for the tight
-    budget, "up" for the loose one, "near" otherwise."""
-    unit = 10.0 ** (math.floor(math.log10(b)) - 3)
-    return round({"down": math.floor, "up": math.ceil, "near": round}[way](b / unit) * unit, 12)
+        return S.draw(seed)
 
 
 def _parse(answer) -> tuple[str, int]:
@@ -207,7 +100,7 @@ def grade(choose, seed: int | None = None, record: bool = True):
     try:
         scenarios, samples = draw(seed)
     except ReferencesWithheld:          # a learner's preview in a workshop: the rule is the instructor's
-        scenarios, samples = _scenarios(seed), None
+        scenarios, samples = S.draw(seed), None
     answers, problems = [], []
     for s, (value, err) in zip(scenarios, pyanswer.answers(choose, scenarios), strict=True):
         try:
@@ -231,10 +124,10 @@ def grade(choose, seed: int | None = None, record: bool = True):
                                     f"{_one_error(s, a, seed + i):.4f} on one fresh sample of this kind. {HELD}"))
             continue
         j = _rule().judge(s, samples[s.kind], a)
-        err = sum(samples[s.kind][a]) / SAMPLES
+        err = sum(samples[s.kind][a]) / S.SAMPLES
         what = f"{s.label()}: you chose {a[0]} block {a[1]}"
         if j.verdict == "over":
-            checks.append(T.failed(cid, "compare", 2, f"{what}: exact error {err:.4f} (mean of {SAMPLES} fresh "
+            checks.append(T.failed(cid, "compare", 2, f"{what}: exact error {err:.4f} (mean of {S.SAMPLES} fresh "
                                    f"samples) is over the budget {s.budget:.4g} on any sample of this size",
                                    "measure each codec's error on data of this kind "
                                    "(torch_codec.error_metrics); smaller blocks err less"))
@@ -262,7 +155,7 @@ HELD = ("Not checked here: within the budget, and the fastest such choice? The i
 
 def _one_error(s: Scenario, answer: tuple[str, int], seed: int) -> float:
     """The exact error of ``answer`` alone on one fresh sample of ``s.kind`` (what a preview can say)."""
-    x = C.activations(s.kind, SAMPLE, seed=seed)
+    x = C.activations(s.kind, S.SAMPLE, seed=seed)
     return C.error_metrics(x, C.decode_reference(C.encode_reference(x, C.get_codec(*answer)))).rel_l2
 
 
