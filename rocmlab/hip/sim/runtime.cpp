@@ -152,12 +152,16 @@ static void flush_findings();
 // --- fibers ---------------------------------------------------------------------------------------------
 enum State { READY = 0, WAVE = 1, BARRIER = 2, DONE = 3, STOPPED = 4 };   // STOPPED: at an out-of-bounds LDS access
 
-struct Fiber {
+// What every access touches (coords, state, stored, oob_type, the stack pointer) lies in the first cache line.
+struct alignas(64) Fiber {
     ThreadCoords coords;
     int state = DONE;
-#ifdef HIPSIM_USE_UCONTEXT
-    ucontext_t ctx;
-#else
+    bool stored = false;   // lockstep: it stored since it last handed back the CPU (its next load waits for the round)
+    // an array index past a fixed extent (the compiler's bounds check, __ubsan_handle_out_of_bounds), judged at the
+    // access that follows it: the array's type as the compiler names it, and the index
+    const void* oob_type = nullptr;
+    long long oob_index = 0;
+#ifndef HIPSIM_USE_UCONTEXT
     void* sp = nullptr;
 #endif
     // what it waits for
@@ -167,11 +171,9 @@ struct Fiber {
     // what it gets back
     Exchange reply{0, 0, 0};
     int count = 0;
-    bool stored = false;   // lockstep: it stored since it last handed back the CPU (its next load waits for the round)
-    // an array index past a fixed extent (the compiler's bounds check, __ubsan_handle_out_of_bounds), judged at the
-    // access that follows it: the array's type as the compiler names it, and the index
-    const void* oob_type = nullptr;
-    long long oob_index = 0;
+#ifdef HIPSIM_USE_UCONTEXT
+    ucontext_t ctx;
+#endif
 };
 
 struct Worker {
@@ -694,7 +696,7 @@ struct Alloc {
     size_t bytes;
     int live;
     uint8_t* written;    // initcheck: one byte per byte of a hipMalloc buffer, 1 once written (null: not checked)
-    uint64_t* race;      // racecheck between blocks: per 4-byte word, the last write's and the reads' tags (race_tag)
+    uint64_t* race;      // racecheck between blocks: per 4-byte word, the last write's and the reads' tags (tag_of)
 };
 static const int kMaxAllocs = 1 << 14;
 static Alloc g_allocs[kMaxAllocs];
@@ -724,7 +726,11 @@ static void* guarded_alloc(size_t bytes) {
     if (slot < 0 && g_nallocs.load() < kMaxAllocs) slot = g_nallocs.fetch_add(1);
     if (slot >= 0) {
         void* sh = mmap(nullptr, data, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        void* rc = mmap(nullptr, data * 4, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        void* rc = mmap(nullptr, data * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        // large pages where the system offers them (transparent huge pages): a kernel's strided reads touch a new
+        // 4 KiB page of each shadow at every access, and the TLB misses were most of the checks' cost
+        if (sh != MAP_FAILED && data >= (size_t(2) << 20)) madvise(sh, data, MADV_HUGEPAGE);
+        if (rc != MAP_FAILED && data >= (size_t(1) << 20)) madvise(rc, data * 2, MADV_HUGEPAGE);
         g_allocs[slot] = Alloc{reinterpret_cast<uintptr_t>(lo), reinterpret_cast<uintptr_t>(lo) + total,
                                reinterpret_cast<uintptr_t>(start), reinterpret_cast<uintptr_t>(start) + bytes, bytes, 1,
                                sh == MAP_FAILED ? nullptr : static_cast<uint8_t*>(sh),
@@ -743,8 +749,10 @@ static Alloc* find_alloc(const void* p, bool live_only = true) {
     return nullptr;
 }
 
+static std::atomic<unsigned> g_frees{0};   // hipFree calls so far (lookup's cache of recent buffers)
 static hipError_t guarded_free(void* p) {
     if (!p) return hipSuccess;
+    g_frees.fetch_add(1);
     std::lock_guard<std::mutex> g(g_alloc_mu);
     Alloc* r = find_alloc(p);
     if (!r || r->start != reinterpret_cast<uintptr_t>(p)) {
@@ -755,7 +763,7 @@ static hipError_t guarded_free(void* p) {
     }
     munmap(reinterpret_cast<void*>(r->map_lo), r->map_hi - r->map_lo);
     if (r->written) munmap(r->written, (r->bytes + 15) & ~size_t(15));
-    if (r->race) munmap(r->race, ((r->bytes + 15) & ~size_t(15)) * 4);
+    if (r->race) munmap(r->race, ((r->bytes + 15) & ~size_t(15)) * 2);
     r->written = nullptr;
     r->race = nullptr;
     r->live = 0;           // kept (map_lo set) so a later fault can say "freed"
@@ -866,26 +874,46 @@ int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const 
 static std::atomic<uint64_t> g_epoch{0};      // the launch now running (racecheck between blocks)
 static std::vector<uint8_t>& g_fenced = *new std::vector<uint8_t>;   // per block of this launch: it fenced
 static void sanitizer_launch(const LaunchSpec& s) {
-    g_epoch.fetch_add(1);
+    // racecheck's tags name a launch in 8 bits (1..255): when the count wraps, every tag of an earlier launch is
+    // cleared (the pages given back: zero again on the next touch), so none is taken for this launch's
+    if (g_epoch.fetch_add(1) % 255 == 254 && checks_on()) {
+        std::lock_guard<std::mutex> g(g_alloc_mu);
+        for (int i = 0; i < g_nallocs.load(); ++i)
+            if (g_allocs[i].live && g_allocs[i].race)
+                madvise(g_allocs[i].race, ((g_allocs[i].bytes + 15) & ~size_t(15)) * 2, MADV_DONTNEED);
+    }
     const size_t blocks = static_cast<size_t>(s.grid.x) * s.grid.y * s.grid.z;
-    g_fenced.assign(checks_on() && blocks <= (size_t(1) << 24) ? blocks : 0, 0);
+    g_fenced.assign(checks_on() ? std::min<size_t>(blocks, size_t(1) << 20) : 0, 0);   // per block tag (global_race)
     std::lock_guard<std::mutex> g(g_alloc_mu);
     g_sorted.clear();
     for (int i = 0; i < g_nallocs.load(); ++i) if (g_allocs[i].map_lo) g_sorted.push_back(i);
     std::sort(g_sorted.begin(), g_sorted.end(), [](int a, int b) { return g_allocs[a].map_lo < g_allocs[b].map_lo; });
 }
 
-static thread_local Alloc* t_last_alloc = nullptr;   // most accesses hit the buffer the last one hit
+// most accesses hit one of the few buffers the last ones hit (a kernel's inputs and output): those are looked at
+// first, most recent first, before a search of every buffer (forgotten after a hipFree: its addresses may be reused)
+static thread_local Alloc* t_recent[4] = {nullptr, nullptr, nullptr, nullptr};
+static thread_local unsigned t_recent_frees = 0;
 static Alloc* lookup(uintptr_t a) {
-    Alloc* c = t_last_alloc;
-    if (c && a >= c->map_lo && a < c->map_hi) return c;
+    const unsigned frees = g_frees.load(std::memory_order_relaxed);
+    if (frees != t_recent_frees) { t_recent_frees = frees; t_recent[0] = t_recent[1] = t_recent[2] = t_recent[3] = nullptr; }
+    for (int i = 0; i < 4; ++i) {
+        Alloc* c = t_recent[i];
+        if (c && a >= c->map_lo && a < c->map_hi) {
+            if (i) { std::memmove(&t_recent[1], &t_recent[0], i * sizeof(Alloc*)); t_recent[0] = c; }
+            return c;
+        }
+    }
     size_t lo = 0, hi = g_sorted.size();
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
         Alloc& r = g_allocs[g_sorted[mid]];
         if (a < r.map_lo) hi = mid;
         else if (a >= r.map_hi) lo = mid + 1;
-        else return t_last_alloc = &r;
+        else {
+            std::memmove(&t_recent[1], &t_recent[0], 3 * sizeof(Alloc*));
+            return t_recent[0] = &r;
+        }
     }
     return nullptr;
 }
@@ -1103,34 +1131,41 @@ static void lds_access(Worker* w, Fiber* f, size_t idx, int size, bool write, ui
     }
 }
 
-// Racecheck between blocks (global memory): per 4-byte word, a tag of the last write and one of the reads since,
-// each (launch << 40 | block << 8 | the bytes of the word it touched). Within one launch, a plain write and
+// Racecheck between blocks (global memory): per 4-byte word one 64-bit entry, the tag of the last write (low half)
+// and one of the reads since (high half), each (launch << 24 | block << 4 | the bytes of the word it touched), in
+// 32 bits: 8 for the launch (1..255, cleared when the count wraps: sanitizer_launch), 20 for the block (blocks
+// 2^20 apart share a tag: a race between them is missed, never invented). Within one launch, a plain write and
 // another block's plain write or read of the same bytes, with no grid-wide ordering, is a race: blocks run in any
 // order, at once or one after another. A __threadfence() by the writing block (the "last block" pattern: write,
 // fence, atomic counter) orders its writes before what other blocks read after it. Atomics are not plain accesses.
-static const uint64_t kManyBlocks = 0xffffffffull;
-static inline uint64_t tag_launch(uint64_t t) { return t >> 40; }
-static inline uint64_t tag_block(uint64_t t) { return (t >> 8) & 0xffffffffull; }
-static inline unsigned tag_bytes(uint64_t t) { return static_cast<unsigned>(t & 0xf); }
+static const uint32_t kManyBlocks = 0xfffff;
+static inline uint32_t tag_launch(uint32_t t) { return t >> 24; }
+static inline uint32_t tag_block(uint32_t t) { return (t >> 4) & 0xfffff; }
+static inline unsigned tag_bytes(uint32_t t) { return t & 0xf; }
+static inline uint32_t tag_of(uint32_t launch, uint32_t block, unsigned bytes) { return launch << 24 | block << 4 | bytes; }
 static void global_race(Worker* w, Fiber* f, Alloc* r, uintptr_t a, int size, bool write, uintptr_t pc) {
-    const uint64_t launch = g_epoch.load(std::memory_order_relaxed) & 0xffffff;
-    const uint64_t block = static_cast<uint64_t>(w->block_linear.load(std::memory_order_relaxed)) & 0xffffffffull;
+    const uint32_t launch = static_cast<uint32_t>((g_epoch.load(std::memory_order_relaxed) - 1) % 255 + 1);
+    const long blk = w->block_linear.load(std::memory_order_relaxed);
+    const uint32_t block = static_cast<uint32_t>(blk) & 0xfffff;
     const uintptr_t off = a - r->start;
     char where[256];
     for (uintptr_t word = off / 4; word <= (off + size - 1) / 4; ++word) {
         const long lo = std::max<long>(static_cast<long>(off) - static_cast<long>(word * 4), 0);
         const long hi = std::min<long>(static_cast<long>(off + size) - static_cast<long>(word * 4), 4);
         const unsigned bytes = ((1u << hi) - 1) & ~((1u << lo) - 1);
-        uint64_t* e = r->race + 2 * word;
-        const uint64_t wt = __atomic_load_n(&e[0], __ATOMIC_RELAXED), rt = __atomic_load_n(&e[1], __ATOMIC_RELAXED);
-        const bool w_now = tag_launch(wt) == launch && wt != 0, r_now = tag_launch(rt) == launch && rt != 0;
-        const uint64_t wb = tag_block(wt);
-        const bool fenced = wb < g_fenced.size() && __atomic_load_n(&g_fenced[wb], __ATOMIC_RELAXED);
+        uint64_t* e = r->race + word;
+        const uint64_t old = __atomic_load_n(e, __ATOMIC_RELAXED);
+        const uint32_t wt = static_cast<uint32_t>(old), rt = static_cast<uint32_t>(old >> 32);
+        const bool w_now = tag_launch(wt) == launch, r_now = tag_launch(rt) == launch;
+        const uint32_t wb = tag_block(wt);
         const char* kind = nullptr;
-        if (w_now && wb != block && (tag_bytes(wt) & bytes) && !(fenced && !write))
-            kind = write ? "which another block also writes" : "which another block writes";
-        else if (write && r_now && tag_block(rt) != block && (tag_bytes(rt) & bytes))
+        if (w_now && wb != block && (tag_bytes(wt) & bytes)) {
+            // the writer's block number, in full, for its fence (blocks of one tag: the running block's is the one)
+            const bool fenced = !write && g_fenced.size() > wb && __atomic_load_n(&g_fenced[wb], __ATOMIC_RELAXED);
+            if (!fenced) kind = write ? "which another block also writes" : "which another block writes";
+        } else if (write && r_now && tag_block(rt) != block && (tag_bytes(rt) & bytes)) {
             kind = "which another block reads";
+        }
         if (kind && fresh(w, RACECHECK, pc)) {
             where_text(w, f, where, sizeof where);
             record(RACECHECK, pc, 0, "%s %s byte %lld of a hipMalloc buffer of %zu bytes, %s "
@@ -1139,14 +1174,15 @@ static void global_race(Worker* w, Fiber* f, Alloc* r, uintptr_t a, int size, bo
                    "(atomicAdd), give each block its own slot, or finish the work in a second kernel",
                    where, write ? "writes" : "reads", static_cast<long long>(word * 4 + lo), r->bytes, kind);
         }
+        uint32_t nw = wt, nr = rt;
         if (write) {
-            const unsigned keep = w_now && wb == block ? tag_bytes(wt) : 0;
-            __atomic_store_n(&e[0], launch << 40 | block << 8 | (keep | bytes), __ATOMIC_RELAXED);
+            nw = tag_of(launch, block, (w_now && wb == block ? tag_bytes(wt) : 0) | bytes);
         } else {
-            const uint64_t rb = r_now ? (tag_block(rt) == block ? block : kManyBlocks) : block;
-            const unsigned keep = r_now ? tag_bytes(rt) : 0;
-            __atomic_store_n(&e[1], launch << 40 | rb << 8 | (keep | bytes), __ATOMIC_RELAXED);
+            const uint32_t rb = r_now ? (tag_block(rt) == block ? block : kManyBlocks) : block;
+            nr = tag_of(launch, rb, (r_now ? tag_bytes(rt) : 0) | bytes);
         }
+        const uint64_t now = static_cast<uint64_t>(nr) << 32 | nw;
+        if (now != old) __atomic_store_n(e, now, __ATOMIC_RELAXED);   // a re-read by the same block writes nothing
     }
 }
 
@@ -1228,7 +1264,8 @@ void fence_note() {
     Worker* w = t_worker;
     if (!w || !w->cur.load(std::memory_order_relaxed)) return;
     const long b = w->block_linear.load(std::memory_order_relaxed);
-    if (b >= 0 && static_cast<size_t>(b) < g_fenced.size()) __atomic_store_n(&g_fenced[b], 1, __ATOMIC_RELAXED);
+    const size_t tag = static_cast<size_t>(b) & 0xfffff;      // blocks of one tag share it: a race missed, never invented
+    if (b >= 0 && tag < g_fenced.size()) __atomic_store_n(&g_fenced[tag], 1, __ATOMIC_RELAXED);
 }
 
 static void host_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write, uintptr_t pc);
@@ -1252,7 +1289,7 @@ static void global_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write
                off < 0 ? "before its start" : "past its end");
         stop_here();
     }
-    if (a % static_cast<uintptr_t>(size < 4 ? size : 4)) {
+    if (a & static_cast<uintptr_t>((size < 4 ? size : 4) - 1)) {     // sizes are powers of two, or 12 (a multiple of 4)
         if (fresh(w, MEMCHECK, pc)) {
             where_text(w, f, where, sizeof where);
             record(MEMCHECK, pc, 0, "%s %s %d bytes at %p, which is not aligned to %d bytes (a misaligned address: "
@@ -1264,6 +1301,17 @@ static void global_access(Worker* w, Fiber* f, uintptr_t a, int size, bool write
     if (!r->written) return;
     uint8_t* m = r->written + (a - r->start);
     if (write && !atomic) { std::memset(m, 1, size); return; }
+    const uint64_t ones = 0x0101010101010101ull;     // the common case: every byte written, one load per 8 bytes
+    if (size == 4) {
+        uint32_t v;
+        std::memcpy(&v, m, 4);
+        if (v == static_cast<uint32_t>(ones)) return;
+    } else if (size == 8 || size == 16) {
+        uint64_t v[2] = {ones, ones};
+        std::memcpy(&v[0], m, 8);
+        if (size == 16) std::memcpy(&v[1], m + 8, 8);
+        if (v[0] == ones && v[1] == ones) return;
+    }
     for (int k = 0; k < size; ++k)     // a read, or an atomic (it reads the old value first)
         if (!m[k]) {
             if (fresh(w, INITCHECK, pc)) {
@@ -1511,7 +1559,7 @@ static void oob_note(const UbsanOob* d, uintptr_t handle) {
     f->oob_index = v;
 }
 
-static void oob_judge(Worker* w, Fiber* f, uintptr_t a, bool write, uintptr_t pc) {
+__attribute__((noinline)) static void oob_judge(Worker* w, Fiber* f, uintptr_t a, bool write, uintptr_t pc) {
     const UbsanType* t = static_cast<const UbsanType*>(f->oob_type);
     const long long index = f->oob_index;
     f->oob_type = nullptr;
@@ -1598,6 +1646,11 @@ static bool lockstep_on() {
     return g_lockstep == 1;
 }
 
+static void check_access(Worker* w, Fiber* f, uintptr_t a, long rel, int var, int size, bool write, uintptr_t pc,
+                         bool atomic);
+// Every traced access: its class (stack, LDS, other memory), the lockstep switch, then the checks and counters. Kept
+// small (the checks are another function): the lanes switch here, and what a lane's frame holds at the switch is
+// what the CPU reloads when it resumes that lane.
 static void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atomic = false) {
     Worker* w = t_worker;
     if (!w) return;
@@ -1628,6 +1681,12 @@ static void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atom
         f->stored = write;
     }
     if (!checks && !counting) return;
+    check_access(w, f, a, rel, var, size, write, pc, atomic);
+}
+
+__attribute__((noinline)) static void check_access(Worker* w, Fiber* f, uintptr_t a, long rel, int var, int size,
+                                                   bool write, uintptr_t pc, bool atomic) {
+    const bool checks = checks_on(), counting = counters_on();
     if (var >= 0) {
         // the byte offset in the variable: banks as if it began at LDS address 0 (a uniform shift of all lanes'
         // addresses changes no conflict count)
