@@ -148,9 +148,9 @@ def grade(choose, seed: int | None = None, record: bool = True):
 
 
 #: What a learner's preview says for each choice where the grader's measurements are held by the instructor.
-HELD = ("Not checked here: within the budget, and the fastest such choice? The instructor's grader decides: it "
-        "measures every option on fresh samples, the task's answer, which this hub holds with the instructor. "
-        "Hand in to have it graded")
+HELD = ("Not checked here: whether it is within the budget and the fastest such choice. The instructor's grader "
+        "decides that by measuring every option on fresh samples; that method is this task's answer, so this hub "
+        "keeps it with the instructor. Hand in to have it graded")
 
 
 def _one_error(s: Scenario, answer: tuple[str, int], seed: int) -> float:
