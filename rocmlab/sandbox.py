@@ -72,6 +72,11 @@ from rocmlab import settings
 
 #: Top-level folders of the host bound (read-only) when ``root="/"``: what a program needs, nothing else.
 SYSTEM_DIRS = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "opt")
+#: What a compiler or an interpreter needs of a root's ``/etc`` (:func:`run`'s ``etc``): the loader's files, the
+#: alternatives' links (``/usr/bin/c++`` and the like) and the distribution's name (a driver script may ask it;
+#: ``/usr/lib`` holds it too). Nothing of the machine's users, names or settings, which learner code could otherwise
+#: probe (``__has_include("/etc/passwd")``), include into a diagnostic, or read and hand back in a re-grade.
+TOOL_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "os-release", "lsb-release")
 #: Top-level folders of another root file system that are NOT bound (the sandbox makes its own).
 ROOT_SKIPPED = ("proc", "sys", "dev", "tmp", "run", "home", "root", "mnt", "media", "lost+found")
 #: GPU device nodes, bound only for ``gpu=True``.

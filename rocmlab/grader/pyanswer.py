@@ -295,7 +295,7 @@ class Answer:
             env["ROCMLAB_LEARNER_PATH"] = str(learner_package())
             done = sandbox.run([sys.executable, "-I", "-B", str(tmp / "answer_runner.py"), str(tmp / job_name),
                                 str(tmp / out_name)], limits=limits, scratch=str(tmp), ro_binds=python_binds(),
-                               env=env, cwd=str(tmp))
+                               env=env, cwd=str(tmp), etc=sandbox.TOOL_ETC)
             self.runs += 1
             out = tmp / out_name
             if done.starved:

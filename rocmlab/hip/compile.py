@@ -388,13 +388,6 @@ def _unreadable_inputs(cmd, tc: Toolchain, work: Path) -> str:
             "by others (chmod o+r, and o+x for a folder), then build again")
 
 
-#: What a compiler sees of ``/etc`` (the host's, or the offline root's): the loader's files, the alternatives'
-#: links (``/usr/bin/c++`` and the like) and the distribution's name (a driver script may ask it; ``/usr/lib``
-#: holds it too), nothing of the machine's users, names or settings, which a source could otherwise probe with
-#: ``__has_include("/etc/passwd")`` or read with ``#include``.
-COMPILER_ETC = ("ld.so.cache", "ld.so.conf", "ld.so.conf.d", "alternatives", "os-release", "lsb-release")
-
-
 def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=(), env=None,
         memory_bytes: int | None = None) -> sandbox.Completed:
     """Run one compiler (or archiver) command: THE place rocmlab starts a compiler. At most
@@ -404,7 +397,7 @@ def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=()
     ``cwd`` is the build folder, the only place it can write (a private folder: the sandbox hands
     it to its unprivileged user while the compiler runs). The offline toolchain runs inside its
     ROCm root; rocm and nvcc on the host's own system, read-only; either way ``/etc`` holds
-    :data:`COMPILER_ETC` only.
+    :data:`rocmlab.sandbox.TOOL_ETC` only.
     """
     cwd = str(Path(cwd).resolve())
     cmd = [str(c) for c in cmd]
@@ -415,7 +408,7 @@ def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=()
     binds = tuple(dict.fromkeys([*map(str, ro_binds), *_host_paths(cmd, tc, exclude=(cwd,))]))
     with _slots:
         return sandbox.run(cmd, limits=limits, root=tc.root or "/", scratch=cwd, ro_binds=binds,
-                           env=_env(tc.root, env), cwd=cwd, etc=COMPILER_ETC)
+                           env=_env(tc.root, env), cwd=cwd, etc=sandbox.TOOL_ETC)
 
 
 def run_program(tc_kind: str, root: str | None, cmd, *, scratch, time_limit: float, memory_bytes, output_bytes,

@@ -8,6 +8,7 @@ honest answer scores, or the same thing without the defence shows what the attac
   instructor's grade is the one it was;
 - ``__has_include("/etc/passwd")`` (and ``#include "/etc/passwd"``) in a learner's source: a compile sees only the
   loader's files of ``/etc`` (the host's, or the offline root's), so a probe of the machine's files finds nothing;
+  a Python answer in the re-grade likewise cannot read the grading machine's /etc and hand it back in its feedback;
 - Lab 07 and Lab 08: no single toolkit call answers the task (Lab 07: the inverse the calculator does not compute;
   Lab 08: a kernel that calls the toolkit is refused);
 - Triton: "is it a Triton kernel" is decided from the kernel object the grader launches, with triton's own classes
@@ -198,7 +199,7 @@ def _toolchains() -> list[tuple[str, str, str | None]]:
 def test_has_include_finds_nothing_of_the_machines_etc_and_the_course_still_compiles(monkeypatch):
     """Before: ``__has_include("/etc/passwd")`` was true in every compile (the host's /etc where the compiler is
     the host's, nvcc or ROCm; the offline root's otherwise), and ``#include "/etc/passwd"`` showed its lines in the
-    diagnostics. Now a compile's /etc holds the loader's files only (compile.COMPILER_ETC)."""
+    diagnostics. Now a compile's /etc holds the loader's files only (sandbox.TOOL_ETC)."""
     chains = _toolchains()
     if not chains:
         pytest.skip("no compiler here")
@@ -213,8 +214,28 @@ def test_has_include_finds_nothing_of_the_machines_etc_and_the_course_still_comp
         header = "cuda_runtime.h" if lang == "cuda" else "hip/hip_runtime.h"
         assert _found(src.replace('"PATH"', f"<{header}>"), kind, lang, target) == "found", kind
         with monkeypatch.context() as m:
-            m.setattr(driver, "COMPILER_ETC", None)
+            m.setattr(sandbox, "TOOL_ETC", None)
             assert _found(src.replace("PATH", "/etc/passwd"), kind, lang, target) == "found", kind
+
+
+@pytest.mark.skipif(sandbox.isolation().level != sandbox.BWRAP,
+                    reason="the run's own /etc needs bubblewrap (the fallbacks show /etc as the uid reads it)")
+def test_a_python_answer_cannot_hand_back_the_grading_machines_etc(monkeypatch):
+    """Before: a Lab 05 answer that raised with the text of /etc/passwd showed the grading machine's users in its
+    feedback. Now the answer's sandbox shows the same /etc as a compile's: the file is not there. Control: without
+    the defence the feedback holds the file's first line; an honest answer is graded in full (test above)."""
+    leak = textwrap.dedent("""
+        def choose(s):
+            raise ValueError(open("/etc/passwd").read().replace(chr(10), " ")[:120])
+    """)
+    first = open("/etc/passwd").readline().strip()
+    seed = random.randrange(10**6)
+    got = items.get(LAB05).regrade(leak, seed, 300).to_text()
+    assert "No such file or directory: '/etc/passwd'" in got and first not in got, got[-1500:]
+    with monkeypatch.context() as m:
+        m.setattr(sandbox, "TOOL_ETC", None)
+        before = items.get(LAB05).regrade(leak, seed, 300).to_text()
+    assert first[:40] in before, before[-1500:]
 
 
 def test_the_course_headers_and_an_exercise_still_compile():
