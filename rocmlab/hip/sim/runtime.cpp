@@ -1651,6 +1651,19 @@ static bool lockstep_on() {
 
 static void check_access(Worker* w, Fiber* f, uintptr_t a, long rel, int var, int size, bool write, uintptr_t pc,
                          bool atomic);
+// A read of a static __shared__ word that changes nothing: inside one word, every byte written in this block, no
+// other wave's write in this barrier interval, and this wave already read these bytes here from this code address
+// (what lds_access would record is recorded).
+static inline bool quiet_lds_read(Worker* w, Fiber* f, long rel, int size, uintptr_t pc) {
+    const size_t idx = static_cast<size_t>(rel + kStaticSpan);
+    if (!w->shadow || idx / 4 != (idx + size - 1) / 4 || idx + size > kShadowEntries) return false;
+    const Shadow& e = w->shadow[idx / 4];
+    const uint8_t m = static_cast<uint8_t>(((1u << size) - 1) << (idx % 4));
+    const uint16_t wave = static_cast<uint16_t>(f->coords.linear / kWave);
+    const uint16_t bit = static_cast<uint16_t>(1u << (wave & 15));
+    return e.igen == w->gen0 && (e.imask & m) == m && !(e.wgen == w->gen && e.wwave != wave && (e.wmask & m)) &&
+           e.rgen == w->gen && (e.rwaves & bit) && (e.rmask & m) == m && e.rpc == pc;
+}
 // The most common checked access, settled without the general path (same verdict, nothing to record): a read of
 // 4, 8 or 16 aligned bytes of the buffer the last access hit, live and in bounds, every byte written, each word
 // already read in this launch by this block (or by several) and written by no other block in it.
@@ -1721,7 +1734,7 @@ static void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atom
         f->stored = write;
     }
     if (!checks && !counting) return;
-    if (!write && !counting && var < 0 && quiet_read(w, a, size)) return;
+    if (!write && !counting && (var < 0 ? quiet_read(w, a, size) : quiet_lds_read(w, f, rel, size, pc))) return;
     check_access(w, f, a, rel, var, size, write, pc, atomic);
 }
 
