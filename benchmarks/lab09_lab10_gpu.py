@@ -13,11 +13,13 @@ the block-scaled FP8 GEMM against torch._scaled_mm and the bf16 GEMM; optionally
 3. Lab 10's ``lab.time_gemm``: the block-scaled FP8 GEMM (1 x 128 and 128 x 128 scales, bf16 out) on gpu-mode's
    DeepSeek-R1 shapes against ``torch._scaled_mm`` (row-wise and per-tensor scales) and the bf16 GEMM: TFLOP/s,
    ratio to bf16, and whether the result is within the lab's error bound at that size.
-4. The speed ladders (``ladder`` of each lab's package): every step of the FlashAttention forward at head dim 128
-   (causal at N = 1,024 and 4,096, non-causal at 4,096; the last step at every shape, head dims 64 and 128) and of the block-scaled FP8 GEMM, each step's gain over the one before and its ratio to the
+4. The speed ladders (``ladder`` of each lab's package), FP8 first: every step of the block-scaled FP8 GEMM on the
+   first shape and, on the others, the last step of the round before (``PREV_FP8``) and this round's; every step of
+   the FlashAttention forward at head dim 128, causal, N = 1,024 and 4,096, and the two rounds' last steps at every
+   other shape (head dims 64 and 128, causal and not). Each step's gain over the one before and its ratio to the
    vendor's kernel (best SDPA backend; per-tensor ``torch._scaled_mm`` and bf16), measured in the same run.
-5. The ratio table (the issue's): at each of the labs' shapes, the puzzle's solution (before) and the ladder's
-   last step (after) against the vendor, same run.
+5. The ratio table (the issue's): at each of the labs' shapes, the puzzle's solution (before), the round before's
+   last step and the ladder's last step (after) against the vendor, same run.
 6. ``--preflight``: ``rocmlab preflight --only 09`` and ``--only 10`` (needs papermill and a Jupyter kernel).
 
 ``--jobs N`` compiles every kernel variant the run will time first, in N processes (Triton's on-disk cache then
@@ -87,9 +89,9 @@ LAST_ATTENTION = LD9.ATTENTION_STEPS[-1][0]   # the ratio table's "after": each 
 LAST_FP8 = LD10.FP8_STEPS[-1][0]
 PREV_ATTENTION = "v9 tuned"                   # the last steps of the round before (issue 53's first table)
 PREV_FP8 = "v10 tuned"
-#: every attention step is timed at the first FULL_LADDERS shapes (head dim 128, causal, short)
+#: every attention step is timed at the first FULL_LADDERS shapes (head dim 128, causal: short and long)
 LADDER_SHAPES = [((4, 16, 1024, 128), True), ((4, 16, 4096, 128), True)]
-FULL_LADDERS = 1
+FULL_LADDERS = 2
 
 
 def _warm(job) -> str | None:

@@ -60,8 +60,9 @@ ATTENTION_TILES = ((128, 64, 4, 2), (128, 64, 4, 3), (128, 64, 8, 3), (128, 128,
                    (128, 128, 4, 3), (64, 64, 4, 3), (128, 32, 4, 4), (128, 64, 4, 4), (64, 64, 4, 4), (64, 128, 4, 3),
                    (64, 32, 4, 3))
 #: tiles tried by v11 (two key parts each) and v12 (BM, BN, num_warps, num_stages, key parts)
-SPLIT_TILES = ((64, 64, 4, 3, 2), (64, 128, 4, 3, 2), (128, 64, 4, 3, 2), (128, 128, 8, 3, 2))
-LAST_TILES = ATTENTION_TILES + ((64, 64, 4, 3, 2), (64, 128, 4, 3, 2), (128, 64, 4, 3, 2), (64, 64, 4, 3, 4),
+#: (128 x 64 with 4 warps and 2 key parts spills registers at head dim 128 in Triton's sm_90 code: 8 warps there)
+SPLIT_TILES = ((64, 64, 4, 3, 2), (64, 128, 4, 3, 2), (128, 64, 8, 3, 2), (128, 128, 8, 3, 2))
+LAST_TILES = ATTENTION_TILES + ((64, 64, 4, 3, 2), (64, 128, 4, 3, 2), (128, 64, 8, 3, 2), (64, 64, 4, 3, 4),
                                 (128, 64, 8, 2))
 
 
