@@ -6,7 +6,7 @@ exercise's own graded inputs, three ways in the same run (alternated, median of 
         which keeps the lanes in lockstep and returns);
 - bare: the same source built without the runtime's calls (no checks, no lockstep: lanes run ahead).
 
-    python benchmarks/sim_cost.py [--reps 3] [--exercise NAME ...]
+    python benchmarks/sim_cost.py [--reps 3] [--exercise NAME ...] [--out FILE]
 
 Goals (issue 51): on <= 1.5x off, off <= 1.3x bare. Program wall time on the CPU simulator (never a GPU time)."""
 
@@ -75,19 +75,34 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--exercise", nargs="*", default=[])
+    ap.add_argument("--out", default="", help="also write the table to this file")
     a = ap.parse_args()
     root = Path(__file__).resolve().parents[1] / "rocmlab" / "exercises"
     names = a.exercise or sorted(p.name for p in root.iterdir() if (p / "spec.yaml").exists())
-    print(f"{'exercise':22} {'on s':>7} {'off s':>7} {'bare s':>7} {'on/off':>7} {'off/bare':>8}   (goals 1.5x, 1.3x)")
+    lines = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    say(f"# python benchmarks/sim_cost.py --reps {a.reps}" + (f" --exercise {' '.join(a.exercise)}" if a.exercise else ""))
+    say(f"{'exercise':22} {'on s':>7} {'off s':>7} {'bare s':>7} {'on/off':>7} {'off/bare':>8}   (goals 1.5x, 1.3x)")
+    met = [0, 0, 0]
     for n in names:
         try:
             r = measure(n, a.reps)
         except SystemExit as exc:
-            print(f"{n:22} not measured: {exc}")
+            say(f"{n:22} not measured: {exc}")
             continue
-        print(f"{n:22} {r['on']:7.2f} {r['off']:7.2f} {r['bare']:7.2f} {r['on/off']:7.2f} {r['off/bare']:8.2f}",
-              flush=True)
-    print(f"[cpu: wave64 simulator] {os.cpu_count()} CPUs; program wall time incl. the sandbox's start (same for all three)")
+        met[0] += 1
+        met[1] += r["on/off"] <= 1.5
+        met[2] += r["off/bare"] <= 1.3
+        say(f"{n:22} {r['on']:7.2f} {r['off']:7.2f} {r['bare']:7.2f} {r['on/off']:7.2f} {r['off/bare']:8.2f}")
+    say(f"goals met: on/off <= 1.5x on {met[1]} of {met[0]} exercises, off/bare <= 1.3x on {met[2]} of {met[0]}")
+    say(f"[cpu: wave64 simulator] {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end; program "
+        "wall time incl. the sandbox's start (same for all three)")
+    if a.out:
+        Path(a.out).write_text("\n".join(lines) + "\n")
     return 0
 
 

@@ -56,7 +56,9 @@ SANITIZER_FLAGS = ("-Xclang", "-fsanitize-coverage-type=1", "-Xclang", "-fsaniti
                    "-Xclang", "-fsanitize-coverage-trace-stores", "-gline-tables-only",
                    "-Xclang", "-fsanitize=array-bounds,thread", "-Xclang", "-fsanitize-recover=array-bounds",
                    "-mllvm", "-tsan-instrument-memory-accesses=0", "-mllvm", "-tsan-instrument-atomics=0",
-                   "-mllvm", "-tsan-instrument-func-entry-exit=0")
+                   "-mllvm", "-tsan-instrument-func-entry-exit=0",
+                   # host-only functions (main) call no load/store callback: the simulator never checks host accesses
+                   "-Xclang", f"-fsanitize-coverage-ignorelist={INCLUDE_DIR / 'hipsim' / 'coverage_ignore.txt'}")
 #: A flag only benchmarks give (benchmarks/sim_cost.py): the learner's code compiled without the sanitizer's calls
 #: ("bare": no checks, no counters, no lockstep), the baseline the instrumented build is measured against.
 BARE_FLAG = "--hipsim-bare"
@@ -286,7 +288,7 @@ def runtime_version() -> str:
     """A hash of the runtime, its headers and this module (its compile line: the sanitizer's flags, the macros):
     part of the toolchain's version, so the build cache sees changes."""
     h = hashlib.sha256()
-    for p in sorted([RUNTIME_SOURCE, *INCLUDE_DIR.rglob("*.h"), Path(__file__)]):
+    for p in sorted([RUNTIME_SOURCE, *INCLUDE_DIR.rglob("*.h"), *INCLUDE_DIR.rglob("*.txt"), Path(__file__)]):
         h.update(p.name.encode())
         h.update(p.read_bytes())
     return h.hexdigest()[:12]

@@ -1790,6 +1790,23 @@ void atomic_note(const volatile void* p, size_t bytes) {
               reinterpret_cast<uintptr_t>(__builtin_return_address(0)), true);
 }
 
+// hipblasSgemm's answer (hipblas/hipblas.h): a host reference GEMM, C = alpha op(A) op(B) + beta C, column-major,
+// summed in double; here, outside the learner's instrumented code, so its loads cost what a host loop costs.
+void reference_sgemm(bool a_n, bool b_n, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
+                     int ldb, float beta, float* C, int ldc) {
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < m; ++i) {
+            double acc = 0;
+            for (int p = 0; p < k; ++p) {
+                const float a = a_n ? A[i + static_cast<size_t>(p) * lda] : A[p + static_cast<size_t>(i) * lda];
+                const float b = b_n ? B[p + static_cast<size_t>(j) * ldb] : B[j + static_cast<size_t>(p) * ldb];
+                acc += static_cast<double>(a) * b;
+            }
+            float& c = C[i + static_cast<size_t>(j) * ldc];
+            c = static_cast<float>(alpha * acc + (beta == 0.f ? 0.0 : static_cast<double>(beta) * c));
+        }
+}
+
 // host side: what a copy or a memset writes counts as written
 static void mark_written(const void* dst, const void* src, size_t bytes) {
     std::lock_guard<std::mutex> g(g_alloc_mu);

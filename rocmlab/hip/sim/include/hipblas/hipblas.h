@@ -18,6 +18,9 @@ typedef hipsim_hipblas_handle* hipblasHandle_t;
 
 namespace hipsim {
 void device_written(const void* p, size_t bytes);   // runtime.cpp: the sanitizer counts these bytes as written
+// runtime.cpp: the GEMM's answer, computed outside the learner's instrumented code (a host loop's cost)
+void reference_sgemm(bool a_n, bool b_n, int m, int n, int k, float alpha, const float* A, int lda, const float* B,
+                     int ldb, float beta, float* C, int ldc);
 void device_pointer(const volatile void* p, const char* api, const char* what);   // host memory: the GPU's fault
 }
 
@@ -60,17 +63,7 @@ inline hipblasStatus_t hipblasSgemm(hipblasHandle_t h, hipblasOperation_t ta, hi
         }
         ::hipsim::device_pointer(C, "hipblasSgemm", "C");
     }
-    for (int j = 0; j < n; ++j)
-        for (int i = 0; i < m; ++i) {
-            double acc = 0;
-            for (int p = 0; p < k; ++p) {
-                const float a = ta == HIPBLAS_OP_N ? A[i + static_cast<size_t>(p) * lda] : A[p + static_cast<size_t>(i) * lda];
-                const float b = tb == HIPBLAS_OP_N ? B[p + static_cast<size_t>(j) * ldb] : B[j + static_cast<size_t>(p) * ldb];
-                acc += static_cast<double>(a) * b;
-            }
-            float& c = C[i + static_cast<size_t>(j) * ldc];
-            c = static_cast<float>(*alpha * acc + (*beta == 0.f ? 0.0 : static_cast<double>(*beta) * c));
-        }
+    ::hipsim::reference_sgemm(ta == HIPBLAS_OP_N, tb == HIPBLAS_OP_N, m, n, k, *alpha, A, lda, B, ldb, *beta, C, ldc);
     if (n > 0) ::hipsim::device_written(C, (static_cast<size_t>(n - 1) * ldc + m) * sizeof(float));
     return HIPBLAS_STATUS_SUCCESS;
 }
