@@ -68,7 +68,7 @@ def test_the_32_bit_shuffle_mask_does_not_build_as_on_rocm_7():
 def test_a_host_infinite_loop_times_out_as_before():
     w = wrong_submissions()["infinite loop"]
     r = grader.check(w.exercise, w.source, only=("compile", "run"), time_limit_s=2)
-    assert r.check("runs").status == "failed" and "time limit" in r.check("runs").message
+    assert r.check("runs").status == "failed" and "time limit" in r.check("runs").message, r.check("runs").message
 
 
 @pytest.mark.parametrize("trap", TRAPS, ids=[t.name for t in TRAPS])
