@@ -113,7 +113,7 @@ def unchecked_text(report, limit: int = 90) -> str:
     names = ", ".join(c.id for c in skipped)
     reason = skipped[0].message.strip().rstrip(".")
     reason = reason if len(reason) <= limit else reason[:limit].rsplit(" ", 1)[0] + " …"
-    return f"{pts:g} points not checked here ({names}: {reason})."
+    return f"{pts:g} point{'' if pts == 1 else 's'} not checked here ({names}: {reason})."
 
 
 #: The mark of a grade where not one point could be checked on this machine (no server, no GPU): neutral.
