@@ -323,9 +323,11 @@ def pch_command(tc: Toolchain, header, output, *, flags=()) -> list[str]:
     stands for its ``-include hip/hip_runtime.h``: the same header, read first either way)."""
     kept, _ = host_flags(flags)
     opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
+    bare = BARE_FLAG in kept          # the sanitizer's options are language options: a PCH must be built with them
+    kept = [f for f in kept if f != BARE_FLAG]
     return [tc.compiler, "-std=c++17", *opt, "-pthread", "-fno-strict-aliasing", "-Wno-unused-result",
-            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", "-Wno-unknown-attributes", f"-I{INCLUDE_DIR}", *kept,
-            "-x", "c++-header", str(header), "-o", str(output)]
+            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", "-Wno-unknown-attributes", f"-I{INCLUDE_DIR}",
+            *([] if bare else SANITIZER_FLAGS), *kept, "-x", "c++-header", str(header), "-o", str(output)]
 
 
 def target_defines(target: str = "") -> list[str]:

@@ -12,6 +12,7 @@ attack ran). Their output comes back in the run check's ``stdout_tail``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -487,10 +488,15 @@ def test_compile_time_file_leak_is_refused(name):
 
 @needs_compiler
 def test_compile_leak_control_the_compiler_reads_what_the_policy_refuses():
-    # control: without the grader's policy the (sandboxed) compiler does read the file and shows it in errors
+    """Control: without the grader's policy the (sandboxed) compiler reads an included file it can see and shows
+    its text in the errors. The machine's /etc/passwd it no longer sees at all (a compile is shown only the
+    loader's files of /etc: sandbox.TOOL_ETC); /etc/os-release it is shown, so the same attack on that file leaks."""
+    res = build.compile(LEAKS["include-abs"].replace("/etc/passwd", "/etc/os-release") + "int main() { return 0; }",
+                        lang="hip", target=settings.DEFAULT_TARGET, name="leak-control")
+    assert not res.ok and ("NAME=" in res.log or "ID=" in res.log), res.log[-2000:]
     res = build.compile(LEAKS["include-abs"] + "int main() { return 0; }", lang="hip", target=settings.DEFAULT_TARGET,
                         name="leak-control")
-    assert not res.ok and "root:x:0:0" in res.log
+    assert not res.ok and "root:x:0:0" not in res.log and "file not found" in res.log, res.log[-2000:]
 
 
 @needs_compiler
@@ -715,13 +721,16 @@ def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, s
             os.killpg(cli.pid, sig)
         else:
             cli.send_signal(sig)
-        rc = cli.wait(timeout=10)
+        rc = cli.wait(timeout=60)              # the same bound as below: a loaded runner is slow, not wrong
         while _alive(str(tmp_path)) and time.monotonic() - t < 60:
             time.sleep(0.02)
         elapsed = time.monotonic() - t
     finally:
         if cli.poll() is None:
             cli.kill()
+            for pid in _alive(str(tmp_path)):     # its pool's workers too: a failed test leaves nothing running
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
     err = cli.stderr.read()
     assert _alive(str(tmp_path)) == [], [_cmdline(p) for p in _alive(str(tmp_path))]
     # what it catches is a grade that waits on its 120-s time limit instead of ending the loop: half that limit
@@ -816,7 +825,8 @@ def test_macro_bomb_ends_as_not_run_with_a_message():
     c = r.check("no-cuda-left")
     assert c.status in ("not run", "passed")      # the scanner may refuse to expand it, but never hangs
     if c.status == "not run":
-        assert "did not finish" in c.message or "failed" in c.message
+        # on a loaded machine the time limit may be the machine's fault: then it is not scored, and says so
+        assert "did not finish" in c.message or "failed" in c.message or "too busy" in c.message, c.message
 
 
 # --- 11. outputs the program plants for the grader to read -----------------------------------------------------

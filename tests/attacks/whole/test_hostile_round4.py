@@ -104,7 +104,7 @@ def test_under_bubblewrap_the_run_cannot_read_the_seed_file(tmp_path):
 def test_as_root_without_bubblewrap_a_python_item_grades(monkeypatch):
     """Before: "more than 50000 entries" under the interpreter's folder (a pyenv Python under the 0700 /root, its
     site-packages shown file by file). Now its interpreter, stdlib and the environment's packages are shown."""
-    from tests.helpers.grades_of_record_cases import CODEC, CODEC_PATCH, CODEC_RIGHT
+    from tests.helpers.codec_answers import CODEC, CODEC_PATCH, CODEC_RIGHT
 
     monkeypatch.setenv("ROCMLAB_SANDBOX", "no-bwrap")
     assert sandbox.isolation().level == sandbox.SETPRIV and sandbox.of_record() == ""
