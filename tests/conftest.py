@@ -194,11 +194,31 @@ def pytest_collection_modifyitems(config, items):
         item.add_marker(tier)
         if rel.split("/")[1] in WHOLE_ROOMS:
             item.add_marker(rel.split("/")[1])
+    items[:] = sorted(items, key=_start_rank)     # stable: the long ones first, the rest in collection order
     if untiered:
         raise pytest.UsageError(
             "these test files have no tier: " + ", ".join(sorted(untiered)) + ". Fix: move each into its room, "
             "tests/<room>/ (quick) or tests/<room>/whole/ (whole suite only), with git mv; rooms: "
             + ", ".join(ROOMS) + " (tests/README.md)")
+
+
+#: The longest units of work, measured (test-artifacts/suite-timeline.json of a fresh-clone run), in the order they
+#: start: pytest-xdist hands out units in collection order, so a long unit collected last runs alone at the end
+#: while the other workers idle (the wheel's 12-lab preflight did: 11 min of tail). Started first, they overlap the
+#: rest. Prefixes of test ids; a test not listed keeps its place after them.
+_LONG_FIRST = ("tests/hub/", "tests/setup/whole/test_setup.py",           # one unit, "machine-wide": ~25 min
+               "tests/project/whole/test_wheel.py", "tests/sandbox/whole/test_container_fallback.py",
+               "tests/docs/whole/test_site.py", "tests/setup/whole/test_binder.py",
+               "tests/grader/whole/test_untouched_starters.py", "tests/project/whole/test_cold_imports.py",
+               "tests/browser/test_browser_views.py",
+               # the quick tier's longest
+               "tests/labs/test_lab_tasks.py", "tests/sim/test_sim_sanitizer.py", "tests/sim/test_sim_trust.py",
+               "tests/grader/test_grader.py")
+
+
+def _start_rank(item) -> int:
+    nodeid = item.nodeid.replace("\\", "/")
+    return next((i for i, p in enumerate(_LONG_FIRST) if nodeid.startswith(p)), len(_LONG_FIRST))
 
 
 #: Tests that change the machine itself (Unix users and their homes, apt's state, system services): under

@@ -108,3 +108,17 @@ def test_planted_undeclared_marker_fails_collection(tmp_path):
     out = done.stdout + done.stderr
     assert done.returncode != 0, out
     assert "'not_a_declared_marker' not found in `markers` configuration option" in out, out
+
+
+def test_the_longest_units_of_work_are_collected_first():
+    """pytest-xdist hands out units in collection order: the measured longest start first, the rest keep theirs."""
+    from types import SimpleNamespace
+
+    from tests.conftest import _LONG_FIRST, _start_rank
+
+    ids = ["tests/comm/test_a.py::t", "tests/project/whole/test_wheel.py::t", "tests/hub/test_hub.py::t",
+           "tests/comm/test_b.py::t", "tests/browser/test_browser_views.py::t[x]"]
+    got = [i.nodeid for i in sorted((SimpleNamespace(nodeid=n) for n in ids), key=_start_rank)]
+    assert got == ["tests/hub/test_hub.py::t", "tests/project/whole/test_wheel.py::t",
+                   "tests/browser/test_browser_views.py::t[x]", "tests/comm/test_a.py::t", "tests/comm/test_b.py::t"]
+    assert all(p.startswith("tests/") for p in _LONG_FIRST)
