@@ -310,7 +310,7 @@ def test_the_learners_own_error_directive_is_the_learners_failure():
 @needs_compiler
 def test_a_policy_check_that_cannot_finish_refuses(monkeypatch):
     leak = grader.load("vector-add").solution.replace(
-        "int main(", '__asm__(".macro rd f\\n .incb\\\\()in \\"\\\\f\\"\\n .endm\\n rd /etc/hostname\\n");\nint main(', 1)
+        "int main(", '__asm__(".macro rd f\\n .incb\\\\()in \\"\\\\f\\"\\n .endm\\n rd /etc/os-release\\n");\nint main(', 1)
 
     def slow(*a, **k):
         raise static.AnalysisError("the static analysis did not finish in 15 s (a very large or macro-heavy file?)")
@@ -323,7 +323,8 @@ def test_a_policy_check_that_cannot_finish_refuses(monkeypatch):
     # the policy itself, when it finishes, refuses the assembler-macro spelling of .incbin
     a = static.analyze(leak)
     assert any("assembler macros" in t for _, t in static.compile_inputs(a, leak)), static.compile_inputs(a, leak)
-    # control: the compiler itself takes the file (the policy is what stops it)
+    # control: the compiler itself takes the file (the policy is what stops it; /etc/os-release is among the few
+    # files of /etc a compile is shown: sandbox.TOOL_ETC)
     assert build.compile(leak, target=settings.DEFAULT_TARGET, mode="obj", flags=("-I", checks.include_dir())).ok
 
 
