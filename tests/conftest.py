@@ -212,7 +212,7 @@ _LONG_FIRST = ("tests/hub/", "tests/setup/whole/test_setup.py",           # one 
                "tests/grader/whole/test_untouched_starters.py", "tests/project/whole/test_cold_imports.py",
                "tests/browser/test_browser_views.py",
                # the quick tier's longest
-               "tests/labs/test_lab_tasks.py", "tests/sim/test_sim_sanitizer.py", "tests/sim/test_sim_trust.py",
+               "tests/labs/test_lab_tasks.py", "tests/sim/test_sim_sanitizer.py", "tests/sim/whole/test_sim_trust.py",
                "tests/grader/test_grader.py")
 
 

@@ -34,7 +34,7 @@ def _grade(subs: Path, out: Path, *extra) -> tuple[int, str]:
     code = "import sys; from rocmlab import cli; sys.exit(cli.main(sys.argv[1:]))"
     p = subprocess.run([sys.executable, "-c", code, "grade", str(subs), "--exercise", EX, "--out", str(out),
                         "--no-progress", *extra], capture_output=True, text=True, timeout=600,
-                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
     return p.returncode, p.stdout + p.stderr
 
 
