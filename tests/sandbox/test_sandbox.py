@@ -372,3 +372,15 @@ def test_wait_exit_wakes_when_the_process_ends_and_keeps_the_time_limit(monkeypa
         sandbox.wait_exit(proc, 0.2)
     proc.kill()
     proc.wait()
+
+
+def test_a_cgroup_probe_that_failed_once_is_tried_again_and_a_found_one_is_kept(monkeypatch):
+    """A failed probe is not kept for the process (a busy machine's one failure would leave every later run to the
+    weaker watchdog); a parent found is."""
+    found = sandbox.CgroupParent("/sys/fs/cgroup/memory", 1)
+    answers = [(None, "cannot make a cgroup (Device or resource busy)"), (found, ""), (None, "never asked")]
+    monkeypatch.setattr(sandbox, "_found_parent", [])
+    monkeypatch.setattr(sandbox, "_find_cgroup_parent", lambda: answers.pop(0))
+    assert sandbox.cgroup_parent() == (None, "cannot make a cgroup (Device or resource busy)")
+    assert sandbox.cgroup_parent() == (found, "")
+    assert sandbox.cgroup_parent() == (found, "") and len(answers) == 1      # kept: not probed again
