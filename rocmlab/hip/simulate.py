@@ -322,12 +322,18 @@ def pch_command(tc: Toolchain, header, output, *, flags=()) -> list[str]:
     """The precompiled simulator header for :func:`command`'s builds with these flags (``-include-pch`` there
     stands for its ``-include hip/hip_runtime.h``: the same header, read first either way)."""
     kept, _ = host_flags(flags)
-    opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
     bare = BARE_FLAG in kept          # the sanitizer's options are language options: a PCH must be built with them
     kept = [f for f in kept if f != BARE_FLAG]
+    return [*_compiler_line(tc, kept), *([] if bare else SANITIZER_FLAGS), *kept, "-x", "c++-header", str(header),
+            "-o", str(output)]
+
+
+def _compiler_line(tc: Toolchain, kept) -> list[str]:
+    """The start of every simulator compile line (a build's and its PCH's): the compiler, the language, the
+    optimization (-O2 unless ``kept`` has one) and the warnings, against the simulator's headers."""
+    opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
     return [tc.compiler, "-std=c++17", *opt, "-pthread", "-fno-strict-aliasing", "-Wno-unused-result",
-            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", "-Wno-unknown-attributes", f"-I{INCLUDE_DIR}",
-            *([] if bare else SANITIZER_FLAGS), *kept, "-x", "c++-header", str(header), "-o", str(output)]
+            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", "-Wno-unknown-attributes", f"-I{INCLUDE_DIR}"]
 
 
 def target_defines(target: str = "") -> list[str]:
@@ -345,7 +351,6 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=()
     like, :mod:`rocmlab.grader.static`): not with ``-fno-gnu-inline-asm``, which also refuses the file-scope
     ``__asm`` in libstdc++'s own ``<iostream>``."""
     kept, _ = host_flags(flags)
-    opt = [] if any(f.startswith("-O") for f in kept) else ["-O2"]
     own = [str(i) for i in inputs] == [str(RUNTIME_SOURCE)]     # the runtime itself: its fiber switch is assembly
     bare = BARE_FLAG in kept          # benchmarks/sim_cost.py: the same build without the sanitizer's calls
     kept = [f for f in kept if f != BARE_FLAG]
@@ -353,9 +358,7 @@ def command(tc: Toolchain, inputs, output, *, output_kind: str, flags=(), pre=()
     if not own and any(_COMPILER_SANITIZER.match(f) for f in kept):   # the build stops with the reason (see the header)
         kept = [f for f in kept if not _COMPILER_SANITIZER.match(f)]
         learner = ["-include", "hipsim/sanitizer_refused.h", *learner]
-    base = [tc.compiler, "-std=c++17", *opt, "-pthread", "-fno-strict-aliasing", "-Wno-unused-result",
-            "-Werror=vla-cxx-extension", "-Wno-macro-redefined", "-Wno-unknown-attributes", f"-I{INCLUDE_DIR}", "-include", "hip/hip_runtime.h",
-            *learner, *pre, *kept]
+    base = [*_compiler_line(tc, kept), "-include", "hip/hip_runtime.h", *learner, *pre, *kept]
     if output_kind == "obj":
         return [*base, "-x", "c++", *inputs, "-c", "-o", str(output)]
     if output_kind != "exe":
