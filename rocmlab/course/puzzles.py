@@ -375,8 +375,8 @@ def _check(key: str, kernel, seed: int | None) -> Result:
                       yours, expected, sizes, mode, answered=False, view=view, notes=notes)
     if torch.isnan(yours).any():
         n = int(torch.isnan(yours).sum())
-        why = p.nan_text or ("never written (a missing or misplaced store), an unmasked load past the end, an overflow "
-                             "such as inf/inf, or 0/0 (a softmax row whose every score is -inf)")
+        why = p.nan_text or ("never written (a missing or misplaced store), an unmasked load past the end, or an "
+                             "operation with no number for an answer (inf - inf, 0/0, the square root of a negative)")
         return Result(key, False, f"{n} of {yours.numel()} outputs are NaN: {why}", yours, expected, sizes, mode,
                       view=view, notes=notes)
     bad = _bad(p, yours, expected, allowed)

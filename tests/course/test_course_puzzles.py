@@ -31,9 +31,15 @@ CHILD = textwrap.dedent("""
     def empty(x_ptr, z_ptr, N0, B0: tl.constexpr):
         pass
     starter = P.check("add-constant", empty)
+    @triton.jit
+    def nan_add(x_ptr, y_ptr, z_ptr, N0, B0: tl.constexpr):
+        i = tl.program_id(0) * B0 + tl.arange(0, B0)
+        x = tl.load(x_ptr + i, mask=i < N0)
+        tl.store(z_ptr + i, (x - x) / (x - x), mask=i < N0)      # 0/0 in every lane
+    nan = P.check("add-vectors", nan_add)
     html = P.check("add-vectors", P.reference_kernel("add-vectors"))._repr_html_()
     print(json.dumps(dict(mode=mode, rows=rows, starter=starter.passed, starter_msg=starter.message,
-                          html_ok=("yours" in html and "expected" in html))))
+                          nan_msg=nan.message, html_ok=("yours" in html and "expected" in html))))
 """)
 
 
@@ -49,6 +55,8 @@ def test_references_pass_and_wrong_kernels_fail_on_fresh_inputs():
         assert r["reference"], f"reference of {r['key']} failed (seed {r['seed']})"
         assert r["wrong_caught"], f"wrong kernel of {r['key']} passed (seed {r['seed']})"
     assert not out["starter"] and "stored nothing in z" in out["starter_msg"]   # issue 44: not answered, not "N of N NaN"
+    # NaN in a puzzle with no softmax names the general causes, never a softmax row
+    assert "are NaN" in out["nan_msg"] and "0/0" in out["nan_msg"] and "softmax" not in out["nan_msg"], out["nan_msg"]
     assert out["html_ok"]
 
 
@@ -86,3 +94,13 @@ def test_a_puzzle_names_its_lab_and_kernels_module():
     # control: Lab 06's own puzzles, which name both, are registered under their lab
     assert T06.PUZZLES and all(p.lab == T06.LAB and p.module == T06.KERNELS for p in T06.PUZZLES.values())
     assert P.LABS[T06.LAB] is T06.PUZZLES
+
+
+def test_attention_puzzles_explain_nan_by_their_own_causes():
+    """Lab 09's puzzles name the softmax's NaN causes (a row of -inf scores); the control: Lab 06's add-vectors names
+    none of its own and gets the general text."""
+    from rocmlab.course.labs.lab09_attention_on_mi300x import puzzles as A
+
+    assert A.PUZZLES and all(P.find(k).nan_text == A.SOFTMAX_NAN for k in A.PUZZLES)
+    assert "-inf" in A.SOFTMAX_NAN
+    assert P.find("add-vectors").nan_text == ""

@@ -31,6 +31,10 @@ KERNELS = "rocmlab.course.labs.lab09_attention_on_mi300x.kernels"
 ATTN_BOUND = 2.0 ** -9
 #: Softmax puzzles (float32 throughout): relative bound per value; exp and a float32 sum of T terms.
 SOFTMAX_BOUND = 2.0 ** -13
+#: what NaN outputs most likely mean in an attention puzzle
+SOFTMAX_NAN = ("most likely 0/0 or inf - inf: a row whose every score is -inf (a fully masked row, or padding loaded as "
+               "-inf with a running max still -inf: exp(-inf - (-inf)) is NaN), or exp of an unscaled large score. "
+               "Else: a value never written (a missing store) or an unmasked load past the end")
 
 ATTN_BOUND_TEXT = ("|yours - float64 reference| <= 2^-9 * max|V| per output: float16 (or TF32) rounding of P and V "
                    "in the second product costs at most 2^-10 * max|V|; the rest is float32")
@@ -149,7 +153,7 @@ def _register() -> None:
         lambda c: torch.softmax(_f64(c, "x"), 1).float(),
         ("Pass 1: `m = tl.maximum(m, tl.max(tile, axis=0))` over every block; only the max of the whole row is safe.",
          "Load the padding as `-inf` in every pass (`other=-float('inf')`): exp(-inf) = 0 adds nothing to the sum."),
-        solution="softmax_rows", lab=LAB, points=1, module=KERNELS,
+        solution="softmax_rows", lab=LAB, nan_text=SOFTMAX_NAN, points=1, module=KERNELS,
         wrongs=("softmax_rows_wrong_first_block_max", "softmax_rows_wrong_block_sum"),
         bound=_softmax_bound, bound_text="|yours - float64 softmax| <= 2^-13 |softmax| + 2^-24 per value"))
 
@@ -166,7 +170,7 @@ def _register() -> None:
         ("Start with `m = -float('inf')`, `l = 0.0`, `acc = 0.0`; per block `m_new = tl.maximum(m, tl.max(x, axis=0))`.",
          "`alpha = tl.exp(m - m_new)`; `l = l * alpha + tl.sum(p)`, `acc = acc * alpha + tl.sum(p * v)` with "
          "`p = tl.exp(x - m_new)`; at the end `acc / l`."),
-        solution="online_softmax", lab=LAB, points=2, module=KERNELS,
+        solution="online_softmax", lab=LAB, nan_text=SOFTMAX_NAN, points=2, module=KERNELS,
         wrongs=("online_softmax_wrong_no_rescale", "online_softmax_wrong_sum_only"),
         bound=_weighted_bound, bound_text="|yours - float64 reference| <= 2^-13 max|v| per row"))
 
@@ -184,7 +188,7 @@ def _register() -> None:
         ("`s = tl.dot(q, tl.trans(k)) * sm_scale` is `BM x BN`; then a row softmax (`axis=1`) and `tl.dot(p, v)`.",
          "Padding keys score 0 after a masked load, not -inf: `s = tl.where((j < N)[None, :], s, -float('inf'))`. "
          "`tl.dot` wants both operands of one type: `p.to(tl.float16)`."),
-        solution="attn_tile", lab=LAB, points=2, module=KERNELS,
+        solution="attn_tile", lab=LAB, nan_text=SOFTMAX_NAN, points=2, module=KERNELS,
         wrongs=("attn_tile_wrong_no_scale", "attn_tile_wrong_pad_keys"),
         bound=_attn_bound, bound_text=ATTN_BOUND_TEXT))
 
@@ -201,7 +205,7 @@ def _register() -> None:
         ("Head h starts at `h * N * D`; row i of it at `+ i * D`. Per key tile: `s`, `m_new`, `alpha`, `p` as in "
          "puzzle 2, now with a row dimension (`axis=1`, `[:, None]`).",
          "`acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)`; mask keys `j >= N` to -inf in the last tile."),
-        solution="flash_fwd", lab=LAB, points=3, module=KERNELS,
+        solution="flash_fwd", lab=LAB, nan_text=SOFTMAX_NAN, points=3, module=KERNELS,
         wrongs=("flash_fwd_wrong_no_rescale", "flash_fwd_wrong_pad_keys"),
         bound=_attn_bound, bound_text=ATTN_BOUND_TEXT))
 
@@ -217,7 +221,7 @@ def _register() -> None:
         ("`s = tl.where(j[None, :] <= i[:, None], s, -float('inf'))`: query i sees key i itself.",
          "The tile loop ends at `tl.minimum(start + BM, N)`, where `start = program_id(0) * BM`: the diagonal tile is "
          "the last one a program needs."),
-        solution="flash_causal", lab=LAB, points=2, module=KERNELS,
+        solution="flash_causal", lab=LAB, nan_text=SOFTMAX_NAN, points=2, module=KERNELS,
         wrongs=("flash_causal_wrong_off_by_one", "flash_causal_wrong_skips_diagonal"),
         bound=_attn_bound, bound_text=ATTN_BOUND_TEXT))
 
@@ -232,7 +236,7 @@ def _register() -> None:
         _gqa_ref,
         ("Puzzle 4 with K and V at `kvh * N * D` instead of `h * N * D`.",
          "Heads 0 and 1 share KV head 0, heads 2 and 3 KV head 1 (`h // 2`), not `h % 2`."),
-        solution="flash_gqa", lab=LAB, points=2, module=KERNELS, wrongs=("flash_gqa_wrong_interleaved",),
+        solution="flash_gqa", lab=LAB, nan_text=SOFTMAX_NAN, points=2, module=KERNELS, wrongs=("flash_gqa_wrong_interleaved",),
         bound=_attn_bound, bound_text=ATTN_BOUND_TEXT))
 
     P.register(Puzzle(
@@ -249,7 +253,7 @@ def _register() -> None:
          "`((phys * BS + t) * HKV + kvh) * D`.",
          "The last block is partly filled: mask `n * BS + t < seq_len` to -inf; one query row, so scores are "
          "`tl.sum(k * q[None, :], axis=1)`."),
-        solution="paged_decode", lab=LAB, points=3, module=KERNELS,
+        solution="paged_decode", lab=LAB, nan_text=SOFTMAX_NAN, points=3, module=KERNELS,
         wrongs=("paged_decode_wrong_logical_block", "paged_decode_wrong_stale_tail"),
         bound=_attn_bound, bound_text=ATTN_BOUND_TEXT))
 
