@@ -494,9 +494,13 @@ def judged_source(source: str, active: set[int]) -> str:
 # --- the rules ---------------------------------------------------------------------------------------
 
 def _finding_problems(findings) -> list[tuple[int, str]]:
-    """One line per finding; the first of each rule says why and the fix."""
-    out, explained = [], set()
+    """One line per finding, one finding per line and rule (``x % 32, w = x / 32`` is one finding of its line);
+    the first of each rule says why and the fix."""
+    out, explained, seen = [], set(), set()
     for f in findings:
+        if (f.line, f.rule) in seen:
+            continue
+        seen.add((f.line, f.rule))
         text = f"`{' '.join(f.snippet.split())[:60]}` ({f.rule})" if f.snippet else f"({f.rule})"
         if f.rule not in explained:
             explained.add(f.rule)

@@ -192,3 +192,17 @@ def test_a_stderr_warning_is_not_a_failure_but_a_crash_is():
     assert checks._run_verdict({"done": crash, "host_only": False, "format_error": ""})[0] == "failed"
     loud = run_limited(["sh", "-c", "yes hello | head -c 3000000"], output_bytes=1 << 20)
     assert "output limit" in checks._run_verdict({"done": loud, "host_only": False, "format_error": ""})[1]
+
+
+def test_one_line_is_one_finding_of_its_rule_and_two_lines_are_two():
+    """`x % 32, w = x / 32` on one line is one lane-arithmetic finding with its explanation (it was listed twice,
+    once without why); the control: the same arithmetic on two lines is two findings."""
+    from rocmlab.grader import static
+
+    one = "__global__ void k(int* o) {\n  const int lane = threadIdx.x % 32, wave = threadIdx.x / 32;\n  o[lane] = wave;\n}\n"
+    two = "__global__ void k(int* o) {\n  const int lane = threadIdx.x % 32;\n  const int wave = threadIdx.x / 32;\n" \
+          "  o[lane] = wave;\n}\n"
+    found = static.no_warp_size(static.analyze(one), {})
+    assert [ln for ln, _ in found] == [2] and "Fix:" in found[0][1], found
+    found = static.no_warp_size(static.analyze(two), {})
+    assert [ln for ln, _ in found] == [2, 3], found
