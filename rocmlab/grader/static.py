@@ -604,8 +604,22 @@ def statements(a: Analysis) -> list[str]:
     return out
 
 
+def _readable(pattern: str, regex: bool) -> str | None:
+    """A pattern as a learner reads it (``__shared__\\s+float`` is ``__shared__ float``, ``a|b`` is ``a or b``);
+    None for a regular expression that reads only as one (classes, groups, repeats)."""
+    if not regex:
+        return pattern
+    text = re.sub(r"\\s[+*]?", " ", pattern)
+    text = re.sub(r"\\b|[\^$]", "", text)
+    if re.search(r"(?<!\\)[\[\](){}*+?]", text):
+        return None
+    return " or ".join(" ".join(re.sub(r"\\(.)", r"\1", part).split()) for part in text.split("|"))
+
+
 def requires(a: Analysis, options: dict) -> list[tuple[int, str]]:
-    out = []
+    """The patterns the solution needs (identifiers, text, or regular expressions with ``regex: true``); one
+    problem naming every missing piece as code reads, with the spec's message."""
+    missing = []
     stmts = None
     for pat in options.get("patterns", []):
         if options.get("regex"):
@@ -619,9 +633,12 @@ def requires(a: Analysis, options: dict) -> list[tuple[int, str]]:
             stmts = statements(a) if stmts is None else stmts
             found = any(pat in s for s in stmts)
         if not found:
-            what = options.get("message") or "the solution needs it"
-            out.append((0, f"{pat!r} not found in the compiled code: {what}"))
-    return out
+            missing.append(_readable(pat, bool(options.get("regex"))) or (None if options.get("message") else pat))
+    if not missing:
+        return []
+    what = options.get("message") or "the solution needs it"
+    named = [f"`{m}`" for m in missing if m]
+    return [(0, f"{' and '.join(named)} not found in the compiled code: {what}" if named else what)]
 
 
 RULES = {"no-cuda-left": no_cuda_left, "no-warp-size": no_warp_size, "errors-checked": errors_checked,

@@ -206,3 +206,20 @@ def test_one_line_is_one_finding_of_its_rule_and_two_lines_are_two():
     assert [ln for ln, _ in found] == [2] and "Fix:" in found[0][1], found
     found = static.no_warp_size(static.analyze(two), {})
     assert [ln for ln, _ in found] == [2, 3], found
+
+
+def test_a_missing_required_pattern_reads_as_code_never_as_a_regular_expression():
+    """ex12's untouched starter: its lds-tile row named two raw regular expressions ('__shared__\\s+float'); now the
+    pieces read as code, in one problem with the spec's message. A pattern that reads only as a regular expression
+    (histogram-atomics' shared counter types) is replaced by the message. Controls: the solutions pass."""
+    ex = grader.load("lds-tiles-prefetch")
+    c = grader.check("lds-tiles-prefetch", ex.starter, only=["static"]).check("lds-tile")
+    assert c.status == "failed" and "`__shared__ float` and `float4` not found" in c.message, c.message
+    assert "\\" not in c.message and "no LDS tile filled with float4" in c.message
+    assert grader.check("lds-tiles-prefetch", ex.solution, only=["static"]).check("lds-tile").status == "passed"
+    hist = grader.load("histogram-atomics")
+    check_id = "lds-bins"
+    plain = hist.solution.replace("__shared__", "/* no LDS */ static")
+    c = grader.check("histogram-atomics", plain, only=["static"]).check(check_id)
+    assert c.status == "failed" and c.message == "the bins are not privatised in shared memory (LDS)", c.message
+    assert grader.check("histogram-atomics", hist.solution, only=["static"]).check(check_id).status == "passed"
