@@ -332,6 +332,17 @@ def _run_verdict(r: dict) -> tuple[str, str]:
     return status, sim.label(msg)
 
 
+def _said(done, lines: int = 2, chars: int = 240) -> str:
+    """'; it said: ...' with the last lines the program wrote to stderr (its own words: the simulator's lines are
+    not), printable characters only and capped; '' when it said nothing there."""
+    own = [ln.strip() for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(sim.label())]
+    if not own:
+        return ""
+    text = " | ".join(own[-lines:])
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return f"; it said: {text[:chars]}" + ("…" if len(text) > chars else "")
+
+
 def _verdict(r: dict) -> tuple[str, str]:
     done = r["done"]
     if done.starved:
@@ -354,7 +365,7 @@ def _verdict(r: dict) -> tuple[str, str]:
         return "skipped", ("no GPU here: the program ran on the host up to its first GPU call, which reported "
                            "no device; run checks need an AMD GPU, or an NVIDIA GPU through the HIP->CUDA path")
     if done.returncode != 0:
-        return "failed", "the program " + done.explain()
+        return "failed", "the program " + done.explain() + _said(done)
     if r["host_only"]:
         return "failed", ("the program finished without any GPU here: it does not use the GPU, or it ignores "
                           "the errors of its HIP calls")

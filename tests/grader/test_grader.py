@@ -223,3 +223,17 @@ def test_a_missing_required_pattern_reads_as_code_never_as_a_regular_expression(
     c = grader.check("histogram-atomics", plain, only=["static"]).check(check_id)
     assert c.status == "failed" and c.message == "the bins are not privatised in shared memory (LDS)", c.message
     assert grader.check("histogram-atomics", hist.solution, only=["static"]).check(check_id).status == "passed"
+
+
+def test_a_failed_run_says_what_the_program_said():
+    """A program that exits 1 after printing its reason: the run row carries its last stderr lines (it read only
+    'exited with status 1'), printable and capped. Control: a program that says nothing gets no 'it said'."""
+    from rocmlab.grader.wrong import _host
+
+    said = _host('    fprintf(stderr, "self-check: c[3] = 7, expected 5\\x07\\n");\n    return 1;\n')
+    c = grader.check("vector-add", said, only=["runs"], time_limit_s=30).check("runs")
+    assert c.status == "failed" and "status 1" in c.message, c.message
+    assert "it said: self-check: c[3] = 7, expected 5?" in c.message, c.message
+    quiet = _host("    return 1;\n")
+    c = grader.check("vector-add", quiet, only=["runs"], time_limit_s=30).check("runs")
+    assert c.status == "failed" and "status 1" in c.message and "it said" not in c.message, c.message
