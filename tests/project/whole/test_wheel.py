@@ -1,17 +1,20 @@
-"""The wheel carries the whole course. From a copy of the repository's tracked files (plus the leftovers of a used
-checkout: a learner's my-work/ and notebook checkpoints, which must not ship) the wheel is built, installed into a
-fresh venv that holds only a torch (the CPU wheel here) and the wheel's own dependencies with the ``triton`` extra
-the set-up page names, and from there, in a temporary home, ``rocmlab labs DEST`` copies the labs and ``rocmlab
-preflight`` runs every one of them. Every lab passes, or its error says plainly what is missing and how to install
+"""The wheel carries the whole course, into the environment a learner already has. From a copy of the repository's
+tracked files (plus the leftovers of a used checkout: a learner's my-work/ and notebook checkpoints, which must not
+ship) the wheel is built and installed into a fresh venv that, like a ROCm PyTorch image, already holds a torch
+(this environment's, shown to it by a ``.pth`` file) and JupyterLab; the wheel brings its own dependencies with the
+``triton`` extra the set-up page names and must leave the image's torch as it was. From there, in a temporary home,
+``rocmlab doctor`` answers, ``rocmlab labs DEST`` copies the labs and ``rocmlab preflight`` runs every one of them
+at the CI sizes (ROCMLAB_QUICK=1). Every lab passes, or its error says plainly what is missing and how to install
 it (and the other labs still run).
 
 The venv's third-party packages are kept between runs in the temporary folder, under a name made of the wheel's
-dependency list, torch's version and Python's, so a second run installs only the new wheel (a fresh venv is made
-whenever that list changes); everything else is made anew in this test's temporary folders."""
+dependency list, JupyterLab's, torch's and Python's versions, so a second run installs only the new wheel (a fresh
+venv is made whenever that list changes); everything else is made anew in this test's temporary folders."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata as md
 import json
 import shutil
 import subprocess
@@ -47,30 +50,69 @@ def _tracked_copy(dest: Path) -> None:
             shutil.copy2(src, dest / rel)
 
 
+def _torch_overlay(dest: Path) -> Path:
+    """A folder holding only torch and what torch needs, as links into this environment (the image's torch
+    that a fresh environment is given to see, as on a ROCm PyTorch image)."""
+    dest.mkdir()
+    todo, seen = ["torch"], set()
+    while todo:
+        name = todo.pop()
+        try:
+            dist = md.distribution(name)
+        except md.PackageNotFoundError:
+            continue
+        key = dist.metadata["Name"].lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        for f in dist.files or ():
+            top = f.parts[0]
+            src = Path(dist.locate_file(top))
+            if top not in ("..", "bin") and src.exists() and not (dest / top).exists():
+                (dest / top).symlink_to(src)
+        for req in dist.requires or ():
+            if "extra ==" not in req:
+                todo.append(req.split(";")[0].split("[")[0].split("<")[0].split(">")[0].split("=")[0]
+                            .split("!")[0].split("~")[0].strip())
+    return dest
+
+
+def _torch_version(py: Path) -> str:
+    return _run([py, "-c", "import torch; print(torch.__version__, torch.__file__)"]).stdout
+
+
 def _venv(wheel: Path) -> Path:
-    """A venv with torch and the wheel's dependencies (kept between runs by their names), and this wheel."""
+    """A venv with the image's torch and JupyterLab (kept between runs by their versions and the wheel's
+    dependencies), and this wheel with the triton extra; the image's torch must be left as it was."""
     import torch
 
     with zipfile.ZipFile(wheel) as z:
         meta = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
         requires = sorted(line for line in z.read(meta).decode().splitlines() if line.startswith("Requires-Dist:"))
-    torch_pin = f"torch=={torch.__version__.split('+')[0]}"
-    key = hashlib.sha256("\n".join([*requires, torch_pin, sys.version]).encode()).hexdigest()[:12]
+    jupyterlab = f"jupyterlab=={md.version('jupyterlab')}"
+    key = hashlib.sha256("\n".join([*requires, jupyterlab, torch.__version__, sys.version]).encode()).hexdigest()[:12]
     venv = Path(tempfile.gettempdir()) / f"rocmlab-wheel-venv-{key}"
     py = venv / "bin" / "python"
+    pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     if not (venv / ".complete").is_file():
         shutil.rmtree(venv, ignore_errors=True)
         _run([sys.executable, "-m", "venv", venv])
-        _run([py, "-m", "pip", "install", "-q", torch_pin], timeout=1200)            # only a torch, first
-        _run([py, "-m", "pip", "install", "-q", f"{wheel}[triton]"], timeout=1200)
-        (venv / ".complete").write_text(torch_pin)
+        purelib = _run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+        Path(purelib, "_image_torch.pth").write_text(str(_torch_overlay(venv / "image-torch")) + "\n")
+        _run([*pip, jupyterlab], timeout=1200)                   # the environment a learner has
+        torch_before = _torch_version(py)
+        _run([*pip, f"{wheel}[triton]"], timeout=1200)
+        assert _torch_version(py) == torch_before, "installing the wheel replaced the image's torch"
+        (venv / ".complete").write_text(torch_before)
     else:
-        _run([py, "-m", "pip", "install", "-q", "--force-reinstall", "--no-deps", wheel], timeout=600)
+        torch_before = (venv / ".complete").read_text()
+        _run([*pip, "--force-reinstall", "--no-deps", wheel], timeout=600)
+        assert _torch_version(py) == torch_before, "installing the wheel replaced the image's torch"
     return venv
 
 
 @pytest.mark.timeout(5400)
-def test_the_wheel_from_tracked_files_installs_and_runs_every_lab(tmp_path):
+def test_the_wheel_from_tracked_files_installs_into_jupyterlab_and_runs_every_lab(tmp_path):
     if not (ROOT / ".git").exists() or shutil.which("git") is None:
         pytest.skip("not a git checkout: the wheel is built from the tracked files")
     src = tmp_path / "src"
@@ -91,12 +133,14 @@ def test_the_wheel_from_tracked_files_installs_and_runs_every_lab(tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     env = {"PATH": f"{venv / 'bin'}:/usr/local/bin:/usr/bin:/bin", "HOME": str(home), "LANG": "C.UTF-8",
-           "ROCMLAB_HOME": str(home / ".cache" / "rocmlab"), "TMPDIR": str(tmp_path)}
+           "ROCMLAB_HOME": str(home / ".cache" / "rocmlab"), "TMPDIR": str(tmp_path), "ROCMLAB_QUICK": "1"}
     from rocmlab import paths
     if (paths.rocm_root() / ".rocmlab-ready").is_file():     # the offline compiler this machine already has
         env["ROCMLAB_ROCM_ROOT"] = str(paths.rocm_root())
     where = _run([venv / "bin" / "python", "-c", "import rocmlab; print(rocmlab.__file__)"], cwd=home, env=env)
     assert where.stdout.strip().startswith(str(venv)), where.stdout      # the installed wheel, not the checkout
+    assert _run([venv / "bin" / "rocmlab", "doctor", "--json"], cwd=home, env=env).stdout.strip().startswith("{")
+    assert (venv / "bin" / "jupyter-lab").is_file()                      # the learner's JupyterLab is still there
 
     labs = home / "labs"
     _run([venv / "bin" / "rocmlab", "labs", labs], cwd=home, env=env)
