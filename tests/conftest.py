@@ -209,7 +209,7 @@ def pytest_collection_modifyitems(config, items):
 _LONG_FIRST = ("tests/hub/", "tests/setup/whole/test_setup.py",           # one unit, "machine-wide": ~25 min
                "tests/project/whole/test_wheel.py", "tests/sandbox/whole/test_container_fallback.py",
                "tests/docs/whole/test_site.py", "tests/setup/whole/test_binder.py",
-               "tests/grader/whole/test_untouched_starters.py", "tests/project/whole/test_cold_imports.py",
+               "tests/grader/whole/test_untouched_starters.py",
                "tests/browser/test_browser_views.py",
                # the quick tier's longest
                "tests/labs/test_lab_tasks.py", "tests/sim/test_sim_sanitizer.py", "tests/sim/whole/test_sim_trust.py",
