@@ -319,6 +319,52 @@ int main() {
 }
 """, "N / 2", "N",
          "half the lanes copy whatever the allocation held"),
+    Case("two waves of one block += one global word", "racecheck", """
+__global__ void total(const float* x, float* out) {
+    if (threadIdx.x % 64 == 0) { {BUG} }   // BUG
+}
+int main() {
+    const int W = 4;
+    float hx[W], zero[1] = {0}, want[1] = {0};
+    for (int i = 0; i < W; ++i) { hx[i] = SEED + i; want[0] += hx[i]; }
+    float *x = device(W, hx), *out = device(1, zero);
+    total<<<1, 64 * W>>>(x, out);
+    return judge(out, want, 1);
+}
+""", "out[0] += x[threadIdx.x / 64];", "atomicAdd(out, x[threadIdx.x / 64]);",
+         "the block's wavefronts run at once: their load-add-store sequences interleave and updates are lost"),
+    Case("a wave reads global words another wave of its block wrote, no barrier", "racecheck", """
+__global__ void twice(const float* x, float* tmp, float* y) {
+    const int t = threadIdx.x;
+    if (t < 64) tmp[t] = 2.0f * x[t];
+    {BUG} if (t >= 64) y[t - 64] = tmp[t - 64] + 1.0f;   // BUG
+}
+int main() {
+    const int N = 64;
+    float hx[N], want[N], zero[N] = {0};
+    for (int i = 0; i < N; ++i) { hx[i] = SEED + i; want[i] = 2.0f * hx[i] + 1.0f; }
+    float *x = device(N, hx), *tmp = device(N, zero), *y = device(N, zero);
+    twice<<<1, 2 * N>>>(x, tmp, y);
+    return judge(y, want, N);
+}
+""", "", "__syncthreads();",
+         "wavefront 1 may read tmp before wavefront 0 has written it: it reads 0 (or leftovers)"),
+    Case("a wave overwrites global words another wave of its block still reads, no barrier", "racecheck", """
+__global__ void rotate(float* buf, float* y) {
+    const int t = threadIdx.x;
+    if (t < 64) y[t] = buf[t];
+    {BUG} if (t >= 64) buf[t - 64] = -1.0f;   // BUG
+}
+int main() {
+    const int N = 64;
+    float hb[N], zero[N] = {0};
+    for (int i = 0; i < N; ++i) hb[i] = SEED + i;
+    float *buf = device(N, hb), *y = device(N, zero);
+    rotate<<<1, 2 * N>>>(buf, y);
+    return judge(y, hb, N);
+}
+""", "", "__syncthreads();",
+         "wavefront 1 may overwrite buf before wavefront 0 has read it: y gets -1"),
 )
 
 BY_NAME = {c.name: c for c in CASES}

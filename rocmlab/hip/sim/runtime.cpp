@@ -49,6 +49,7 @@ namespace hipsim {
 
 static const int kWave = 64;
 static const int kMaxThreads = 1024;
+static const int kRounds = 256;              // rounds a wavefront runs before the next one (run_block)
 static const size_t kSharedBytes = 64 * 1024;   // LDS per workgroup on gfx942
 static const int kExitCode = 86;
 static const char* kLabel = "[cpu: wave64 simulator]";
@@ -188,6 +189,7 @@ struct Worker {
 #endif
     std::atomic<Fiber*> cur{nullptr};
     bool solo = false;                // lockstep: the round's one ready fiber (it runs on to its meeting point)
+    Fiber* round_end = nullptr;       // the end of the lanes of the round now running (to_scheduler)
     const LaunchSpec* spec = nullptr;
     std::atomic<int> block_linear{-1};
     int nthreads = 0;
@@ -203,6 +205,7 @@ struct Worker {
     uintptr_t seen_pc[32];
     long seen_count[32];
     struct Counting* counting = nullptr;   // the counters' lanes-to-instruction grouping (HIPSIM_COUNTERS=1)
+    struct WaveWord* words = nullptr;      // racecheck between the block's wavefronts (global memory): wave_race
     // an out-of-bounds LDS access in this round: the lanes that reached it (stopped there), reported at the round's end
     int oob_threads = 0, oob_wave = -1;
     uint64_t oob_lanes = 0;
@@ -247,11 +250,20 @@ hipsim_switch:
 
 extern "C" void hipsim_fiber_main();
 
+// A lane hands the CPU on: to the next ready lane of the round (a round resumes each ready lane of a wavefront once,
+// in lane order), directly, or to the scheduler after the round's last lane.
 static void to_scheduler(Fiber* f) {
     Worker* w = t_worker;
 #ifdef HIPSIM_USE_UCONTEXT
     swapcontext(&f->ctx, &w->sched);
 #else
+    for (Fiber* g = f + 1; g < w->round_end; ++g)
+        if (g->state == READY) {
+            w->cur.store(g, std::memory_order_relaxed);
+            t_thread = &g->coords;
+            hipsim_switch(&f->sp, g->sp);
+            return;
+        }
     hipsim_switch(&f->sp, w->sched_sp);
 #endif
 }
@@ -402,16 +414,12 @@ static bool same_site(const Fiber& a, const Fiber& b) {
     return a.line == b.line && (a.what == b.what || std::strcmp(a.what, b.what) == 0);
 }
 
-// Settle the cross-lane operations of every wavefront whose waiting lanes stand at one place. True if any ran.
-static bool settle_waves(Worker* w, int n) {
-    bool any = false;
-    for (int base = 0; base < n; base += kWave) {
-        const int end = base + kWave < n ? base + kWave : n;
+// Settle the cross-lane operation of the wavefront of lanes [base, end), none of them ready: its waiting lanes
+// stand at one place (else the program stops). True if it ran.
+static bool settle_wave(Worker* w, int base, int end) {
+    {
         uint64_t exec = 0, ballot = 0;
         int first = -1;
-        bool running = false;     // a lane still on its way (lockstep): the wave's operation waits for it
-        for (int i = base; i < end && !running; ++i) running = w->fibers[i].state == READY;
-        if (running) continue;
         for (int i = base; i < end; ++i) {
             Fiber& f = w->fibers[i];
             if (f.state != WAVE) continue;
@@ -436,7 +444,7 @@ static bool settle_waves(Worker* w, int n) {
             exec |= 1ull << (i - base);
             if (f.pred) ballot |= 1ull << (i - base);
         }
-        if (first < 0) continue;
+        if (first < 0) return false;
         for (int i = base; i < end; ++i) {
             Fiber& f = w->fibers[i];
             if (f.state != WAVE) continue;
@@ -464,9 +472,8 @@ static bool settle_waves(Worker* w, int n) {
         }
         for (int i = base; i < end; ++i)
             if (w->fibers[i].state == WAVE) w->fibers[i].state = READY;
-        any = true;
     }
-    return any;
+    return true;
 }
 
 // Every fiber is at a barrier or done: release the barrier, or report the deadlock. False when all are done.
@@ -511,7 +518,7 @@ static bool settle_barrier(Worker* w, int n) {
     return true;
 }
 
-static void counters_settle(Worker* w, int n);
+static void counters_settle(Worker* w, int wave, int base, int end);
 [[noreturn]] static void lds_oob_stop(Worker* w);
 static void counters_block_start(Worker* w, int n);
 static void counters_launch_done(const LaunchSpec& s);
@@ -536,20 +543,57 @@ static void run_block(Worker* w, const LaunchSpec& s, int b) {
         f.stored = false;
         start_fiber(w, &f, i);
     }
+    // Wavefront by wavefront: a wavefront runs in rounds (every ready lane to its next store, its first load after a
+    // store (lockstep), a meeting point or its end) until none of its lanes is ready, its cross-lane operation is
+    // settled and it runs on, until every lane waits at a barrier or is done (or kRounds rounds have passed: then the
+    // next wavefront runs, so a wavefront waiting on another's stores still sees them). Lockstep binds the lanes of one
+    // wavefront only (on a GPU the block's wavefronts run in any order between barriers), and the 64 lanes' stacks stay
+    // in the CPU's caches. A lane alone in the block's ready lanes runs on to its meeting point or end.
+    const int nwaves = (n + kWave - 1) / kWave;
+    int ready_in[kMaxThreads / kWave];
     for (;;) {
-        // one round: every ready lane runs to its next store, its first load after a store (lockstep), a meeting
-        // point or its end; a lane alone in the round runs on to its meeting point or end
-        bool ready = false;
-        int nready = 0;
-        for (int i = 0; i < n; ++i) nready += w->fibers[i].state == READY;
-        w->solo = nready == 1;
-        for (int i = 0; i < n; ++i)
-            if (w->fibers[i].state == READY) resume(w, &w->fibers[i]);
-        w->solo = false;
-        if (w->oob_threads) lds_oob_stop(w);
-        for (int i = 0; i < n && !ready; ++i) ready = w->fibers[i].state == READY;
-        if (!ready && w->counting) counters_settle(w, n);
-        if (settle_waves(w, n) || ready) continue;
+        int total = 0;
+        for (int v = 0; v < nwaves; ++v) {
+            const int base = v * kWave, end = base + kWave < n ? base + kWave : n;
+            int r = 0;
+            for (int i = base; i < end; ++i) r += w->fibers[i].state == READY;
+            ready_in[v] = r;
+            total += r;
+        }
+        for (int v = 0; v < nwaves; ++v) {
+            const int base = v * kWave, end = base + kWave < n ? base + kWave : n;
+            for (int round = 0;; ++round) {
+                if (!ready_in[v]) {
+                    if (w->counting) counters_settle(w, v, base, end);
+                    if (!settle_wave(w, base, end)) break;     // at a barrier or done
+                    int r = 0;
+                    for (int i = base; i < end; ++i) r += w->fibers[i].state == READY;
+                    total += r;
+                    ready_in[v] = r;
+                    if (!r) break;
+                }
+                if (round == kRounds) break;                   // its ready lanes run on in the next pass
+                w->solo = total == 1;
+#ifdef HIPSIM_USE_UCONTEXT
+                for (int i = base; i < end; ++i)
+                    if (w->fibers[i].state == READY) resume(w, &w->fibers[i]);
+#else
+                w->round_end = &w->fibers[end];
+                for (int i = base; i < end; ++i)
+                    if (w->fibers[i].state == READY) {
+                        resume(w, &w->fibers[i]);     // it hands the CPU to the round's next ready lane (to_scheduler)
+                        break;
+                    }
+#endif
+                w->solo = false;
+                if (w->oob_threads) lds_oob_stop(w);
+                int r = 0;
+                for (int i = base; i < end; ++i) r += w->fibers[i].state == READY;
+                total += r - ready_in[v];
+                ready_in[v] = r;
+            }
+        }
+        if (total) continue;
         if (!settle_barrier(w, n)) break;
     }
     w->block_linear.store(-1);
@@ -874,6 +918,8 @@ int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const 
 static std::atomic<uint64_t> g_epoch{0};      // the launch now running (racecheck between blocks)
 static std::atomic<uint32_t> g_launch_tag{1};  // its 8-bit number in racecheck's tags (global_race)
 static std::vector<uint8_t>& g_fenced = *new std::vector<uint8_t>;   // per block of this launch: it fenced
+static bool counters_on();
+static int g_plain = 0;   // 1: checks and counters off (set per launch): a load with no store before it does nothing
 static void sanitizer_launch(const LaunchSpec& s) {
     // racecheck's tags name a launch in 8 bits (1..255): when the count wraps, every tag of an earlier launch is
     // cleared (the pages given back: zero again on the next touch), so none is taken for this launch's
@@ -887,6 +933,7 @@ static void sanitizer_launch(const LaunchSpec& s) {
     }
     const size_t blocks = static_cast<size_t>(s.grid.x) * s.grid.y * s.grid.z;
     g_fenced.assign(checks_on() ? std::min<size_t>(blocks, size_t(1) << 20) : 0, 0);   // per block tag (global_race)
+    g_plain = !checks_on() && !counters_on();
     std::lock_guard<std::mutex> g(g_alloc_mu);
     g_sorted.clear();
     for (int i = 0; i < g_nallocs.load(); ++i) if (g_allocs[i].map_lo) g_sorted.push_back(i);
@@ -1146,6 +1193,45 @@ static inline uint32_t tag_launch(uint32_t t) { return t >> 24; }
 static inline uint32_t tag_block(uint32_t t) { return (t >> 4) & 0xfffff; }
 static inline unsigned tag_bytes(uint32_t t) { return t & 0xf; }
 static inline uint32_t tag_of(uint32_t launch, uint32_t block, unsigned bytes) { return launch << 24 | block << 4 | bytes; }
+// Racecheck between the wavefronts of one block (global memory): two wavefronts of a block that access one byte, one
+// of them writing, with no barrier between (HIP's memory model: a block's wavefronts run in any order between
+// barriers). Each CPU thread keeps, for the global words its block touched in the barrier interval now running, which
+// bytes each of its (at most 16) wavefronts wrote and read: a small table, open addressing, its entries of earlier
+// intervals (gen, w->gen: barriers and blocks) free. A word that finds no free entry within a few probes is not
+// tracked in this interval (a race missed, never invented). Atomics are not plain accesses.
+struct WaveWord { uintptr_t word; uint32_t gen; uint32_t pad; uint64_t wrote, read; };   // 4 bits per wavefront
+static const size_t kWaveWords = 1 << 13;
+static const int kWaveProbes = 8;
+static const char* wave_race(Worker* w, Fiber* f, uintptr_t word, unsigned bytes, bool write) {
+    if (w->nthreads <= kWave) return nullptr;         // one wavefront: lockstep lanes, no other wavefront
+    if (!w->words) {
+        void* p = mmap(nullptr, kWaveWords * sizeof(WaveWord), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (p == MAP_FAILED) return nullptr;
+        w->words = static_cast<WaveWord*>(p);
+    }
+    const unsigned wave = f->coords.linear / kWave;
+    const uint64_t mine = static_cast<uint64_t>(bytes) << (4 * wave);
+    const uint64_t each = static_cast<uint64_t>(bytes) * 0x1111111111111111ull;   // these bytes, in every wavefront
+    const uint64_t others = ~(0xfull << (4 * wave));
+    size_t h = (word * 0x9e3779b97f4a7c15ull) >> 51;   // 13 bits
+    for (int k = 0; k < kWaveProbes; ++k, h = (h + 1) & (kWaveWords - 1)) {
+        WaveWord& e = w->words[h];
+        if (e.gen != w->gen) {                         // free in this interval: this word's first access in it
+            e = WaveWord{word, w->gen, 0, write ? mine : 0, write ? 0 : mine};
+            return nullptr;
+        }
+        if (e.word != word) continue;
+        const char* kind = nullptr;
+        if (e.wrote & others & each) kind = write ? "which another wavefront of this block also writes"
+                                                  : "which another wavefront of this block writes";
+        else if (write && (e.read & others & each)) kind = "which another wavefront of this block reads";
+        (write ? e.wrote : e.read) |= mine;
+        return kind;
+    }
+    return nullptr;
+}
+
 static void global_race(Worker* w, Fiber* f, Alloc* r, uintptr_t a, int size, bool write, uintptr_t pc) {
     const uint32_t launch = g_launch_tag.load(std::memory_order_relaxed);
     const long blk = w->block_linear.load(std::memory_order_relaxed);
@@ -1168,6 +1254,19 @@ static void global_race(Worker* w, Fiber* f, Alloc* r, uintptr_t a, int size, bo
             if (!fenced) kind = write ? "which another block also writes" : "which another block writes";
         } else if (write && r_now && tag_block(rt) != block && (tag_bytes(rt) & bytes)) {
             kind = "which another block reads";
+        }
+        const char* in_block = wave_race(w, f, (r->start >> 2) + word, bytes, write);
+        if (!kind && in_block) {
+            // a __threadfence() of the block orders its writes before its later reads (a flag handshake)
+            const bool fenced = !write && g_fenced.size() > block && __atomic_load_n(&g_fenced[block], __ATOMIC_RELAXED);
+            if (!fenced && fresh(w, RACECHECK, pc)) {
+                where_text(w, f, where, sizeof where);
+                record(RACECHECK, pc, 0, "%s %s byte %lld of a hipMalloc buffer of %zu bytes, %s with no "
+                       "__syncthreads() between them (a race between wavefronts: the wavefronts of a block run in any "
+                       "order between barriers, so the result depends on which runs first). Put a __syncthreads() "
+                       "between the write and the other wavefront's access, or use an atomic",
+                       where, write ? "writes" : "reads", static_cast<long long>(word * 4 + lo), r->bytes, in_block);
+            }
         }
         if (kind && fresh(w, RACECHECK, pc)) {
             where_text(w, f, where, sizeof where);
@@ -1435,19 +1534,17 @@ static bool tracing() {
     return g_tracing == 1;
 }
 
-// Every lane stands at a meeting point or is done: count the wave instructions since the last one.
-static void counters_settle(Worker* w, int n) {
+// Every lane of a wavefront stands at a meeting point or is done: count its wave instructions since the last one.
+static void counters_settle(Worker* w, int wave, int base, int end) {
     Counting* c = w->counting;
     if (!c) return;
-    if (tracing() && w->block_linear.load() == 0 && !c->groups[0].empty()) {
+    if (tracing() && wave == 0 && w->block_linear.load() == 0 && !c->groups[0].empty()) {
         std::lock_guard<std::mutex> g(g_trace_mu);
         for (const Group& x : c->groups[0]) if (g_trace.size() < kTraceGroups) g_trace.push_back(x);
     }
-    for (int wave = 0; wave < (n + kWave - 1) / kWave; ++wave) {
-        for (const Group& g : c->groups[wave]) count_group(*c, g);
-        c->groups[wave].clear();
-    }
-    for (int i = 0; i < n; ++i) c->seen[i].clear();
+    for (const Group& g : c->groups[wave]) count_group(*c, g);
+    c->groups[wave].clear();
+    for (int i = base; i < end; ++i) c->seen[i].clear();
 }
 
 static void counters_block_start(Worker* w, int n) {
@@ -1666,7 +1763,8 @@ static inline bool quiet_lds_read(Worker* w, Fiber* f, long rel, int size, uintp
 }
 // The most common checked access, settled without the general path (same verdict, nothing to record): a read of
 // 4, 8 or 16 aligned bytes of the buffer the last access hit, live and in bounds, every byte written, each word
-// already read in this launch by this block (or by several) and written by no other block in it.
+// already read in this launch by this block (or by several) and written by no block in it. (Such a re-read by another
+// wavefront of the block is not noted for wave_race: a later write by the first reader's wavefront is then missed.)
 static inline bool quiet_read(Worker* w, uintptr_t a, int size) {
     if ((size != 4 && size != 8 && size != 16) || (a & 3) || g_frees.load(std::memory_order_relaxed) != t_recent_frees)
         return false;
@@ -1695,7 +1793,7 @@ static inline bool quiet_read(Worker* w, uintptr_t a, int size) {
     for (int k = 0; k < size / 4; ++k) {
         const uint64_t old = __atomic_load_n(&e[k], __ATOMIC_RELAXED);
         const uint32_t wt = static_cast<uint32_t>(old);
-        if (tag_launch(wt) == launch && tag_block(wt) != block) return false;   // another block wrote it now
+        if (tag_launch(wt) == launch) return false;   // written in this launch (by another block, or wavefront)
         const uint64_t rd = old & 0xffffffff00000000ull;
         if (rd != mine && rd != many) return false;                            // a read tag to update
     }
@@ -1704,11 +1802,19 @@ static inline bool quiet_read(Worker* w, uintptr_t a, int size) {
 // Every traced access: its class (stack, LDS, other memory), the lockstep switch, then the checks and counters. Kept
 // small (the checks are another function): the lanes switch here, and what a lane's frame holds at the switch is
 // what the CPU reloads when it resumes that lane.
-static void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atomic = false) {
+__attribute__((noinline)) static void on_access_lane(Worker* w, Fiber* f, uintptr_t a, int size, bool write,
+                                                     uintptr_t pc, bool atomic);
+// The callbacks' first test, inlined in each: with the checks and counters off, a load of a lane that has not
+// stored since it last handed back the CPU needs nothing (no switch, no check).
+static inline void on_access(uintptr_t a, int size, bool write, uintptr_t pc, bool atomic = false) {
     Worker* w = t_worker;
     if (!w) return;
     Fiber* f = w->cur.load(std::memory_order_relaxed);
     if (!f) return;
+    if (g_plain && !write && !f->stored && !f->oob_type) return;
+    on_access_lane(w, f, a, size, write, pc, atomic);
+}
+static void on_access_lane(Worker* w, Fiber* f, uintptr_t a, int size, bool write, uintptr_t pc, bool atomic) {
     if (__builtin_expect(f->oob_type != nullptr, 0)) oob_judge(w, f, a, write, pc);
     const bool checks = checks_on(), counting = counters_on(), lockstep = lockstep_on();
     const bool switches = lockstep && (write || f->stored);      // a store, or the first load after one
