@@ -1214,7 +1214,8 @@ static const char* wave_race(Worker* w, Fiber* f, uintptr_t word, unsigned bytes
     const uint64_t mine = static_cast<uint64_t>(bytes) << (4 * wave);
     const uint64_t each = static_cast<uint64_t>(bytes) * 0x1111111111111111ull;   // these bytes, in every wavefront
     const uint64_t others = ~(0xfull << (4 * wave));
-    size_t h = (word * 0x9e3779b97f4a7c15ull) >> 51;   // 13 bits
+    // 64 consecutive words fill one run of 64 entries (sequential lanes touch neighbouring entries), runs scattered
+    size_t h = (((word >> 6) * 0x9e3779b97f4a7c15ull >> 40) ^ word) & (kWaveWords - 1);
     for (int k = 0; k < kWaveProbes; ++k, h = (h + 1) & (kWaveWords - 1)) {
         WaveWord& e = w->words[h];
         if (e.gen != w->gen) {                         // free in this interval: this word's first access in it
@@ -1674,7 +1675,17 @@ __attribute__((noinline)) static void oob_judge(Worker* w, Fiber* f, uintptr_t a
     const int n = g_nlds.load(std::memory_order_acquire);
     int best = -1;
     long dist = LONG_MAX;
-    for (int i = 0; i < n; ++i) {
+    // the outermost index of a whole variable (its type is the variable's): the variable is the one whose element
+    // `index` holds this address (a row index far past a [16][16] tile lands past a same-shaped neighbour too)
+    int exact = -1;
+    for (int i = 0; i < n && exact < 0; ++i) {
+        const LdsVar& v = g_lds[i];
+        if (v.rank != k || std::memcmp(v.dims, dims, k * sizeof(unsigned)) != 0 || !dims[0]) continue;
+        const long stride = static_cast<long>(v.bytes / dims[0]);
+        const long start = rel - static_cast<long>(index) * stride;
+        if (stride > 0 && start >= v.rel && start < v.rel + stride) exact = i;
+    }
+    for (int i = 0; i < n && exact < 0; ++i) {
         const LdsVar& v = g_lds[i];
         if (v.rank < k || std::memcmp(v.dims + (v.rank - k), dims, k * sizeof(unsigned)) != 0) continue;
         const long lo = v.rel, hi = v.rel + static_cast<long>(v.bytes);
@@ -1685,6 +1696,7 @@ __attribute__((noinline)) static void oob_judge(Worker* w, Fiber* f, uintptr_t a
         const long d = index >= 0 ? rel - hi : lo - rel;
         if (d >= 0 && d < dist) { dist = d; best = i; }
     }
+    if (exact >= 0) best = exact;
     if (best < 0) return;     // no __shared__ variable of that shape: not this check's (another thread-local)
     const int wave = static_cast<int>(f->coords.linear / kWave);
     if (!w->oob_threads) {
