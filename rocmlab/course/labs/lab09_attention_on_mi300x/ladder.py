@@ -51,8 +51,8 @@ ATTENTION_STEPS = (
      "band's tiles during the trips before it (tile chosen again)", ONE_LOOP, None),
     ("v12 split keys", "each query block's keys in 2 parts, one program each; the last part to finish combines "
      "them: twice the programs for short sequences (tile chosen again)", dict(ONE_LOOP, SPLIT_KV=2), "split"),
-    ("v13 tuned", "tile, warps, stages and key parts (1, 2 or 4) chosen on this GPU, per head dim and length",
-     ONE_LOOP, "last"),
+    ("v13 tuned", "tile, warps, stages, key parts (1, 2 or 4) and grid and loops (v10-v11's or v9's) chosen on this "
+     "GPU, per head dim and length", ONE_LOOP, "last"),
 )
 
 #: tiles tried by the last step: (BM, BN, num_warps, num_stages)
@@ -62,8 +62,13 @@ ATTENTION_TILES = ((128, 64, 4, 2), (128, 64, 4, 3), (128, 64, 8, 3), (128, 128,
 #: tiles tried by v11 (two key parts each) and v12 (BM, BN, num_warps, num_stages, key parts)
 #: (128 x 64 with 4 warps and 2 key parts spills registers at head dim 128 in Triton's sm_90 code: 8 warps there)
 SPLIT_TILES = ((64, 64, 4, 3, 2), (64, 128, 4, 3, 2), (128, 64, 8, 3, 2), (128, 128, 8, 3, 2))
+#: a tile's flag (after its key parts) that turns v10's heads-first grid and v11's one loop off: round 10's v9 setup
+#: (grid (query blocks, heads), two key loops when causal)
+V9_SETUP = "v9 setup"
+#: tiles tried by v13: v9's, v11's and v12's tiles with v13's switches, and every v9 tile with v9's setup, so that
+#: v13's set holds v9's and the fastest it measures is never v9's loss
 LAST_TILES = ATTENTION_TILES + ((64, 64, 4, 3, 2), (64, 128, 4, 3, 2), (128, 64, 8, 3, 2), (64, 64, 4, 3, 4),
-                                (128, 64, 8, 2))
+                                (128, 64, 8, 2)) + tuple(t + (1, V9_SETUP) for t in ATTENTION_TILES)
 
 
 def tiles_for(switches: dict, tile) -> tuple:
@@ -74,14 +79,17 @@ def tiles_for(switches: dict, tile) -> tuple:
 
 
 def tile_label(t) -> str:
-    """``128x64 w4 s2``, with `` keys/2`` for a tile whose key range is split in 2 parts."""
-    return "{}x{} w{} s{}".format(*t[:4]) + (f" keys/{t[4]}" if len(t) > 4 and t[4] > 1 else "")
+    """``128x64 w4 s2``, with `` keys/2`` for a tile whose key range is split in 2 parts and `` v9 setup`` for a
+    tile flagged with :data:`V9_SETUP`."""
+    return ("{}x{} w{} s{}".format(*t[:4]) + (f" keys/{t[4]}" if len(t) > 4 and t[4] > 1 else "")
+            + (f" {V9_SETUP}" if len(t) > 5 and t[5] == V9_SETUP else ""))
 
 
 def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switches: dict,
           tile=(128, 64, 4, 2)) -> torch.Tensor:
     """FlashAttention forward on (B, H, N, D) float16 tensors with one ladder step's switches (``OUT16``: a float16
-    O, else float32). ``tile``: (BM, BN, num_warps, num_stages), optionally with the key parts (SPLIT_KV) after them."""
+    O, else float32). ``tile``: (BM, BN, num_warps, num_stages), optionally with the key parts (SPLIT_KV) after them
+    and then :data:`V9_SETUP`, which turns HEADS_FIRST and ONE_LOOP off (v13's tiles with round 10's v9 setup)."""
     import triton
 
     bm, bn, warps, stages = tile[:4]
@@ -89,6 +97,8 @@ def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switc
     sw = dict(switches)
     if len(tile) > 4:
         sw["SPLIT_KV"] = tile[4]
+    if len(tile) > 5 and tile[5] == V9_SETUP:
+        sw.update(HEADS_FIRST=False, ONE_LOOP=False)
     out16 = sw.pop("OUT16", False)
     parts = sw.get("SPLIT_KV", 1)
     if sw.get("ONE_LOOP") and not sw.get("EVEN"):
@@ -138,11 +148,12 @@ def check_steps(device: str | None = None, n: int = 128, d: int = 32, seed: int 
     bound = 2.0 ** -9 * float(v.abs().max())     # the lab's bound (the puzzles': 2^-9 max|V|)
     for causal in (True, False):
         ref = attention_reference(q, k, v, causal)
-        # every step at a small tile (v12 splits the keys in 2 parts), 3 and 4 parts as v13's tiles may, and
-        # the key split with the two loops of v2-v10
+        # every step at a small tile (v12 splits the keys in 2 parts), 3 and 4 parts as v13's tiles may, the key
+        # split with the two loops of v2-v10, and v13's switches with a tile flagged with v9's setup
         cases = [(name, sw, (32, 16, 4, 1)) for name, _, sw, _tile in ATTENTION_STEPS]
         cases += [("v13 tuned (keys/3)", ONE_LOOP, (32, 16, 4, 1, 3)), ("v13 tuned (keys/4)", ONE_LOOP, (32, 16, 4, 1, 4)),
-                  ("v13 tuned (keys/2, two loops)", dict(HEADS_FIRST, SPLIT_KV=2), (32, 16, 4, 1))]
+                  ("v13 tuned (keys/2, two loops)", dict(HEADS_FIRST, SPLIT_KV=2), (32, 16, 4, 1)),
+                  ("v13 tuned (v9 setup)", ONE_LOOP, (32, 16, 4, 1, 1, V9_SETUP))]
         for name, sw, tile in cases:
             out = flash(q, k, v, causal, sw, tile).double().cpu()
             err = float((out - ref).abs().max())
