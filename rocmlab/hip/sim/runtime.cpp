@@ -1728,8 +1728,8 @@ __attribute__((noinline)) static void oob_judge(Worker* w, Fiber* f, uintptr_t a
     if (w->oob_lo == w->oob_hi) std::snprintf(idx, sizeof idx, "index %lld", w->oob_lo);
     else std::snprintf(idx, sizeof idx, "indexes %lld to %lld", w->oob_lo, w->oob_hi);
     const bool past = w->oob_hi >= 0;
-    record(MEMCHECK, w->oob_pc, 0, "%s %s of wavefront %d of %s %s %s at %s: out of bounds (%s; %d thread(s) of "
-           "the block in all). On MI300X the access lands in another LDS variable or outside the block's LDS (a read "
+    record(MEMCHECK, w->oob_pc, 0, "%s %s of wavefront %d of %s %s %s at %s: out of bounds (%s; %d thread(s) "
+           "reached it before the stop). On MI300X the access lands in another LDS variable or outside the block's LDS (a read "
            "gets a neighbour's value or 0, a write overwrites a neighbour or is lost). Guard the index (if (i < n)) "
            "or size the array for every thread", __builtin_popcountll(w->oob_lanes) > 1 ? "lanes" : "lane", lanes,
            w->oob_wave, kernel_where(w, where, sizeof where),
