@@ -206,6 +206,8 @@ struct Worker {
     long seen_count[32];
     struct Counting* counting = nullptr;   // the counters' lanes-to-instruction grouping (HIPSIM_COUNTERS=1)
     struct WaveWord* words = nullptr;      // racecheck between the block's wavefronts (global memory): wave_race
+    uint32_t words_gen = 0;                // the barrier interval words_used counts
+    int words_used = 0;                    // entries taken in it
     // an out-of-bounds LDS access in this round: the lanes that reached it (stopped there), reported at the round's end
     int oob_threads = 0, oob_wave = -1;
     uint64_t oob_lanes = 0;
@@ -1198,7 +1200,8 @@ static inline uint32_t tag_of(uint32_t launch, uint32_t block, unsigned bytes) {
 // barriers). Each CPU thread keeps, for the global words its block touched in the barrier interval now running, which
 // bytes each of its (at most 16) wavefronts wrote and read: a small table, open addressing, its entries of earlier
 // intervals (gen, w->gen: barriers and blocks) free. A word that finds no free entry within a few probes is not
-// tracked in this interval (a race missed, never invented). Atomics are not plain accesses.
+// tracked in this interval, and once half the table is taken the interval is not tracked further (a long loop
+// without a barrier: a race missed, never invented; each access then costs one test). Atomics are not plain accesses.
 struct WaveWord { uintptr_t word; uint32_t gen; uint32_t pad; uint64_t wrote, read; };   // 4 bits per wavefront
 static const size_t kWaveWords = 1 << 13;
 static const int kWaveProbes = 8;
@@ -1210,6 +1213,11 @@ static const char* wave_race(Worker* w, Fiber* f, uintptr_t word, unsigned bytes
         if (p == MAP_FAILED) return nullptr;
         w->words = static_cast<WaveWord*>(p);
     }
+    if (w->words_gen != w->gen) {
+        w->words_gen = w->gen;
+        w->words_used = 0;
+    }
+    if (w->words_used >= static_cast<int>(kWaveWords / 2)) return nullptr;
     const unsigned wave = f->coords.linear / kWave;
     const uint64_t mine = static_cast<uint64_t>(bytes) << (4 * wave);
     const uint64_t each = static_cast<uint64_t>(bytes) * 0x1111111111111111ull;   // these bytes, in every wavefront
@@ -1220,6 +1228,7 @@ static const char* wave_race(Worker* w, Fiber* f, uintptr_t word, unsigned bytes
         WaveWord& e = w->words[h];
         if (e.gen != w->gen) {                         // free in this interval: this word's first access in it
             e = WaveWord{word, w->gen, 0, write ? mine : 0, write ? 0 : mine};
+            ++w->words_used;
             return nullptr;
         }
         if (e.word != word) continue;
