@@ -168,6 +168,9 @@ def test_no_learner_reaches_another_learner_the_instructor_or_the_hub(hub):
                 detail = ", ".join(i["name"] for i in c) if isinstance(c, list) else str(c)[:60]
             if status == 500:          # the server's own PermissionError, logged with the path it refused
                 refused = f"Permission denied: '{hub.home(me) / path}'"
+                deadline = time.monotonic() + 10      # the server's log line can reach the hub's log a little later
+                while refused not in hub.log_tail(5000) and time.monotonic() < deadline:
+                    time.sleep(0.5)
                 if refused in hub.log_tail(5000):
                     detail = f"PermissionError ({detail})"
             table[(name, "contents API", me)] = ("OK" if status < 300 else "DENIED", f"{status} {detail}")
