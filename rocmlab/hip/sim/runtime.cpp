@@ -920,6 +920,9 @@ int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const 
 static std::atomic<uint64_t> g_epoch{0};      // the launch now running (racecheck between blocks)
 static std::atomic<uint32_t> g_launch_tag{1};  // its 8-bit number in racecheck's tags (global_race)
 static std::vector<uint8_t>& g_fenced = *new std::vector<uint8_t>;   // per block of this launch: it fenced
+static bool fenced(size_t block_tag) {   // block_tag ran a __threadfence() in this launch
+    return g_fenced.size() > block_tag && __atomic_load_n(&g_fenced[block_tag], __ATOMIC_RELAXED);
+}
 static bool counters_on();
 static int g_plain = 0;   // 1: checks and counters off (set per launch): a load with no store before it does nothing
 static void sanitizer_launch(const LaunchSpec& s) {
@@ -1260,16 +1263,14 @@ static void global_race(Worker* w, Fiber* f, Alloc* r, uintptr_t a, int size, bo
         const char* kind = nullptr;
         if (w_now && wb != block && (tag_bytes(wt) & bytes)) {
             // the writer's block number, in full, for its fence (blocks of one tag: the running block's is the one)
-            const bool fenced = !write && g_fenced.size() > wb && __atomic_load_n(&g_fenced[wb], __ATOMIC_RELAXED);
-            if (!fenced) kind = write ? "which another block also writes" : "which another block writes";
+            if (write || !fenced(wb)) kind = write ? "which another block also writes" : "which another block writes";
         } else if (write && r_now && tag_block(rt) != block && (tag_bytes(rt) & bytes)) {
             kind = "which another block reads";
         }
         const char* in_block = wave_race(w, f, (r->start >> 2) + word, bytes, write);
         if (!kind && in_block) {
             // a __threadfence() of the block orders its writes before its later reads (a flag handshake)
-            const bool fenced = !write && g_fenced.size() > block && __atomic_load_n(&g_fenced[block], __ATOMIC_RELAXED);
-            if (!fenced && fresh(w, RACECHECK, pc)) {
+            if ((write || !fenced(block)) && fresh(w, RACECHECK, pc)) {
                 where_text(w, f, where, sizeof where);
                 record(RACECHECK, pc, 0, "%s %s byte %lld of a hipMalloc buffer of %zu bytes, %s with no "
                        "__syncthreads() between them (a race between wavefronts: the wavefronts of a block run in any "
