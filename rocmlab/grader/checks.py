@@ -332,10 +332,15 @@ def _run_verdict(r: dict) -> tuple[str, str]:
     return status, sim.label(msg)
 
 
+def _own_stderr(done) -> list[str]:
+    """The non-empty lines the program itself wrote to stderr (the simulator's own lines left out)."""
+    return [ln.strip() for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(sim.label())]
+
+
 def _said(done, lines: int = 2, chars: int = 240) -> str:
     """'; it said: ...' with the last lines the program wrote to stderr (its own words: the simulator's lines are
     not), printable characters only and capped; '' when it said nothing there."""
-    own = [ln.strip() for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(sim.label())]
+    own = _own_stderr(done)
     if not own:
         return ""
     text = " | ".join(own[-lines:])
@@ -371,8 +376,7 @@ def _verdict(r: dict) -> tuple[str, str]:
                           "the errors of its HIP calls")
     if r["format_error"]:
         return "failed", f"the program ran but its output is unusable: {r['format_error']}"
-    own = [ln for ln in done.stderr.splitlines() if ln.strip() and not ln.startswith(sim.label())]
-    warn = " (it wrote to stderr: a warning is not a failure)" if own else ""
+    warn = " (it wrote to stderr: a warning is not a failure)" if _own_stderr(done) else ""
     return "passed", f"ran cleanly in {done.duration_s:.2f} s{warn}"
 
 
