@@ -78,11 +78,16 @@ def tiles_for(switches: dict, tile) -> tuple:
     return {None: ATTENTION_TILES, "split": SPLIT_TILES, "last": LAST_TILES}[tile]
 
 
+def has_v9_setup(tile) -> bool:
+    """The tile is flagged with :data:`V9_SETUP` (after its key parts)."""
+    return len(tile) > 5 and tile[5] == V9_SETUP
+
+
 def tile_label(t) -> str:
     """``128x64 w4 s2``, with `` keys/2`` for a tile whose key range is split in 2 parts and `` v9 setup`` for a
     tile flagged with :data:`V9_SETUP`."""
     return ("{}x{} w{} s{}".format(*t[:4]) + (f" keys/{t[4]}" if len(t) > 4 and t[4] > 1 else "")
-            + (f" {V9_SETUP}" if len(t) > 5 and t[5] == V9_SETUP else ""))
+            + (f" {V9_SETUP}" if has_v9_setup(t) else ""))
 
 
 def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switches: dict,
@@ -97,7 +102,7 @@ def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switc
     sw = dict(switches)
     if len(tile) > 4:
         sw["SPLIT_KV"] = tile[4]
-    if len(tile) > 5 and tile[5] == V9_SETUP:
+    if has_v9_setup(tile):
         sw.update(HEADS_FIRST=False, ONE_LOOP=False)
     out16 = sw.pop("OUT16", False)
     parts = sw.get("SPLIT_KV", 1)
