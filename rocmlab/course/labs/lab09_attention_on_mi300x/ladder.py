@@ -182,7 +182,7 @@ def isa_steps(target: str = "gfx942", causal: bool = True, d: int = 128, steps=N
         bm, bn, warps, stages = (tile if isinstance(tile, tuple) else (128, 64, 4, 2))[:4]
         sw = dict(sw)
         sig = dict(ATTN_SIG, o_ptr="*fp16" if sw.pop("OUT16", False) else "*fp32")
-        r = TA.compile_amd(LK.flash_ladder, sig, dict(dict(DESC=False, ACC_DOT=False, HEADS_FIRST=False, SPLIT_KV=1, ONE_LOOP=False), D=d, BM=bm, BN=bn,
+        r = TA.compile_amd(LK.flash_ladder, sig, dict(dict(DESC=False, ACC_DOT=False, HEADS_FIRST=False, SPLIT_KV=1, ONE_LOOP=False, WARP_SPEC=False), D=d, BM=bm, BN=bn,
                                                         CAUSAL=causal, **sw), target,
                            num_warps=warps, num_stages=stages, divisible=("q_ptr", "k_ptr", "v_ptr", "o_ptr", "N",
                                                                           "ROWS"))

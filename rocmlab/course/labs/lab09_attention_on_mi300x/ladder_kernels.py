@@ -54,7 +54,7 @@ def flash_ladder(q_ptr, k_ptr, v_ptr, o_ptr, N, sm_scale, ws_ptr, lock_ptr, D: t
                  BN: tl.constexpr, CAUSAL: tl.constexpr, EXP2: tl.constexpr, SPLIT: tl.constexpr, EVEN: tl.constexpr,
                  LONGEST_FIRST: tl.constexpr, DESC: tl.constexpr = False, ACC_DOT: tl.constexpr = False,
                  HEADS_FIRST: tl.constexpr = False, SPLIT_KV: tl.constexpr = 1, ONE_LOOP: tl.constexpr = False,
-                 ROWS=0):
+                 ROWS=0, WARP_SPEC: tl.constexpr = False):
     if HEADS_FIRST:
         h = tl.program_id(0) // SPLIT_KV
         part = tl.program_id(0) % SPLIT_KV       # SPLIT_KV: which part of the key range
@@ -107,7 +107,7 @@ def flash_ladder(q_ptr, k_ptr, v_ptr, o_ptr, N, sm_scale, ws_ptr, lock_ptr, D: t
     if CAUSAL and SPLIT and not ONE_LOOP:
         # keys wholly below the diagonal band: every j < start <= i, and j < N, so no mask at all
         lo = tl.maximum(first, start)
-        for n0 in range(first, tl.minimum(start, last), BN):
+        for n0 in tl.range(first, tl.minimum(start, last), BN, warp_specialize=WARP_SPEC):
             j = n0 + tl.arange(0, BN)
             if DESC:
                 k = dk.load([h * N + n0, 0])
@@ -131,7 +131,7 @@ def flash_ladder(q_ptr, k_ptr, v_ptr, o_ptr, N, sm_scale, ws_ptr, lock_ptr, D: t
             else:
                 acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
             m = m_new
-    for n0 in range(lo, last, BN):
+    for n0 in tl.range(lo, last, BN, warp_specialize=WARP_SPEC):
         j = n0 + tl.arange(0, BN)
         if DESC:
             k = dk.load([h * N + n0, 0])

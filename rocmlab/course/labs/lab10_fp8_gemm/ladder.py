@@ -153,7 +153,7 @@ def fp8_gemm(a, b, a_scale, b_scale, switches: dict, tile=(128, 128, 8, 2), unit
         locks = zeroed(a.device, tiles)
         LK.fp8_gemm_stream_k[(programs,)](a, b, a_scale, b_scale, c, m, n, k, ws, locks, BM=bm, BN=bn, BK=128,
                                           GROUP_M=sw.get("GROUP_M", 8), RESCALE=bool(sw.get("RESCALE")),
-                                          num_warps=warps, num_stages=stages)
+                                          WARP_SPEC=bool(sw.get("WARP_SPEC")), num_warps=warps, num_stages=stages)
         return c
     if split > 1:
         ws = torch.empty(split, m, n, device=a.device, dtype=torch.float32)
@@ -212,11 +212,11 @@ def isa_fp8_steps(target: str = "gfx942", steps=None) -> list[dict]:
         sw = dict(sw)
         stream = sw.pop("STREAM_K", 0)
         off = dict(SCALAR_SB=False, DESC=False, SA_MMAJOR=False, UNROLL=1, SPLIT_K=1, RESCALE=False,
-                   SCALES_AHEAD=False)
+                   SCALES_AHEAD=False, WARP_SPEC=False)
         kernel, consts = LK.fp8_gemm_ladder, dict(off, BM=bm, BN=bn, BK=128, **sw)
         if stream:   # its own kernel: the tile's K loop inside a loop over this program's pieces
             kernel = LK.fp8_gemm_stream_k
-            consts = dict(BM=bm, BN=bn, BK=128, GROUP_M=sw.get("GROUP_M", 8), RESCALE=bool(sw.get("RESCALE")))
+            consts = dict(BM=bm, BN=bn, BK=128, GROUP_M=sw.get("GROUP_M", 8), RESCALE=bool(sw.get("RESCALE")), WARP_SPEC=False)
         try:
             r = TA.compile_amd(kernel, sig, consts, target, num_warps=warps, num_stages=stages,
                                divisible=tuple(sig))

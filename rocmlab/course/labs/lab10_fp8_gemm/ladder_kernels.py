@@ -51,7 +51,7 @@ def fp8_gemm_ladder(a_ptr, b_ptr, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K, ws_p
                     BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, EVEN: tl.constexpr,
                     SCALAR_SB: tl.constexpr = False, DESC: tl.constexpr = False, SA_MMAJOR: tl.constexpr = False,
                     UNROLL: tl.constexpr = 1, SPLIT_K: tl.constexpr = 1, RESCALE: tl.constexpr = False,
-                    SCALES_AHEAD: tl.constexpr = False):
+                    SCALES_AHEAD: tl.constexpr = False, WARP_SPEC: tl.constexpr = False):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BM)
     tiles_n = tl.cdiv(N, BN)
@@ -80,7 +80,7 @@ def fp8_gemm_ladder(a_ptr, b_ptr, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K, ws_p
     if SCALES_AHEAD:   # the first block's scales before the loop; each trip then loads the next block's
         sa_next = tl.load(a_scale_ptr + lo * M + i)
         sb_next = tl.load(b_scale_ptr + pid_n * KB + lo)
-    for kb in range(lo, hi, UNROLL):
+    for kb in tl.range(lo, hi, UNROLL, warp_specialize=WARP_SPEC):
         k = kb * BK + tl.arange(0, BK)
         if DESC:
             a = da.load([pid_m * BM, kb * BK])
@@ -157,7 +157,8 @@ def fp8_gemm_ladder(a_ptr, b_ptr, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K, ws_p
 
 @triton.jit
 def fp8_gemm_stream_k(a_ptr, b_ptr, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K, ws_ptr, lock_ptr, BM: tl.constexpr,
-                      BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, RESCALE: tl.constexpr = False):
+                      BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr, RESCALE: tl.constexpr = False,
+                      WARP_SPEC: tl.constexpr = False):
     """The ``STREAM_K`` step: a persistent grid of a few programs per compute unit shares the GEMM's
     ``tiles x K/128`` block products evenly, whatever the number of tiles. Program ``p`` of ``P`` takes products
     ``[p T / P, (p + 1) T / P)`` of ``T`` in tile order, so it finishes tiles others began and begins tiles others
@@ -192,7 +193,7 @@ def fp8_gemm_stream_k(a_ptr, b_ptr, a_scale_ptr, b_scale_ptr, c_ptr, M, N, K, ws
         w_prev = tl.full([BM], 1.0, tl.float32)
         sa_next = tl.load(a_scale_ptr + lo * M + i)
         sb_next = tl.load(b_scale_ptr + pid_n * KB + lo)
-        for kb in range(lo, hi):
+        for kb in tl.range(lo, hi, warp_specialize=WARP_SPEC):
             a = da.load([pid_m * BM, kb * BK])
             b = db.load([pid_n * BN, kb * BK])
             sa = sa_next
