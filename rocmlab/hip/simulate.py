@@ -244,7 +244,8 @@ def note_shared(source: str) -> str:
     """Each static ``__shared__`` declaration followed, on its own line, by a note (once per CPU thread: a
     ``thread_local`` static, whose first-use guard takes no lock, so lanes in lockstep never wait on one another
     there) of where the variable lives (``::hipsim::lds_note``): the sanitizer then knows which bytes are LDS.
-    Line numbers kept."""
+    Before the note, a pad that nothing uses (``hipsim_pad_*``), laid out right after the variable: an access there
+    is one past the variable's end. Line numbers kept."""
     code = _mask(source)
     inserts = []
     for m in _STATIC_SHARED.finditer(code):
@@ -257,8 +258,11 @@ def note_shared(source: str) -> str:
         names = _declarators(code[m.end():end])
         if not names:
             continue
-        notes = " ".join(f"[[maybe_unused]] static thread_local const int hipsim_lds_{end}_{k} = "
-                         f'::hipsim::lds_note(&{name}, sizeof({name}), "{name}");'
+        notes = " ".join(f"thread_local unsigned char hipsim_pad_{end}_{k}"
+                         f"[::hipsim::lds_pad_bytes<decltype({name})>()]; "
+                         f"[[maybe_unused]] static thread_local const int hipsim_lds_{end}_{k} = "
+                         f'::hipsim::lds_note(&{name}, sizeof({name}), "{name}", '
+                         f"hipsim_pad_{end}_{k}, sizeof(hipsim_pad_{end}_{k}));"
                          for k, name in enumerate(names))
         inserts.append((end + 1, " " + notes))
     for pos, text in reversed(inserts):

@@ -1,6 +1,9 @@
 """Static __shared__ bounds with neighbours of the same shape: an index past a [16][16] tile that runs past its
 same-shaped neighbour too still names the tile it indexes (the element `index` of which variable holds the address),
-and a member access past a static __shared__ struct array (st[64].x) is caught; in-bounds indexes are clean.
+and a member access past a static __shared__ struct array (st[64].x) is caught, and so is exactly one past its end
+through its address or a whole-element copy ((&st[64])->z, P s = st[64]), which the compiler's own bounds check lets
+through (the simulator lays out an unused pad after each static __shared__ variable); in-bounds indexes and a read
+of the next variable are clean.
 One build each; the index is the program's argument (fresh random values each run)."""
 
 from __future__ import annotations
@@ -55,6 +58,29 @@ int main(int argc, char** argv) {
     return 0;
 }
 """
+PAST_END = HEAD + """struct P { float x, y, z; };
+__global__ void k(float* out, int i, int mode) {
+    __shared__ P st[64];
+    __shared__ P other[64];
+    st[threadIdx.x] = P{1.0f, 0.0f, 3.0f};
+    other[threadIdx.x] = P{2.0f, 0.0f, 4.0f};
+    __syncthreads();
+    float v = 0.0f;
+    if (mode == 0) v = (&st[i])->z;   // BUG
+    if (mode == 1) { P s = st[i]; v = s.x + s.y + s.z; }   // BUG 1
+    if (mode == 2) v = other[i].z;
+    out[threadIdx.x] = v;
+}
+int main(int argc, char** argv) {
+    float* o;
+    hipMalloc(&o, 256);
+    k<<<1, 64>>>(o, std::atoi(argv[1]), std::atoi(argv[2]));
+    float h[64];
+    hipMemcpy(h, o, sizeof h, hipMemcpyDeviceToHost);
+    std::printf("out %.1f\\n", h[1]);
+    return 0;
+}
+"""
 
 
 def _build(src: str):
@@ -91,3 +117,19 @@ def test_a_member_past_a_static_shared_struct_array_is_caught():
     done, found = _finding(res, random.randrange(0, 64))          # control: in bounds
     assert done.returncode == 0 and found == [], done.stderr
     assert "out 3.0" in done.stdout
+
+
+def test_one_past_the_end_of_a_static_shared_struct_array_through_its_address_or_a_copy_is_caught():
+    res, line = _build(PAST_END)
+    copy_line = line + 1
+    for mode, at in ((0, line), (1, copy_line)):
+        done = build.run(res, ["64", str(mode)])
+        found = simulate.findings(done.stderr)
+        assert done.returncode == simulate.STOPPED_EXIT, (mode, done.stderr)
+        assert found and found[0][0] == "memcheck" and found[0][1].startswith(f"line {at}:"), (mode, found)
+        assert "__shared__ P st[64]" in found[0][1] and "at index 64" in found[0][1], (mode, found)
+        assert "past its end" in found[0][1], (mode, found)
+    for mode, expect in ((0, "out 3.0"), (1, "out 4.0"), (2, "out 4.0")):   # controls: in bounds; the next variable
+        done = build.run(res, [str(random.randrange(0, 64)), str(mode)])
+        assert done.returncode == 0 and simulate.findings(done.stderr) == [], (mode, done.stderr)
+        assert expect in done.stdout, (mode, done.stdout)

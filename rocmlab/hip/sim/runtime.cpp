@@ -854,7 +854,9 @@ struct Shadow {
 static const long kStaticSpan = 256 * 1024;    // static LDS lies within this many bytes below the thread pointer
 static const size_t kShadowEntries = kStaticSpan + kSharedBytes;
 static int g_checks = -1;
-struct LdsVar { long rel; size_t bytes; const char* name; int rank; unsigned dims[4]; };
+// a static __shared__ variable: where it lies, its extents, its element type's name, and its pad (pad_lo == pad_hi:
+// none; simulate.py declares one after each variable, and it counts only where it lies right after the variable)
+struct LdsVar { long rel; size_t bytes; const char* name; int rank; unsigned dims[4]; long pad_lo, pad_hi; char elem[48]; };
 static LdsVar g_lds[512];
 static std::atomic<int> g_nlds{0};
 static std::atomic<long> g_lds_lo{LONG_MAX}, g_lds_hi{LONG_MIN};
@@ -902,18 +904,49 @@ static void sanitizer_attach(Worker* w) {
     w->shadow = p == MAP_FAILED ? nullptr : static_cast<Shadow*>(p);
 }
 
-int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const unsigned* dims, int rank) {
-    const long rel = static_cast<long>(reinterpret_cast<uintptr_t>(p) - thread_pointer());
+// The element type in the note's function name ("... [T = P[64]]" -> "P"; "" if it cannot be told).
+struct Range { uintptr_t lo, hi; };
+static Range g_pads[512];       // the pads simulate.py declares (offsets from the thread pointer, as LdsVar's rel)
+static int g_npads = 0;         // (under g_lds_mu)
+static void note_elem(const char* type, char* out, size_t n) {
+    out[0] = 0;
+    const char* t = type ? std::strstr(type, "[T = ") : nullptr;
+    if (!t) return;
+    t += 5;
+    const char* e = t;
+    while (*e && *e != '[' && *e != ']' && *e != ';') ++e;
+    while (e > t && e[-1] == ' ') --e;
+    std::snprintf(out, n, "%.*s", static_cast<int>(e - t), t);
+}
+
+int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const unsigned* dims, int rank,
+                  const volatile void* pad, size_t pad_bytes, const char* type) {
+    const uintptr_t tp = thread_pointer();
+    const long rel = static_cast<long>(reinterpret_cast<uintptr_t>(p) - tp);
     if (rel < -kStaticSpan || rel + static_cast<long>(bytes) > 0) return 0;   // not where static LDS lies: unchecked
     std::lock_guard<std::mutex> g(g_lds_mu);
     const int n = g_nlds.load();
     for (int i = 0; i < n; ++i) if (g_lds[i].rel == rel) return 0;
     if (n >= 512) return 0;
-    g_lds[n] = LdsVar{rel, bytes, name, std::min(rank, 4), {0, 0, 0, 0}};
+    g_lds[n] = LdsVar{rel, bytes, name, std::min(rank, 4), {0, 0, 0, 0}, 0, 0, ""};
     for (int k = 0; k < g_lds[n].rank; ++k) g_lds[n].dims[k] = dims[k];
+    note_elem(type, g_lds[n].elem, sizeof g_lds[n].elem);
+    // the pads: a variable's pad is the one that starts where it ends (in `__shared__ float a[16], b[16];` both pads
+    // follow b: b's is a's pad, and a, followed by b, has none)
+    const long pad_rel = pad ? static_cast<long>(reinterpret_cast<uintptr_t>(pad) - tp) : 1;
+    if (pad_rel <= -static_cast<long>(pad_bytes) && g_npads < 512) g_pads[g_npads++] = Range{static_cast<uintptr_t>(pad_rel),
+                                                                           static_cast<uintptr_t>(pad_rel + static_cast<long>(pad_bytes))};
+    long hi = g_lds_hi.load();
+    for (int i = 0; i <= n; ++i)
+        for (int j = 0; j < g_npads && g_lds[i].pad_lo == g_lds[i].pad_hi; ++j)
+            if (static_cast<long>(g_pads[j].lo) == g_lds[i].rel + static_cast<long>(g_lds[i].bytes)) {
+                g_lds[i].pad_lo = static_cast<long>(g_pads[j].lo);
+                g_lds[i].pad_hi = static_cast<long>(g_pads[j].hi);
+                hi = std::max(hi, g_lds[i].pad_hi);
+            }
+    g_lds_hi.store(std::max(hi, rel + static_cast<long>(bytes)));
     g_nlds.store(n + 1);
     if (rel < g_lds_lo.load()) g_lds_lo.store(rel);
-    if (rel + static_cast<long>(bytes) > g_lds_hi.load()) g_lds_hi.store(rel + static_cast<long>(bytes));
     return 0;
 }
 
@@ -1304,7 +1337,6 @@ static void global_race(Worker* w, Fiber* f, Alloc* r, uintptr_t a, int size, bo
 // XNACK off): the simulator stops there, as the GPU would. Device-accessible besides the allocations: the fiber's
 // own stack, LDS, the program's and libraries' loaded images (__device__ and __constant__ variables), the running
 // block's and thread's coordinates, and the launch's copy of the kernel's arguments.
-struct Range { uintptr_t lo, hi; };
 static std::vector<Range>& g_images = *new std::vector<Range>;
 static int image_cb(struct dl_phdr_info* info, size_t, void*) {
     for (int i = 0; i < info->dlpi_phnum; ++i)
@@ -1670,6 +1702,35 @@ static void oob_note(const UbsanOob* d, uintptr_t handle) {
     f->oob_index = v;
 }
 
+// The lane stops before its access outside static __shared__ variable `best` (k: the rank of the indexed array,
+// extent: its outer extent); the round's other lanes that reach it stop too; at the round's end lds_oob_stop reports.
+static void oob_stop_lane(Worker* w, Fiber* f, int best, const char* elem, int k, unsigned extent, long long index,
+                          bool write, uintptr_t pc) {
+    const int wave = static_cast<int>(f->coords.linear / kWave);
+    if (!w->oob_threads) {
+        char shape[64] = "";
+        for (int i = 0, m = 0; i < g_lds[best].rank; ++i)
+                m += std::snprintf(shape + m, sizeof shape - m, "[%u]", g_lds[best].dims[i]);
+        const int dim = g_lds[best].rank - k + 1;
+        char which[48] = "";
+        if (g_lds[best].rank > 1) std::snprintf(which, sizeof which, " (dimension %d, extent %u)", dim, extent);
+        std::snprintf(w->oob_what, sizeof w->oob_what, "__shared__ %s%s%s%s%s", elem, elem[0] ? " " : "",
+                      g_lds[best].name, shape, which);
+        w->oob_wave = wave;
+        w->oob_lanes = 0;
+        w->oob_lo = w->oob_hi = index;
+        w->oob_pc = pc;
+        w->oob_write = write;
+    }
+    ++w->oob_threads;
+    if (wave == w->oob_wave) w->oob_lanes |= 1ull << (f->coords.linear % kWave);
+    w->oob_lo = std::min(w->oob_lo, index);
+    w->oob_hi = std::max(w->oob_hi, index);
+    f->state = STOPPED;         // the access never happens: the round ends, then the program stops
+    to_scheduler(f);
+    fatal("internal: a lane stopped at an out-of-bounds access was resumed");
+}
+
 __attribute__((noinline)) static void oob_judge(Worker* w, Fiber* f, uintptr_t a, bool write, uintptr_t pc) {
     const UbsanType* t = static_cast<const UbsanType*>(f->oob_type);
     const long long index = f->oob_index;
@@ -1708,28 +1769,22 @@ __attribute__((noinline)) static void oob_judge(Worker* w, Fiber* f, uintptr_t a
     }
     if (exact >= 0) best = exact;
     if (best < 0) return;     // no __shared__ variable of that shape: not this check's (another thread-local)
-    const int wave = static_cast<int>(f->coords.linear / kWave);
-    if (!w->oob_threads) {
-        char shape[64] = "";
-        for (int i = 0, m = 0; i < g_lds[best].rank; ++i)
-                m += std::snprintf(shape + m, sizeof shape - m, "[%u]", g_lds[best].dims[i]);
-        const int dim = g_lds[best].rank - k + 1;
-        char which[48] = "";
-        if (g_lds[best].rank > 1) std::snprintf(which, sizeof which, " (dimension %d, extent %u)", dim, dims[0]);
-        std::snprintf(w->oob_what, sizeof w->oob_what, "__shared__ %s %s%s%s", elem, g_lds[best].name, shape, which);
-        w->oob_wave = wave;
-        w->oob_lanes = 0;
-        w->oob_lo = w->oob_hi = index;
-        w->oob_pc = pc;
-        w->oob_write = write;
+    oob_stop_lane(w, f, best, elem, k, dims[0], index, write, pc);
+}
+
+// A lane's access in the pad right after a static __shared__ variable (simulate.py's hipsim_pad_*, which nothing
+// uses): one past the variable's end, reached through its address or a whole-element copy (`(&st[64])->z`,
+// `S s = st[64]`), where the compiler's bounds check allows the index (an address one past the end is valid C++).
+// The lane stops there as at an index past the extent (oob_judge); the index is the element the address lies in.
+__attribute__((noinline)) static void pad_judge(Worker* w, Fiber* f, long rel, bool write, uintptr_t pc) {
+    const int n = g_nlds.load(std::memory_order_acquire);
+    for (int i = 0; i < n; ++i) {
+        const LdsVar& v = g_lds[i];
+        if (rel < v.pad_lo || rel >= v.pad_hi) continue;
+        const long stride = v.rank ? static_cast<long>(v.bytes / std::max(v.dims[0], 1u)) : static_cast<long>(v.bytes);
+        const long long index = stride > 0 ? (rel - v.rel) / stride : 0;
+        oob_stop_lane(w, f, i, v.elem[0] ? v.elem : "", v.rank, v.rank ? v.dims[0] : 1u, index, write, pc);
     }
-    ++w->oob_threads;
-    if (wave == w->oob_wave) w->oob_lanes |= 1ull << (f->coords.linear % kWave);
-    w->oob_lo = std::min(w->oob_lo, index);
-    w->oob_hi = std::max(w->oob_hi, index);
-    f->state = STOPPED;         // the access never happens: the round ends, then the program stops
-    to_scheduler(f);
-    fatal("internal: a lane stopped at an out-of-bounds access was resumed");
 }
 
 [[noreturn]] static void lds_oob_stop(Worker* w) {
@@ -1853,7 +1908,12 @@ static void on_access_lane(Worker* w, Fiber* f, uintptr_t a, int size, bool writ
         for (int i = 0; i < n && var < 0; ++i)
             if (rel >= g_lds[i].rel && rel < g_lds[i].rel + static_cast<long>(g_lds[i].bytes)) var = i;
     }
-    if (var < 0 && rel >= -g_tls_bytes && rel < 64) return;         // the program's other thread-locals (blockIdx)
+    if (var < 0 && rel >= -g_tls_bytes && rel < 64) {                // the program's other thread-locals (blockIdx)
+        if (checks_on() && rel < g_lds_hi.load(std::memory_order_relaxed) &&
+            rel >= g_lds_lo.load(std::memory_order_relaxed))
+            pad_judge(w, f, rel, write, pc);                           // or the pad after a __shared__ variable
+        return;
+    }
     if (switches) {
         if (!w->solo) {
             f->state = READY;

@@ -124,16 +124,27 @@ void* dynamic_shared_base();
 void not_simulated(const char* what, int line);
 // The sanitizer (runtime.cpp): each static __shared__ variable is made known once (simulate.py adds the call
 // after its declaration) with its array extents (an index past them is a memcheck finding), and atomics mark what
-// they write as written.
-int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const unsigned* dims, int rank);
-template <class T, size_t... I> inline int lds_note_extents(const volatile void* p, size_t bytes, const char* name,
-                                                            std::index_sequence<I...>) {
-    static const unsigned dims[] = {static_cast<unsigned>(std::extent<T, I>::value)..., 0u};
-    return lds_note_dims(p, bytes, name, dims, static_cast<int>(sizeof...(I)));
+// they write as written. simulate.py also declares a pad right after each variable (lds_pad_bytes: its outermost
+// element's bytes, 16 to 256), which nothing uses: an access there is one past the variable's end (`(&st[64])->z`,
+// `S s = st[64]`), which the compiler's bounds check lets through.
+template <class T> constexpr size_t lds_pad_bytes() {
+    return sizeof(typename std::remove_extent<T>::type) <= 16    ? 16
+           : sizeof(typename std::remove_extent<T>::type) >= 256 ? 256
+                                                                 : (sizeof(typename std::remove_extent<T>::type) + 15) / 16 * 16;
 }
-template <class T> inline int lds_note(T* p, size_t bytes, const char* name) {
+int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const unsigned* dims, int rank,
+                  const volatile void* pad, size_t pad_bytes, const char* type);
+template <class T, size_t... I> inline int lds_note_extents(const volatile void* p, size_t bytes, const char* name,
+                                                            const volatile void* pad, size_t pad_bytes,
+                                                            const char* type, std::index_sequence<I...>) {
+    static const unsigned dims[] = {static_cast<unsigned>(std::extent<T, I>::value)..., 0u};
+    return lds_note_dims(p, bytes, name, dims, static_cast<int>(sizeof...(I)), pad, pad_bytes, type);
+}
+// (the variable's type is read from this function's name as the compiler prints it: "... [T = P[64]]")
+template <class T> inline int lds_note(T* p, size_t bytes, const char* name, const volatile void* pad, size_t pad_bytes) {
     typedef typename std::remove_cv<T>::type U;
-    return lds_note_extents<U>(p, bytes, name, std::make_index_sequence<std::rank<U>::value>{});
+    return lds_note_extents<U>(p, bytes, name, pad, pad_bytes, __PRETTY_FUNCTION__,
+                               std::make_index_sequence<std::rank<U>::value>{});
 }
 void atomic_note(const volatile void* p, size_t bytes);   // an atomic reads, then writes, these bytes
 void fence_note();   // __threadfence(): the block's earlier global writes are ordered before its later accesses
