@@ -1,7 +1,9 @@
 """Racecheck between the wavefronts of one block on global memory (the failing cases and their fixes are in
 hardware_cases.py: += by two waves, a read and an overwrite with no barrier). Here the accesses it must NOT call a race:
 two waves writing different bytes of one word, one wave writing and re-reading its own words, and a word written in
-one barrier interval and read by another wave many barriers later; with a failing control in the same program shape."""
+one barrier interval and read by another wave many barriers later; with a failing control in the same program shape.
+And a write-after-read race where the second wavefront's read is a re-read of words the block already read (the
+sanitizer's fast path for re-reads still notes it for this check): caught, with a barrier and own words as controls."""
 
 from __future__ import annotations
 
@@ -71,3 +73,49 @@ def test_control_the_same_read_with_no_barrier_is_a_race_on_its_line():
     assert [f for f in found if f[0] == "racecheck" and f[1].startswith(f"line {late}:")], done.stderr
     assert "another wavefront of this block writes" in done.stderr
     assert len(found) == 1, done.stderr                # the bytes and the own words stay clean
+
+
+REREAD = """#include <hip/hip_runtime.h>
+#include <cstdio>
+#include <cstdlib>
+__global__ void k(float* x, float* y, int n, int mode) {
+    const int t = threadIdx.x, lane = t % 64, wave = t / 64;
+    const float v = x[mode == 2 ? t : lane];       // READ: wave 1 re-reads what wave 0 read (mode 2: its own words)
+    volatile float* own = y + t;
+    for (int r = 0; r < n; ++r) *own = v + r;      // many rounds: wave 1 runs (and reads) before wave 0 goes on
+    if (mode == 1) __syncthreads();
+    if (wave == 0) x[lane] = v * 2.0f;   // BUG: overwrites what wave 1 read, with no barrier between
+}
+int main(int argc, char** argv) {
+    const int n = std::atoi(argv[1]), mode = std::atoi(argv[2]);
+    float h[128];
+    for (int i = 0; i < 128; ++i) h[i] = SEED + i;
+    float *x, *y;
+    hipMalloc(&x, sizeof h);
+    hipMalloc(&y, sizeof h);
+    hipMemcpy(x, h, sizeof h, hipMemcpyHostToDevice);
+    k<<<1, 128>>>(x, y, n, mode);
+    hipMemcpy(h, x, sizeof h, hipMemcpyDeviceToHost);
+    std::printf("x %.1f %.1f\\n", h[1], h[65]);
+    return 0;
+}
+"""
+
+
+def test_a_write_after_another_wavefronts_re_read_is_a_race_with_controls():
+    seed = random.randrange(1, 1000)
+    src = f"// {random.getrandbits(64):x}\n" + REREAD.replace("SEED", str(seed))
+    res = build.compile(src, toolchain=simulate.KIND)
+    assert res.ok, res.summary()
+    bug = next(i for i, ln in enumerate(src.splitlines(), 1) if "// BUG" in ln)
+    rounds = str(random.randrange(300, 400))           # more than a wavefront's turn (256 rounds)
+    done = build.run(res, [rounds, "0"])
+    found = simulate.findings(done.stderr)
+    assert found and found[0][0] == "racecheck" and found[0][1].startswith(f"line {bug}:"), done.stderr
+    assert "another wavefront of this block reads" in found[0][1], found
+    expect = f"x {2.0 * (seed + 1):.1f} {seed + 65:.1f}"
+    assert expect in done.stdout, (expect, done.stdout)
+    for mode in ("1", "2"):                            # controls: a barrier before the write; each wave its own words
+        done = build.run(res, [rounds, mode])
+        assert done.returncode == 0 and simulate.findings(done.stderr) == [], (mode, done.stderr)
+        assert expect in done.stdout, (mode, done.stdout)

@@ -1278,6 +1278,22 @@ static const char* wave_race(Worker* w, Fiber* f, uintptr_t word, unsigned bytes
     return nullptr;
 }
 
+// For quiet_read: wave_race has nothing to add for this wavefront's read of these bytes of `word` (the block has one
+// wavefront, the interval is no longer tracked, or the word's entry already has these bytes read by this wavefront).
+// Otherwise the read takes the general path, which notes it: a later write by another wavefront is then a race.
+static inline bool wave_read_noted(Worker* w, Fiber* f, uintptr_t word, unsigned bytes) {
+    if (w->nthreads <= kWave || !w->words) return w->nthreads <= kWave;
+    if (w->words_gen == w->gen && w->words_used >= static_cast<int>(kWaveWords / 2)) return true;
+    const uint64_t mine = static_cast<uint64_t>(bytes) << (4 * (f->coords.linear / kWave));
+    size_t h = (((word >> 6) * 0x9e3779b97f4a7c15ull >> 40) ^ word) & (kWaveWords - 1);
+    for (int k = 0; k < kWaveProbes; ++k, h = (h + 1) & (kWaveWords - 1)) {
+        const WaveWord& e = w->words[h];
+        if (e.gen != w->gen) return false;
+        if (e.word == word) return (e.read & mine) == mine;
+    }
+    return true;    // no entry within the probes: wave_race does not track this word in this interval either
+}
+
 static void global_race(Worker* w, Fiber* f, Alloc* r, uintptr_t a, int size, bool write, uintptr_t pc) {
     const uint32_t launch = g_launch_tag.load(std::memory_order_relaxed);
     const long blk = w->block_linear.load(std::memory_order_relaxed);
@@ -1840,9 +1856,11 @@ static inline bool quiet_lds_read(Worker* w, Fiber* f, long rel, int size, uintp
 }
 // The most common checked access, settled without the general path (same verdict, nothing to record): a read of
 // 4, 8 or 16 aligned bytes of the buffer the last access hit, live and in bounds, every byte written, each word
-// already read in this launch by this block (or by several) and written by no block in it. (Such a re-read by another
-// wavefront of the block is not noted for wave_race: a later write by the first reader's wavefront is then missed.)
-static inline bool quiet_read(Worker* w, uintptr_t a, int size) {
+// already read in this launch by this block (or by several) and written by no block in it, and already read by this
+// wavefront in this barrier interval where wave_race tracks it (another wavefront's first re-read of a word is noted
+// there, so a later write by the first reader's wavefront is a race between wavefronts).
+static inline bool wave_read_noted(Worker* w, Fiber* f, uintptr_t word, unsigned bytes);
+static inline bool quiet_read(Worker* w, Fiber* f, uintptr_t a, int size) {
     if ((size != 4 && size != 8 && size != 16) || (a & 3) || g_frees.load(std::memory_order_relaxed) != t_recent_frees)
         return false;
     Alloc* r = nullptr;
@@ -1874,6 +1892,8 @@ static inline bool quiet_read(Worker* w, uintptr_t a, int size) {
         const uint64_t rd = old & 0xffffffff00000000ull;
         if (rd != mine && rd != many) return false;                            // a read tag to update
     }
+    for (int k = 0; k < size / 4; ++k)
+        if (!wave_read_noted(w, f, ((r->start >> 2) + (a - r->start) / 4) + k, 0xf)) return false;
     return true;
 }
 // Every traced access: its class (stack, LDS, other memory), the lockstep switch, then the checks and counters. Kept
@@ -1922,7 +1942,7 @@ static void on_access_lane(Worker* w, Fiber* f, uintptr_t a, int size, bool writ
         f->stored = write;
     }
     if (!checks && !counting) return;
-    if (!write && !counting && (var < 0 ? quiet_read(w, a, size) : quiet_lds_read(w, f, rel, size, pc))) return;
+    if (!write && !counting && (var < 0 ? quiet_read(w, f, a, size) : quiet_lds_read(w, f, rel, size, pc))) return;
     check_access(w, f, a, rel, var, size, write, pc, atomic);
 }
 
