@@ -4,7 +4,8 @@ exercise's own graded inputs, three ways in the same run (alternated, median of 
 - on:   the graded build, checks on (initcheck, racecheck, memcheck; lanes in lockstep at every store);
 - off:  the same program with the checks switched off (HIPSIM_CHECKS=0: its accesses still call the runtime,
         which keeps the lanes in lockstep and returns);
-- bare: the same source built without the runtime's calls (no checks, no lockstep: lanes run ahead).
+- bare: the same source built without the runtime's calls (no checks, no lockstep: lanes run ahead; its atomics
+        still make their one call, which HIPSIM_LOCKSTEP=0 keeps from switching lanes).
 
     python benchmarks/sim_cost.py [--reps 3] [--exercise NAME ...] [--out FILE]
 
@@ -61,7 +62,7 @@ def measure(name: str, reps: int) -> dict:
         inp = os.path.join(d, "input.bin")
         gio.write_arrays(inp, inputs.values())
         ways = {"on": (graded, {"HIPSIM_CHECKS": "1"}), "off": (graded, {"HIPSIM_CHECKS": "0"}),
-                "bare": (bare, {"HIPSIM_CHECKS": "0"})}
+                "bare": (bare, {"HIPSIM_CHECKS": "0", "HIPSIM_LOCKSTEP": "0"})}   # (its atomics' one call: no switch)
         times = {k: [] for k in ways}
         _run(graded, inp, d, ways["on"][1])                      # warm (page cache, symbolizer)
         for _ in range(reps):

@@ -1991,9 +1991,10 @@ __attribute__((noinline)) static void check_access(Worker* w, Fiber* f, uintptr_
 }
 
 // An atomic: checked as a read (initcheck) that also writes, never as a race (atomics of different lanes, waves or
-// blocks on one word are the ordered way to share it).
+// blocks on one word are the ordered way to share it). In lockstep like a store whether the checks are on or off (the
+// lanes perform their k-th atomic before any performs its (k+1)-th, as a wavefront issues one atomic for its lanes),
+// so a program gets the same answer either way.
 void atomic_note(const volatile void* p, size_t bytes) {
-    if (!checks_on()) return;
     on_access(reinterpret_cast<uintptr_t>(p), static_cast<int>(bytes), true,
               reinterpret_cast<uintptr_t>(__builtin_return_address(0)), true);
 }

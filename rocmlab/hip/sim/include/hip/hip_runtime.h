@@ -146,7 +146,8 @@ template <class T> inline int lds_note(T* p, size_t bytes, const char* name, con
     return lds_note_extents<U>(p, bytes, name, pad, pad_bytes, __PRETTY_FUNCTION__,
                                std::make_index_sequence<std::rank<U>::value>{});
 }
-void atomic_note(const volatile void* p, size_t bytes);   // an atomic reads, then writes, these bytes
+// an atomic reads, then writes, these bytes: checked (with the checks on) and in lockstep like a store (always)
+void atomic_note(const volatile void* p, size_t bytes);
 void fence_note();   // __threadfence(): the block's earlier global writes are ordered before its later accesses
 // A device-accessible pointer (hipMalloc, hipHostMalloc, hipMallocManaged, a __device__ variable), or the fault a
 // GPU takes: a library call (hipBLAS) given host memory stops the program with the finding.
@@ -351,15 +352,22 @@ template <class T, class F> inline T atomic_update(T* addr, F f) {
     }
 }
 }  // namespace hipsim
+// (each atomic notes its access once: atomic_update notes it for the forms that use it)
 template <class T> inline T atomicAdd(T* a, T v) {
-    ::hipsim::atomic_note(a, sizeof(T));
-    if constexpr (std::is_integral<T>::value) return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);
-    else return ::hipsim::atomic_update(a, [v](T o) { return o + v; });
+    if constexpr (std::is_integral<T>::value) {
+        ::hipsim::atomic_note(a, sizeof(T));
+        return __atomic_fetch_add(a, v, __ATOMIC_SEQ_CST);
+    } else {
+        return ::hipsim::atomic_update(a, [v](T o) { return o + v; });
+    }
 }
 template <class T> inline T atomicSub(T* a, T v) {
-    ::hipsim::atomic_note(a, sizeof(T));
-    if constexpr (std::is_integral<T>::value) return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);
-    else return ::hipsim::atomic_update(a, [v](T o) { return o - v; });
+    if constexpr (std::is_integral<T>::value) {
+        ::hipsim::atomic_note(a, sizeof(T));
+        return __atomic_fetch_sub(a, v, __ATOMIC_SEQ_CST);
+    } else {
+        return ::hipsim::atomic_update(a, [v](T o) { return o - v; });
+    }
 }
 template <class T> inline T atomicExch(T* a, T v) { return ::hipsim::atomic_update(a, [v](T) { return v; }); }
 template <class T> inline T atomicMin(T* a, T v) { return ::hipsim::atomic_update(a, [v](T o) { return v < o ? v : o; }); }
