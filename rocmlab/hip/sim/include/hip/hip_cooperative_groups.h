@@ -9,7 +9,7 @@ namespace cooperative_groups {
 
 class thread_block {
   public:
-    unsigned thread_rank() const { return ::hipsim::t_thread->linear; }
+    unsigned thread_rank() const { return ::hipsim::thread_linear(); }
     unsigned size() const { return blockDim.x * blockDim.y * blockDim.z; }
     unsigned num_threads() const { return size(); }
     dim3 group_index() const { return dim3(blockIdx.x, blockIdx.y, blockIdx.z); }
@@ -27,10 +27,10 @@ template <unsigned N> class thread_block_tile {
     static uint64_t lanes() { return N == 64 ? ~0ull : ((1ull << N) - 1) << (__lane_id() & ~(N - 1)); }
 
   public:
-    unsigned thread_rank() const { return ::hipsim::t_thread->linear % N; }
+    unsigned thread_rank() const { return ::hipsim::thread_linear() % N; }
     static constexpr unsigned size() { return N; }
     static constexpr unsigned num_threads() { return N; }
-    unsigned meta_group_rank() const { return ::hipsim::t_thread->linear / N; }
+    unsigned meta_group_rank() const { return ::hipsim::thread_linear() / N; }
     unsigned meta_group_size() const { return (blockDim.x * blockDim.y * blockDim.z + N - 1) / N; }
     __attribute__((always_inline)) void sync(int line = __builtin_LINE()) const {
         ::hipsim::wave_exchange(0, __lane_id(), 1, 0, 0, "tile.sync", line);

@@ -154,10 +154,49 @@ void fence_note();   // __threadfence(): the block's earlier global writes are o
 void device_pointer(const volatile void* p, const char* api, const char* what);
 }  // namespace hipsim
 
-#define threadIdx (::hipsim::t_thread->idx)
-#define blockIdx (::hipsim::t_block.idx)
-#define blockDim (::hipsim::t_block.dim)
-#define gridDim (::hipsim::t_block.grid)
+// threadIdx, blockIdx, blockDim, gridDim. On x86-64 they are read by inline assembly, which the sanitizer's load
+// callbacks do not see: the callbacks classify a thread's coordinates as neither LDS nor device memory and return
+// before any switch or check, so skipping them changes nothing but the cost (a traced load of the t_thread pointer,
+// one of the coordinate and a TLS wrapper call per use). The values are constant for a kernel thread's life (a block
+// runs on one CPU thread, its fibers never move), so the compiler may keep them in registers.
+namespace hipsim {
+#if defined(__x86_64__)
+inline uint3 read_uint3(const void* p) {
+    unsigned x, y, z;
+    asm("movl (%3), %0\n\tmovl 4(%3), %1\n\tmovl 8(%3), %2" : "=&r"(x), "=&r"(y), "=&r"(z) : "r"(p));
+    return uint3{x, y, z};
+}
+inline const ThreadCoords* running_thread() {
+    const ThreadCoords* t;
+    asm("movq _ZN6hipsim8t_threadE@gottpoff(%%rip), %0\n\tmovq %%fs:(%0), %0" : "=r"(t));
+    return t;
+}
+inline const BlockCoords* running_block() {
+    const BlockCoords* b;
+    asm("movq %%fs:0, %0\n\taddq _ZN6hipsim7t_blockE@gottpoff(%%rip), %0" : "=r"(b));
+    return b;
+}
+inline uint3 thread_idx() { return read_uint3(&running_thread()->idx); }
+inline unsigned thread_linear() {
+    unsigned v;
+    asm("movl (%1), %0" : "=r"(v) : "r"(&running_thread()->linear));
+    return v;
+}
+inline uint3 block_idx() { return read_uint3(&running_block()->idx); }
+inline uint3 block_dim() { return read_uint3(&running_block()->dim); }
+inline uint3 grid_dim() { return read_uint3(&running_block()->grid); }
+#else
+inline uint3 thread_idx() { return t_thread->idx; }
+inline unsigned thread_linear() { return t_thread->linear; }
+inline uint3 block_idx() { return t_block.idx; }
+inline uint3 block_dim() { return t_block.dim; }
+inline uint3 grid_dim() { return t_block.grid; }
+#endif
+}  // namespace hipsim
+#define threadIdx (::hipsim::thread_idx())
+#define blockIdx (::hipsim::block_idx())
+#define blockDim (::hipsim::block_dim())
+#define gridDim (::hipsim::grid_dim())
 // warpSize is a variable, 64 at run time, as on ROCm 7 (not a compile-time constant)
 extern const int warpSize;
 #define HIP_DYNAMIC_SHARED(type, var) thread_local type* const var = reinterpret_cast<type*>(::hipsim::dynamic_shared_base());
@@ -183,7 +222,7 @@ inline void __threadfence_block() { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 inline void __threadfence_system() { ::hipsim::fence_note(); __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 
 // --- lane intrinsics ---------------------------------------------------------------------------------
-inline unsigned int __lane_id() { return ::hipsim::t_thread->linear % 64u; }
+inline unsigned int __lane_id() { return ::hipsim::thread_linear() % 64u; }
 namespace hipsim {
 // A 64-bit value (a __ballot of a wavefront of 64) given to a 32-bit popcount loses lanes 32-63, on MI300X as here:
 // when the upper half held a set bit, the sanitizer reports it (synccheck) and the count is the hardware's.
