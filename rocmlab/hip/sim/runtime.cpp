@@ -1278,22 +1278,6 @@ static const char* wave_race(Worker* w, Fiber* f, uintptr_t word, unsigned bytes
     return nullptr;
 }
 
-// For quiet_read: wave_race has nothing to add for this wavefront's read of these bytes of `word` (the block has one
-// wavefront, the interval is no longer tracked, or the word's entry already has these bytes read by this wavefront).
-// Otherwise the read takes the general path, which notes it: a later write by another wavefront is then a race.
-static inline bool wave_read_noted(Worker* w, Fiber* f, uintptr_t word, unsigned bytes) {
-    if (w->nthreads <= kWave || !w->words) return w->nthreads <= kWave;
-    if (w->words_gen == w->gen && w->words_used >= static_cast<int>(kWaveWords / 2)) return true;
-    const uint64_t mine = static_cast<uint64_t>(bytes) << (4 * (f->coords.linear / kWave));
-    size_t h = (((word >> 6) * 0x9e3779b97f4a7c15ull >> 40) ^ word) & (kWaveWords - 1);
-    for (int k = 0; k < kWaveProbes; ++k, h = (h + 1) & (kWaveWords - 1)) {
-        const WaveWord& e = w->words[h];
-        if (e.gen != w->gen) return false;
-        if (e.word == word) return (e.read & mine) == mine;
-    }
-    return true;    // no entry within the probes: wave_race does not track this word in this interval either
-}
-
 static void global_race(Worker* w, Fiber* f, Alloc* r, uintptr_t a, int size, bool write, uintptr_t pc) {
     const uint32_t launch = g_launch_tag.load(std::memory_order_relaxed);
     const long blk = w->block_linear.load(std::memory_order_relaxed);
@@ -1856,10 +1840,11 @@ static inline bool quiet_lds_read(Worker* w, Fiber* f, long rel, int size, uintp
 }
 // The most common checked access, settled without the general path (same verdict, nothing to record): a read of
 // 4, 8 or 16 aligned bytes of the buffer the last access hit, live and in bounds, every byte written, each word
-// already read in this launch by this block (or by several) and written by no block in it, and already read by this
-// wavefront in this barrier interval where wave_race tracks it (another wavefront's first re-read of a word is noted
-// there, so a later write by the first reader's wavefront is a race between wavefronts).
-static inline bool wave_read_noted(Worker* w, Fiber* f, uintptr_t word, unsigned bytes);
+// already read in this launch by this block (or by several) and written by no block in it. What the general path
+// would still record, this wavefront's read for racecheck between the block's wavefronts (wave_race: a later write
+// by another wavefront of the block is then a race; no wavefront wrote these words in this launch, so the read
+// itself is none), is recorded here.
+static const char* wave_race(Worker* w, Fiber* f, uintptr_t word, unsigned bytes, bool write);
 static inline bool quiet_read(Worker* w, Fiber* f, uintptr_t a, int size) {
     if ((size != 4 && size != 8 && size != 16) || (a & 3) || g_frees.load(std::memory_order_relaxed) != t_recent_frees)
         return false;
@@ -1892,8 +1877,8 @@ static inline bool quiet_read(Worker* w, Fiber* f, uintptr_t a, int size) {
         const uint64_t rd = old & 0xffffffff00000000ull;
         if (rd != mine && rd != many) return false;                            // a read tag to update
     }
-    for (int k = 0; k < size / 4; ++k)
-        if (!wave_read_noted(w, f, ((r->start >> 2) + (a - r->start) / 4) + k, 0xf)) return false;
+    if (w->nthreads > kWave)
+        for (int k = 0; k < size / 4; ++k) wave_race(w, f, (r->start >> 2) + (a - r->start) / 4 + k, 0xf, false);
     return true;
 }
 // Every traced access: its class (stack, LDS, other memory), the lockstep switch, then the checks and counters. Kept
