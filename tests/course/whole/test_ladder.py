@@ -82,7 +82,7 @@ def test_every_step_matches_the_reference_in_the_interpreter():
     assert done.returncode == 0, done.stderr[-2000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     rows = out["rows"]
-    assert {r["ladder"] for r in rows} == {"attention", "fp8 gemm"} and len(rows) == 2 * 18 + 17
+    assert {r["ladder"] for r in rows} == {"attention", "fp8 gemm"} and len(rows) == 2 * 21 + 17   # 15 steps + 6 cases, causal and not; FP8
     bad = [r for r in rows if not r["ok"]]
     assert not bad, (seed, bad)
     assert out["control"], "a wrong (non-causal) answer passed the causal bound"

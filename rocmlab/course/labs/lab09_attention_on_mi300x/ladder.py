@@ -53,6 +53,9 @@ ATTENTION_STEPS = (
      "them: twice the programs for short sequences (tile chosen again)", dict(ONE_LOOP, SPLIT_KV=2), "split"),
     ("v13 tuned", "tile, warps, stages, key parts (1, 2 or 4) and grid and loops (v10-v11's or v9's) chosen on this "
      "GPU, per head dim and length", ONE_LOOP, "last"),
+    ("v14 warp-specialized", "v13's choices plus tiles whose key loop Triton warp-specializes (one warp group issues "
+     "the copies, the others compute): NVIDIA Hopper and later only; Triton's AMD backend ignores the flag (the "
+     "offline gfx942 code is the same), so on MI300X this step is v13", ONE_LOOP, "ws"),
 )
 
 #: tiles tried by the last step: (BM, BN, num_warps, num_stages)
@@ -69,32 +72,41 @@ V9_SETUP = "v9 setup"
 #: v13's set holds v9's and the fastest it measures is never v9's loss
 LAST_TILES = ATTENTION_TILES + ((64, 64, 4, 3, 2), (64, 128, 4, 3, 2), (128, 64, 8, 3, 2), (64, 64, 4, 3, 4),
                                 (128, 64, 8, 2)) + tuple(t + (1, V9_SETUP) for t in ATTENTION_TILES)
+#: a tile's flag (after its key parts, with or without V9_SETUP): the key loop is warp-specialized
+#: (``tl.range(..., warp_specialize=True)``, the kernel's WARP_SPEC switch)
+WARP_SPECIALIZED = "warp-specialized"
+#: tiles tried by v14: v13's, and these with the key loop warp-specialized, in either setup. (Triton 3.6 on an H100
+#: refused some other tiles so, and gave NaN at head dim 64 with 128 x 128 at 4 warps: a variant is timed only
+#: after its answer passed, see time_steps)
+WS_TILES = tuple(t + (1, WARP_SPECIALIZED) for t in ((128, 64, 4, 2), (128, 64, 8, 3), (128, 128, 8, 3))) + tuple(
+    t + (1, V9_SETUP, WARP_SPECIALIZED) for t in ((128, 64, 8, 3), (128, 128, 8, 3), (128, 128, 8, 2)))
 
 
 def tiles_for(switches: dict, tile) -> tuple:
     """The tiles a step is timed at: its own, or a tuned step's tile set."""
     if isinstance(tile, tuple):
         return (tile,)
-    return {None: ATTENTION_TILES, "split": SPLIT_TILES, "last": LAST_TILES}[tile]
+    return {None: ATTENTION_TILES, "split": SPLIT_TILES, "last": LAST_TILES, "ws": LAST_TILES + WS_TILES}[tile]
 
 
 def has_v9_setup(tile) -> bool:
     """The tile is flagged with :data:`V9_SETUP` (after its key parts)."""
-    return len(tile) > 5 and tile[5] == V9_SETUP
+    return V9_SETUP in tile[5:]
 
 
 def tile_label(t) -> str:
-    """``128x64 w4 s2``, with `` keys/2`` for a tile whose key range is split in 2 parts and `` v9 setup`` for a
-    tile flagged with :data:`V9_SETUP`."""
+    """``128x64 w4 s2``, with `` keys/2`` for a tile whose key range is split in 2 parts, then its flags
+    (`` v9 setup``, `` warp-specialized``)."""
     return ("{}x{} w{} s{}".format(*t[:4]) + (f" keys/{t[4]}" if len(t) > 4 and t[4] > 1 else "")
-            + (f" {V9_SETUP}" if has_v9_setup(t) else ""))
+            + "".join(f" {flag}" for flag in t[5:]))
 
 
 def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switches: dict,
           tile=(128, 64, 4, 2)) -> torch.Tensor:
     """FlashAttention forward on (B, H, N, D) float16 tensors with one ladder step's switches (``OUT16``: a float16
     O, else float32). ``tile``: (BM, BN, num_warps, num_stages), optionally with the key parts (SPLIT_KV) after them
-    and then :data:`V9_SETUP`, which turns HEADS_FIRST and ONE_LOOP off (v13's tiles with round 10's v9 setup)."""
+    and then flags: :data:`V9_SETUP`, which turns HEADS_FIRST and ONE_LOOP off (v13's tiles with round 10's v9 setup),
+    and :data:`WARP_SPECIALIZED`, which turns WARP_SPEC on (v14's)."""
     import triton
 
     bm, bn, warps, stages = tile[:4]
@@ -104,6 +116,8 @@ def flash(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, switc
         sw["SPLIT_KV"] = tile[4]
     if has_v9_setup(tile):
         sw.update(HEADS_FIRST=False, ONE_LOOP=False)
+    if WARP_SPECIALIZED in tile[5:]:
+        sw["WARP_SPEC"] = True
     out16 = sw.pop("OUT16", False)
     parts = sw.get("SPLIT_KV", 1)
     if sw.get("ONE_LOOP") and not sw.get("EVEN"):
@@ -158,7 +172,9 @@ def check_steps(device: str | None = None, n: int = 128, d: int = 32, seed: int 
         cases = [(name, sw, (32, 16, 4, 1)) for name, _, sw, _tile in ATTENTION_STEPS]
         cases += [("v13 tuned (keys/3)", ONE_LOOP, (32, 16, 4, 1, 3)), ("v13 tuned (keys/4)", ONE_LOOP, (32, 16, 4, 1, 4)),
                   ("v13 tuned (keys/2, two loops)", dict(HEADS_FIRST, SPLIT_KV=2), (32, 16, 4, 1)),
-                  ("v13 tuned (v9 setup)", ONE_LOOP, (32, 16, 4, 1, 1, V9_SETUP))]
+                  ("v13 tuned (v9 setup)", ONE_LOOP, (32, 16, 4, 1, 1, V9_SETUP)),
+                  ("v14 (warp-specialized)", ONE_LOOP, (32, 16, 4, 1, 1, WARP_SPECIALIZED)),
+                  ("v14 (v9 setup, warp-specialized)", ONE_LOOP, (32, 16, 4, 1, 1, V9_SETUP, WARP_SPECIALIZED))]
         for name, sw, tile in cases:
             out = flash(q, k, v, causal, sw, tile).double().cpu()
             err = float((out - ref).abs().max())
@@ -213,14 +229,18 @@ def time_steps(causal: bool = True, shape=(4, 16, 4096, 128), tiles=None, steps=
     q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
     flops = attention_flops(b, h, n, d, causal)
     ref = Fn.scaled_dot_product_attention(q, k, v, is_causal=causal).float()
+    bound = 2.0 ** -9 * float(v.abs().max())      # the lab's bound: a variant past it is never timed or chosen
     rows, prev = [], None
     for name, what, sw, tile in ATTENTION_STEPS:
         if steps is not None and name not in steps:
             continue
-        best = None
+        best, wrong = None, []
         for t in tiles_for(sw, tile) if tiles is None else ([tile] if isinstance(tile, tuple) else tiles):
             try:
                 err = float((flash(q, k, v, causal, sw, t).float() - ref).abs().max())
+                if not err <= bound:                  # NaN too: a miscompiled variant
+                    wrong.append(tile_label(t))
+                    continue
                 ms = graph_bench(lambda t=t, sw=sw: flash(q, k, v, causal, sw, t))
             except Exception as exc:   # noqa: BLE001 - a tile this GPU cannot run (shared memory): next one
                 if isinstance(tile, tuple):
@@ -228,11 +248,14 @@ def time_steps(causal: bool = True, shape=(4, 16, 4096, 128), tiles=None, steps=
                 continue
             if best is None or ms < best[1]:
                 best = (t, ms, err)
+        note = f"wrong answer, not timed: {', '.join(wrong)}" if wrong else ""
         if best is None:
+            if wrong:
+                rows.append(dict(step=name, what=what, ms=None, note=note))
             continue
         t, ms, err = best
         rows.append(dict(step=name, what=what, tile=tile_label(t), ms=ms, TFLOPs=flops / ms / 1e9,
-                         gain=(prev / ms) if prev else None, max_err_vs_sdpa=err))
+                         gain=(prev / ms) if prev else None, max_err_vs_sdpa=err, note=note))
         prev = ms
     sdpa = []
     for label, ctx in sdpa_backends():
