@@ -3,7 +3,8 @@ sizes), then opened in JupyterLab in Chromium. No output area may be wider than 
 than 100 characters, no table value broken across lines, and every cell tagged ``graded`` must show its verdict
 once. One screenshot per notebook goes to test-artifacts/browser/views/
 (``<stem>.png``: the first screen; ``<stem>-full-NN.png``: the whole notebook, in tiles), and every overflowing output
-gets its own ``<stem>-overflow-<cell>.png``. A summary of the overflows is written to ``overflow.json``.
+gets its own ``<stem>-overflow-<cell>.png``. A summary of the overflows is written to ``overflow.json`` (``overflow-gwN.json`` per pytest-xdist worker), and
+the seconds each view spent per phase to ``phases.json`` (``phases-gwN.json``).
 
 Notebooks are found on disk, so labs added later are covered. One JupyterLab serves them all; each
 notebook's kernel is shut down when its test ends.
@@ -18,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import nbformat
@@ -32,6 +34,9 @@ from tests.helpers.views import (ROOT, VIEWPORT, artifacts_dir, broken_values, d
 ONLY = [s for s in os.environ.get("ROCMLAB_BROWSER_ONLY", "").split(",") if s]
 NOTEBOOKS = [p for p in discover() if not ONLY or any(s in str(p.relative_to(ROOT / "labs")) for s in ONLY)]
 SUMMARY: dict[str, list] = {}
+#: seconds per notebook in each phase of its view (open, render, reload, run live, checks, screenshots, close):
+#: written beside the overflows, so that the suite's time in this test can be read per phase
+PHASES: dict[str, dict] = {}
 
 
 def _rel(path: Path) -> str:
@@ -55,7 +60,11 @@ def overflow_summary():
     out = artifacts_dir() / "views"
     out.mkdir(parents=True, exist_ok=True)
     total = sum(len(v) for v in SUMMARY.values())
-    (out / "overflow.json").write_text(json.dumps({"overflowing_outputs": total, "notebooks": SUMMARY}, indent=1))
+    worker = os.environ.get("PYTEST_XDIST_WORKER")      # each worker views some notebooks: a file each
+    suffix = f"-{worker}" if worker else ""
+    (out / f"overflow{suffix}.json").write_text(json.dumps({"overflowing_outputs": total, "notebooks": SUMMARY},
+                                                           indent=1))
+    (out / f"phases{suffix}.json").write_text(json.dumps(PHASES, indent=1))
 
 
 def _shutdown_kernels(server) -> None:
@@ -79,17 +88,28 @@ def _look(browser, server, rel: str, stem: str, seen: dict | None = None) -> tup
     never rendered). ``seen`` (a dict) also gets the code and table checks: ``long_code`` (lines over 100
     characters), ``wide_code`` (editors wider than their cell), ``broken`` (a table value broken across lines)
     and ``repeated`` (an output that says its verdict more than once)."""
+    t0 = time.monotonic()
+    phases = PHASES.setdefault(stem, {})
+
+    def phase(name: str) -> None:
+        nonlocal t0
+        phases[name] = round(phases.get(name, 0) + time.monotonic() - t0, 1)
+        t0 = time.monotonic()
     _trust(server, rel)
     nb = Notebook.open(browser, server, rel, timeout_s=120)
+    phase("open")
     try:
         stuck = wait_rendered(nb.page)
+        phase("render")
         if stuck:      # widget state restored while the kernel connects can race: one reload, a longer wait
             nb.page.reload(wait_until="domcontentloaded")
             nb.page.wait_for_selector(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout=120_000)
             stuck = wait_rendered(nb.page, timeout_s=120)
+            phase("reload")
         if stuck:      # widgets that live in their kernel (plotly FigureWidgets): run it live, as a learner does
             nb.run_all(timeout_s=900)
             stuck = wait_rendered(nb.page, timeout_s=120)
+            phase("run live")
         wide = overflowing_outputs(nb.page)
         missing = missing_verdicts(nb.page, graded_cells(server.root / rel))
         if seen is not None:
@@ -104,11 +124,14 @@ def _look(browser, server, rel: str, stem: str, seen: dict | None = None) -> tup
                    else cell.locator(".jp-OutputArea-output").nth(w["output"]))
             out.scroll_into_view_if_needed()
             out.screenshot(path=str(shots / f"{stem}-overflow-{w['cell']}.png"))
+        phase("checks")
         screenshot_full(nb.page, shots / f"{stem}-full")
+        phase("screenshots")
         return wide, missing, stuck
     finally:
         nb.close()
         _shutdown_kernels(server)
+        phase("close")
 
 
 def test_the_view_checks_catch_a_wide_output_and_a_graded_cell_without_a_verdict(server, browser):
