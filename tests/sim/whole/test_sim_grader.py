@@ -1,5 +1,6 @@
-"""Fidelity of the CPU simulator where it matters: grading. Every exercise solution runs and passes its
-compare check on the simulator (MFMA and the course's hipBLAS calls included), every wrong
+"""Fidelity of the CPU simulator where it matters: grading. (Every exercise solution runs and passes its
+compare check on the simulator, MFMA and the course's hipBLAS calls included: tests/course/whole/test_exercises.py,
+on the one grade of each reference.) Every wrong
 submission scores as on MI300X (the hard-coded-32 reduction gives the wrong sum here; it passes on the
 H200), the wave64 traps give MI300X's wrong answers, and the simulator never earns perf points."""
 
@@ -20,27 +21,9 @@ from rocmlab.machine.detect import current
 pytestmark = [pytest.mark.skipif(bool(simulate.problem()), reason=simulate.problem() or "simulator available"),
               pytest.mark.skipif(current().backend != "cpu", reason="the grader simulates only where no GPU is")]
 
-NOT_SIMULATED: dict = {}   # MFMA (mfma-gemm) and hipBLAS (sgemm-hipblas) are simulated now
+# Every solution's run and compare on the simulator (MFMA and hipBLAS included), and no perf points from it, are
+# checked on the grade of tests/course/whole/test_exercises.py (one grade of each reference serves both)
 LABEL = "[cpu: wave64 simulator]"
-
-
-@pytest.mark.parametrize("exercise", [e.id for e in grader.exercises()])
-def test_every_solution_runs_and_compares_on_the_simulator(exercise):
-    t0 = time.monotonic()
-    r = grader.check(exercise, load(exercise).solution)
-    took = time.monotonic() - t0
-    run, compare = r.check("runs"), r.check("correct")
-    if exercise in NOT_SIMULATED:
-        assert run.status == compare.status == "skipped", (run.message, compare.message)
-        assert NOT_SIMULATED[exercise] in run.message, run.message
-        return
-    assert run.status == "passed" and run.message.startswith(LABEL), run.message
-    assert compare.status == "passed" and compare.message.startswith(LABEL), compare.message
-    assert compare.details.get("backend") == simulate.LABEL
-    for c in r.checks:
-        if c.type == "perf":
-            assert c.status == "skipped" and c.points == 0, c.message     # never perf points from the simulator
-    assert r.status == "graded" and took < 120, took
 
 
 def test_the_hard_coded_warp_of_32_gives_the_wrong_sum_here():
