@@ -46,7 +46,8 @@ CHILD = textwrap.dedent("""
                      (dict(GROUP_M=8, EVEN=False, DESC=True), (32, 128, 4, 1)),
                      (dict(GROUP_M=8, EVEN=True, SPLIT_K=2), (32, 128, 4, 1)),
                      (L10.UNROLLED, (32, 128, 4, 1, 3)), (L10.UNROLLED, (32, 128, 4, 1, 1, 2, 1)),
-                     (L10.UNROLLED, (32, 128, 4, 1, 1, 2, 0, 1)), (L10.AHEAD, (32, 128, 4, 1, 2, 1, 0, 1))):
+                     (L10.UNROLLED, (32, 128, 4, 1, 1, 2, 0, 1)), (L10.AHEAD, (32, 128, 4, 1, 2, 1, 0, 1)),
+                     (L10.AHEAD, (32, 128, 4, 1, 1, 1, 1, 1))):
         b = a if tile[1] == 64 or not sw.get("EVEN") else torch.zeros(128, 256).to(torch.float8_e4m3fn).to(dev)
         try:
             L10.fp8_gemm(a, b, torch.ones(64, 2, device=dev), torch.ones(b.shape[0] // 128 or 1, 2, device=dev), sw,
@@ -90,7 +91,7 @@ def test_every_step_matches_the_reference_in_the_interpreter():
     assert out["split_control"], "a wrong (non-causal) key-split answer passed the causal bound"
     assert out["stream_control"], "the stream-K GEMM passed against a reference with transposed weight scales"
     errors = out["errors"]
-    assert len(errors) == 12 and "multiple of both tiles" in errors[0] and "BM a multiple" in errors[1], errors
+    assert len(errors) == 13 and "multiple of both tiles" in errors[0] and "BM a multiple" in errors[1], errors
     assert "DESC step needs EVEN" in errors[2] and "ONE_LOOP step needs EVEN" in errors[3], errors
     assert "builds on HEADS_FIRST" in errors[4], errors
     assert "BN = 128" in errors[5] and "DESC step needs EVEN" in errors[6], errors
@@ -98,6 +99,7 @@ def test_every_step_matches_the_reference_in_the_interpreter():
     assert "choose one" in errors[9], errors
     assert "SCALES_AHEAD and STREAM_K steps build on SA_MMAJOR" in errors[10], errors
     assert "SPLIT_K = 1, SCALES_AHEAD on" in errors[11], errors
+    assert "RESCALE (in-place accumulation) is not offered" in errors[12], errors   # the race found on an H100
 
 
 def test_offline_code_shows_what_the_steps_change():

@@ -72,12 +72,19 @@ FP8_LAST_TILES = (
     (64, 128, 4, 3, 1, 1, 0), (64, 128, 4, 4, 1, 1, 0), (64, 128, 4, 3, 2, 1, 0), (128, 128, 8, 4, 1, 1, 0),
     (128, 128, 8, 3, 2, 1, 0))
 #: tiles tried by v13: (BM, BN, num_warps, num_stages, SPLIT_K, UNROLL, RESCALE, STREAM_K programs per compute unit)
+#: (No stream-K tile accumulates in place: see STREAM_IN_PLACE_RACE.)
 FP8_STREAM_TILES = (
     (64, 128, 4, 4, 1, 1, 0, 0), (64, 128, 4, 3, 1, 1, 0, 0), (128, 128, 8, 3, 1, 1, 1, 0),
-    (128, 128, 8, 3, 1, 1, 0, 1), (128, 128, 8, 4, 1, 1, 0, 1), (128, 128, 8, 3, 1, 1, 1, 1),
-    (64, 128, 4, 3, 1, 1, 1, 2), (64, 128, 4, 4, 1, 1, 0, 2), (64, 128, 4, 3, 1, 1, 0, 2),
-    (64, 128, 4, 4, 1, 1, 0, 3), (128, 128, 8, 3, 1, 1, 1, 2), (256, 128, 8, 3, 1, 1, 1, 1),
+    (128, 128, 8, 3, 1, 1, 0, 1), (128, 128, 8, 4, 1, 1, 0, 1), (64, 128, 4, 4, 1, 1, 0, 2),
+    (64, 128, 4, 3, 1, 1, 0, 2), (64, 128, 4, 4, 1, 1, 0, 3), (128, 128, 8, 3, 1, 1, 0, 2),
     (128, 128, 4, 3, 1, 1, 1, 0))
+#: Why the stream-K kernel is not offered with in-place accumulation: on an H100 (Triton 3.6), 128x128 w8 s3 in place
+#: with 2 programs per SM gave a wrong C in 9 of 40 runs at 1024x4608x7168 (relative error 0.011-0.024: some tiles
+#: miss a piece), where the same tile without in-place accumulation, and in place with 1 program per SM, were right
+#: in 40 of 40. A race between a tile's pieces that this combination exposes, not yet found.
+STREAM_IN_PLACE_RACE = ("STREAM_K with RESCALE (in-place accumulation) is not offered: on an H100 it gave wrong "
+                        "answers in 9 of 40 runs (a race between a tile's pieces, not yet found); use STREAM_K with "
+                        "RESCALE off, or RESCALE without STREAM_K")
 
 #: a timed variant's relative error against the float32 product of the dequantised inputs above which it is wrong
 #: (the right ones measure 0.002-0.003 at the lab's shapes: FP8 inputs, bf16 output)
@@ -140,6 +147,8 @@ def fp8_gemm(a, b, a_scale, b_scale, switches: dict, tile=(128, 128, 8, 2), unit
         raise ValueError("the SCALES_AHEAD and STREAM_K steps build on SA_MMAJOR with one block per trip (UNROLL = 1)")
     if stream and (sw.get("SPLIT_K", 1) > 1 or not sw.get("SCALES_AHEAD")):
         raise ValueError("STREAM_K shares K blocks its own way and loads scales ahead: SPLIT_K = 1, SCALES_AHEAD on")
+    if stream and sw.get("RESCALE"):
+        raise ValueError(STREAM_IN_PLACE_RACE)
     split, unroll = sw.get("SPLIT_K", 1), sw.get("UNROLL", 1)
     if (k // 128) % unroll or (k // 128) // unroll < split:
         raise ValueError(f"K/128 = {k // 128} blocks must split into UNROLL = {unroll} blocks per trip, at least "
@@ -195,7 +204,7 @@ def check_steps(device: str | None = None, seed: int | None = None) -> list[dict
     cases = [(name, sw, (32, 128, 4, 1)) for name, _, sw, _tile in FP8_STEPS]
     cases += [("v10 tuned (split 2, in place)", COALESCED, (32, 128, 4, 1, 2, 1, 1)),
               ("v13 tuned (split 2, scales ahead)", AHEAD, (32, 128, 4, 1, 2, 1, 0)),
-              ("v13 tuned (stream-K x2, in place)", AHEAD, (32, 128, 4, 1, 1, 1, 1, 2))]
+              ("v13 tuned (stream-K x2)", AHEAD, (32, 128, 4, 1, 1, 1, 0, 2))]
     for name, sw, tile in cases:
         out = fp8_gemm(a, b, sa, sb, sw, tile, units=5).double().cpu()
         ok = bool(((out - ref).abs() <= gbound).all())
