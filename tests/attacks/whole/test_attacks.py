@@ -31,6 +31,7 @@ from rocmlab import grader, sandbox, settings
 from rocmlab.grader import EMPTY, batch, static
 from rocmlab.grader.checks import NO_GPU_WORK
 from rocmlab.hip import build
+from tests.helpers.sim_runtime import seed_simulator_runtime
 
 HERE = Path(__file__).resolve().parents[3]
 PKG = HERE / "rocmlab"
@@ -692,6 +693,9 @@ def test_interrupted_grade_ends_everything_keeps_results_and_resumes(tmp_path, s
     subs, out, tmp, home = tmp_path / "subs", tmp_path / "out", tmp_path / "tmp", tmp_path / "home"
     for d in (subs, tmp, home):
         d.mkdir()
+    # a fresh home (its hip-builds is checked below), with the simulator's runtime object copied in from the
+    # session's cache: each of the grade's 2 processes would compile it first (5 s each), which is not the point here
+    seed_simulator_runtime(home)
     sol = grader.load("vector-add").solution
     (subs / "a_good.hip").write_text("// a\n" + sol)
     (subs / "b_good.hip").write_text("// b\n" + sol)
