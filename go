@@ -76,6 +76,21 @@ setup() {   # $1: lab | quick (./go test) | test (./go test all, ./go setup)
   rm -rf "$logs"
 }
 
+#: Disk the whole suite writes at its peak, set-up included (README, "Tests": measured from a fresh clone).
+WHOLE_SUITE_DISK_GB=14
+
+disk_check() {   # warn, before ./go test all writes anything, when the disk looks too small for it
+  local where free
+  for where in "$here" "${TMPDIR:-/tmp}"; do
+    free=$(df -Pk "$where" 2>/dev/null | awk 'NR==2 {print int($4 / 1048576)}')
+    if [ -n "$free" ] && [ "$free" -lt "$WHOLE_SUITE_DISK_GB" ]; then
+      echo "warning: $where has $free GB free; the whole suite writes up to about $WHOLE_SUITE_DISK_GB GB" \
+           "(the venvs, the offline ROCm root, a wheel's venv, browsers' profiles): free some space first, or" \
+           "tests will fail with 'No space left on device'" >&2
+    fi
+  done
+}
+
 case "$cmd" in
   setup) setup test ;;
   lab) setup lab; exec .venv/bin/rocmlab lab "$@" ;;
@@ -85,7 +100,7 @@ case "$cmd" in
     # tier, ./go test all every test. Any other arguments go to pytest (./go test tests/sim -x).
     tier=quick
     if [ "${1:-}" = all ]; then tier=all; shift; fi
-    if [ "$tier" = all ]; then setup test; else setup quick; fi
+    if [ "$tier" = all ]; then disk_check; setup test; else setup quick; fi
     export ROCMLAB_QUICK=1
     # independent tests run in parallel (pytest-xdist): one worker per core and one more (a test often waits on
     # a server, a browser or a child), at most 4 (memory: the vLLM servers and browsers); tests that change the

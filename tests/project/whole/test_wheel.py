@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as md
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -94,6 +95,9 @@ def _venv(wheel: Path) -> Path:
     venv = Path(tempfile.gettempdir()) / f"rocmlab-wheel-venv-{key}"
     py = venv / "bin" / "python"
     pip = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    for old in venv.parent.glob("rocmlab-wheel-venv-*"):   # an older one (other versions): up to 2.4 GB each
+        if old != venv and old.is_dir() and not old.is_symlink() and old.stat().st_uid == os.geteuid():
+            shutil.rmtree(old, ignore_errors=True)
     if not (venv / ".complete").is_file():
         shutil.rmtree(venv, ignore_errors=True)
         _run([sys.executable, "-m", "venv", venv])
