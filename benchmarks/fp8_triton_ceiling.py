@@ -1,6 +1,6 @@
 """How fast can a Triton FP8 GEMM go on this GPU? The ceiling Lab 10's block-scaled kernel is measured against.
 
-    PYTHONPATH=. python3 benchmarks/fp8_triton_ceiling.py [--out FILE]
+    PYTHONPATH=. python3 benchmarks/fp8_triton_ceiling.py [--out FILE] [--wide]
 
 At each of Lab 10's four shapes (DeepSeek-V3's block-scaled GEMMs), in one run:
 
@@ -31,6 +31,14 @@ SHAPES = ((1024, 1536, 7168), (1024, 4608, 7168), (6144, 1536, 7168), (1024, 716
 #: (BM, BN, num_warps, num_stages, warp specialization)
 DENSE_TILES = ((128, 128, 8, 4, False), (128, 256, 8, 3, False), (128, 128, 4, 4, True), (128, 256, 4, 3, True),
                (128, 128, 8, 4, True), (256, 128, 8, 3, True))
+#: ``--wide``: every combination of these (72 variants; those the GPU cannot run are said and skipped)
+WIDE = {"BM": (64, 128, 256), "BN": (128, 256), "warps": (4, 8), "stages": (3, 4, 5), "ws": (False, True)}
+
+
+def wide_tiles() -> tuple:
+    import itertools
+
+    return tuple(itertools.product(WIDE["BM"], WIDE["BN"], WIDE["warps"], WIDE["stages"], WIDE["ws"]))
 
 
 def dense_kernel():
@@ -60,7 +68,7 @@ def dense_kernel():
     return fp8_dense
 
 
-def one_shape(kernel, m: int, n: int, k: int, dt, detail: list) -> str:
+def one_shape(kernel, m: int, n: int, k: int, dt, detail: list, tiles=DENSE_TILES) -> str:
     """One shape's row of the table: the vendor, the Triton ceiling's best tile, Lab 10's v13; each dense variant's
     line goes to ``detail``."""
     import torch
@@ -79,7 +87,7 @@ def one_shape(kernel, m: int, n: int, k: int, dt, detail: list) -> str:
     ref = a.float() @ b.float().T
     c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
     best = None
-    for bm, bn, warps, stages, ws in DENSE_TILES:
+    for bm, bn, warps, stages, ws in tiles:
         label = f"{bm}x{bn} w{warps} s{stages}" + (" warp-specialized" if ws else "")
 
         def run(bm=bm, bn=bn, warps=warps, stages=stages, ws=ws):
@@ -115,6 +123,9 @@ def one_shape(kernel, m: int, n: int, k: int, dt, detail: list) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", help="also write the report to this file")
+    ap.add_argument("--wide", action="store_true",
+                    help="sweep 72 dense tiles (BM 64/128/256, BN 128/256, 4/8 warps, 3-5 stages, warp-specialized "
+                         "or not) instead of the 6 default ones: a firmer ceiling, several minutes")
     args = ap.parse_args()
     import torch
 
@@ -136,7 +147,8 @@ def main() -> int:
              "v13 block-scaled (tile) | v13 / _scaled_mm | v13 / dense | v13 / bf16 |", "|---|" + "---|" * 8]
     detail = []
     for m, n, k in SHAPES:
-        lines.append(one_shape(kernel, m, n, k, F.TORCH_DTYPES[F.machine_format()], detail))
+        lines.append(one_shape(kernel, m, n, k, F.TORCH_DTYPES[F.machine_format()], detail,
+                               wide_tiles() if args.wide else DENSE_TILES))
         print(lines[-1], flush=True)
     report = "\n".join(lines + ["", "every dense variant (ratio to _scaled_mm in the same run):"] + detail)
     print(report)
