@@ -240,14 +240,62 @@ def _declarators(decl: str) -> list[str]:
     return names
 
 
+def _one_per_declaration(decl: str) -> list[str] | None:
+    """``float a[16], b[16]`` (the text after ``__shared__``, no ``;``) as one declaration per name
+    (``["float a[16]", "float b[16]"]``), so that each variable gets its own pad right after it; None where the
+    declaration declares one name, or is not split simply (a comma inside brackets stays with its declarator)."""
+    parts, depth, cur = [], 0, ""
+    for ch in decl:
+        depth += ch in "([<{"
+        depth -= ch in ")]>}"
+        if ch == "," and depth == 0:
+            parts.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    parts.append(cur)
+    if len(parts) < 2:
+        return None
+    first = re.search(r"[*&\s]*([A-Za-z_]\w*)\s*(?:\[[^;]*)?$", parts[0])
+    if first is None or not parts[0][:first.start()].strip():
+        return None
+    prefix = parts[0][:first.start()]
+    return [parts[0], *(prefix + " " + part.strip() for part in parts[1:])]
+
+
+def _function_scopes(code: str) -> list[tuple[int, int]]:
+    """(start, end) of each outermost brace pair of ``code`` (masked) that is not a namespace's or an ``extern "C"``
+    block's: a function body, where a static ``__shared__`` is a function-scope static; outside them it is at
+    namespace scope."""
+    scopes, stack, last = [], [], 0
+    for m in re.finditer(r"[{};]", code):
+        ch = m.group(0)
+        if ch == "{":
+            header = code[last:m.start()]
+            # (the mask blanks "C": an extern "C" block's header is the word extern alone)
+            kind = "ns" if re.search(r"\bnamespace\b", header) or re.fullmatch(r"\s*extern\s*", header) else "code"
+            if kind == "code" and "code" not in stack:
+                scopes.append([m.start(), len(code)])
+            stack.append(kind)
+        elif ch == "}" and stack:
+            kind = stack.pop()
+            if kind == "code" and "code" not in stack:
+                scopes[-1][1] = m.end()
+        last = m.end()
+    return [(a, b) for a, b in scopes]
+
+
 def note_shared(source: str) -> str:
     """Each static ``__shared__`` declaration followed, on its own line, by a note (once per CPU thread: a
     ``thread_local`` static, whose first-use guard takes no lock, so lanes in lockstep never wait on one another
     there) of where the variable lives (``::hipsim::lds_note``): the sanitizer then knows which bytes are LDS.
     Before the note, a pad that nothing uses (``hipsim_pad_*``), laid out right after the variable: an access there
-    is one past the variable's end. Line numbers kept."""
+    is one past the variable's end. A declaration of several names (``__shared__ float a[16], b[16];``) becomes one
+    declaration per name, each followed by its pad (else one past ``a`` would be ``b``). At namespace scope the note
+    runs once before ``main``. Line numbers kept."""
     code = _mask(source)
-    inserts = []
+    functions = _function_scopes(code)
+    edits = []
     for m in _STATIC_SHARED.finditer(code):
         line_start = code.rfind("\n", 0, m.start()) + 1
         if code[line_start:m.start()].lstrip().startswith("#"):      # inside a macro: left alone
@@ -258,15 +306,29 @@ def note_shared(source: str) -> str:
         names = _declarators(code[m.end():end])
         if not names:
             continue
-        notes = " ".join(f"thread_local unsigned char hipsim_pad_{end}_{k}"
-                         f"[::hipsim::lds_pad_bytes<decltype({name})>()]; "
-                         f"[[maybe_unused]] static thread_local const int hipsim_lds_{end}_{k} = "
-                         f'::hipsim::lds_note(&{name}, sizeof({name}), "{name}", '
-                         f"hipsim_pad_{end}_{k}, sizeof(hipsim_pad_{end}_{k}));"
-                         for k, name in enumerate(names))
-        inserts.append((end + 1, " " + notes))
-    for pos, text in reversed(inserts):
-        source = source[:pos] + text + source[pos:]
+        # at namespace scope the note is a plain static, run once before main (a namespace-scope thread_local's
+        # initialiser would run only where something uses it, which nothing does); where the variable lies is the
+        # same offset from every CPU thread's thread pointer, so one note serves all
+        local = any(a < m.start() < b for a, b in functions)
+        notes = [f"thread_local unsigned char hipsim_pad_{end}_{k}"
+                 f"[::hipsim::lds_pad_bytes<decltype({name})>()]; "
+                 f"[[maybe_unused]] static {'thread_local ' if local else ''}const int hipsim_lds_{end}_{k} = "
+                 f'::hipsim::lds_note(&{name}, sizeof({name}), "{name}", '
+                 f"hipsim_pad_{end}_{k}, sizeof(hipsim_pad_{end}_{k}));"
+                 for k, name in enumerate(names)]
+        split = _one_per_declaration(code[m.end():end]) if len(names) > 1 else None
+        if split is not None and len(split) == len(names):
+            # qualifiers before __shared__ in this statement (static, volatile) go with every declaration
+            lead_from = max(code.rfind(c, 0, m.start()) for c in ";{}") + 1
+            lead = code[lead_from:m.start()]
+            lines = source[m.start():end].count("\n")
+            text = " ".join(f"{'' if k == 0 else lead.strip() + ' '}__shared__ {d}; {note}"
+                            for k, (d, note) in enumerate(zip(split, notes)))
+            edits.append((m.start(), end + 1, text.replace("\n", " ") + "\n" * lines))
+        else:
+            edits.append((end + 1, end + 1, " " + " ".join(notes)))
+    for start, stop, text in reversed(edits):
+        source = source[:start] + text + source[stop:]
     return source
 
 

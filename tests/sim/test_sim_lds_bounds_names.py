@@ -82,6 +82,28 @@ int main(int argc, char** argv) {
 }
 """
 
+ONE_DECLARATION = HEAD + """__global__ void k(float* out, int i, int mode) {
+    __shared__ float a[64], b[64];
+    a[threadIdx.x] = 1.0f;
+    b[threadIdx.x] = 2.0f;
+    __syncthreads();
+    const float* p = a;
+    float v = 0.0f;
+    if (mode == 0) v = p[i];   // BUG
+    if (mode == 1) v = b[i];
+    out[threadIdx.x] = v;
+}
+int main(int argc, char** argv) {
+    float* o;
+    hipMalloc(&o, 256);
+    k<<<1, 64>>>(o, std::atoi(argv[1]), std::atoi(argv[2]));
+    float h[64];
+    hipMemcpy(h, o, sizeof h, hipMemcpyDeviceToHost);
+    std::printf("out %.1f\\n", h[1]);
+    return 0;
+}
+"""
+
 
 def _build(src: str):
     src = f"// {random.getrandbits(64):x}\n" + src
@@ -130,6 +152,21 @@ def test_one_past_the_end_of_a_static_shared_struct_array_through_its_address_or
         assert "__shared__ P st[64]" in found[0][1] and "at index 64" in found[0][1], (mode, found)
         assert "past its end" in found[0][1], (mode, found)
     for mode, expect in ((0, "out 3.0"), (1, "out 4.0"), (2, "out 4.0")):   # controls: in bounds; the next variable
+        done = build.run(res, [str(random.randrange(0, 64)), str(mode)])
+        assert done.returncode == 0 and simulate.findings(done.stderr) == [], (mode, done.stderr)
+        assert expect in done.stdout, (mode, done.stdout)
+
+
+def test_one_past_the_first_of_two_arrays_declared_together_is_caught():
+    """`__shared__ float a[64], b[64];` is laid out as two declarations, each with its pad: one past `a` through a
+    pointer is a finding naming `a`, not a read of `b[0]`; in bounds and `b` itself are clean."""
+    res, line = _build(ONE_DECLARATION)
+    done = build.run(res, ["64", "0"])
+    found = simulate.findings(done.stderr)
+    assert done.returncode == simulate.STOPPED_EXIT, done.stderr
+    assert found and found[0][0] == "memcheck" and found[0][1].startswith(f"line {line}:"), found
+    assert "__shared__ float a[64]" in found[0][1] and "past its end" in found[0][1], found
+    for mode, expect in ((0, "out 1.0"), (1, "out 2.0")):     # controls: in bounds through p; the array b
         done = build.run(res, [str(random.randrange(0, 64)), str(mode)])
         assert done.returncode == 0 and simulate.findings(done.stderr) == [], (mode, done.stderr)
         assert expect in done.stdout, (mode, done.stdout)

@@ -860,7 +860,7 @@ struct LdsVar { long rel; size_t bytes; const char* name; int rank; unsigned dim
 static LdsVar g_lds[512];
 static std::atomic<int> g_nlds{0};
 static std::atomic<long> g_lds_lo{LONG_MAX}, g_lds_hi{LONG_MIN};
-static std::mutex& g_lds_mu = *new std::mutex;
+static std::mutex g_lds_mu;   // constant-initialised: a namespace-scope __shared__ is noted before main (lds_note_dims)
 static std::vector<int>& g_sorted = *new std::vector<int>;   // allocations by address, rebuilt per launch
 
 static inline uintptr_t thread_pointer() {
@@ -931,8 +931,8 @@ int lds_note_dims(const volatile void* p, size_t bytes, const char* name, const 
     g_lds[n] = LdsVar{rel, bytes, name, std::min(rank, 4), {0, 0, 0, 0}, 0, 0, ""};
     for (int k = 0; k < g_lds[n].rank; ++k) g_lds[n].dims[k] = dims[k];
     note_elem(type, g_lds[n].elem, sizeof g_lds[n].elem);
-    // the pads: a variable's pad is the one that starts where it ends (in `__shared__ float a[16], b[16];` both pads
-    // follow b: b's is a's pad, and a, followed by b, has none)
+    // the pads: a variable's pad is the one that starts where it ends (simulate.py declares `__shared__ float a[16],
+    // b[16];` as two declarations, each followed by its pad)
     const long pad_rel = pad ? static_cast<long>(reinterpret_cast<uintptr_t>(pad) - tp) : 1;
     if (pad_rel <= -static_cast<long>(pad_bytes) && g_npads < 512) g_pads[g_npads++] = Range{static_cast<uintptr_t>(pad_rel),
                                                                            static_cast<uintptr_t>(pad_rel + static_cast<long>(pad_bytes))};
