@@ -24,6 +24,8 @@ from pathlib import Path
 
 import nbformat
 
+from tests.helpers import wheel_env
+
 ROOT = Path(__file__).resolve().parents[2]
 VIEWPORT = (1280, 800)
 
@@ -69,17 +71,21 @@ def graded_cells(path: Path) -> list[int]:
             if c.cell_type == "code" and "graded" in c.get("metadata", {}).get("tags", [])]
 
 
-def execute(src: Path, dest: Path, timeout_s: int = 600) -> Path:
-    """Run ``src`` headless with papermill (quick sizes) into ``dest``, in dest's folder, as a learner would."""
+def execute(src: Path, dest: Path, timeout_s: int = 600, venv: Path | None = None) -> Path:
+    """Run ``src`` headless with papermill (quick sizes) into ``dest``, in dest's folder, as a learner would: in
+    this environment, or with ``venv`` in that environment's Python and kernel (tests/helpers/wheel_env.py)."""
     import papermill
 
     dest.parent.mkdir(parents=True, exist_ok=True)
     progress = os.environ.get("ROCMLAB_PROGRESS")
     os.environ["ROCMLAB_PROGRESS"] = str(Path(tempfile.gettempdir()) / f"rocmlab-test-progress-{SESSION}-{src.stem}.json")
     try:                      # the kernel inherits this process's environment
-        papermill.execute_notebook(str(src), str(dest), parameters={"quick": True}, cwd=str(dest.parent),
-                                   kernel_name="python3", execution_timeout=timeout_s, progress_bar=False,
-                                   log_output=False)
+        if venv is not None:
+            wheel_env.execute_in_venv(venv, src, dest, timeout_s)
+        else:
+            papermill.execute_notebook(str(src), str(dest), parameters={"quick": True}, cwd=str(dest.parent),
+                                       kernel_name="python3", execution_timeout=timeout_s, progress_bar=False,
+                                       log_output=False)
     finally:
         if progress is None:
             os.environ.pop("ROCMLAB_PROGRESS", None)
@@ -102,7 +108,9 @@ def executed(src: Path) -> Path:
     the notebook test (tests/notebooks/whole/test_labs_run.py) and the view test share the one run, also across pytest-xdist
     workers (a lock per notebook; the first to ask runs it, the others wait and read the result). A failure is
     raised again for whoever asks next. The runs record grades in a progress file of the session's own
-    (``ROCMLAB_PROGRESS``), never in the user's."""
+    (``ROCMLAB_PROGRESS``), never in the user's. A lab (labs/*.ipynb) runs from the session's installed wheel, in
+    its venv's kernel (tests/helpers/wheel_env.py): that run is also the wheel test's proof that every lab runs
+    from the wheel; an exercise notebook runs in this environment."""
     if src not in _RUNS:
         dest = artifacts_dir() / "executed" / src.relative_to(ROOT / "labs")
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -117,7 +125,11 @@ def executed(src: Path) -> Path:
                 _RUNS[src] = dest if outcome == "ok" else NotebookFailed(outcome)
             else:
                 try:
-                    _RUNS[src] = execute(src, dest)
+                    # a lab runs from the session's installed wheel (its one run is the wheel test's too); an
+                    # exercise notebook from this checkout, and a lab too where no wheel can be built (no git)
+                    from_wheel = src.parent == ROOT / "labs" and wheel_env.can_build()
+                    venv = wheel_env.session_wheel(SESSION)[1] if from_wheel else None
+                    _RUNS[src] = execute(src, dest, venv=venv)
                     status.write_text(SESSION + "\nok")
                 except BaseException as exc:    # noqa: BLE001 - kept and raised again for the next asker
                     _RUNS[src] = exc

@@ -1,7 +1,10 @@
 """Every lab and exercise notebook runs headless without an error, as a learner's Run All would: papermill
 with quick sizes (``quick=True``; ``ROCMLAB_QUICK=1``). Notebooks are found on disk, so labs added later are
 covered. The run is the session's one run of each notebook: the browser's view test (tests/browser) opens the
-same executed copy (test-artifacts/browser/executed/) instead of running it again.
+same executed copy (test-artifacts/browser/executed/) instead of running it again. A lab runs from the session's
+installed wheel, in its venv's kernel (tests/helpers/wheel_env.py; the wheel test checks that every lab's kernel was
+that venv's), so what is checked here is the course as a learner installs it; an exercise notebook runs from
+this checkout.
 
 Teaching facts are checked by ``assert`` in the notebooks' own cells, so a wrong fact fails here. What a lab
 *shows* is checked as ``pytest --nbval-lax labs/`` checks it, from the same run: every cell tagged
