@@ -30,7 +30,7 @@ MUST_SHIP = ("rocmlab/course/labs/lab02_porting_cuda_to_hip/samples/reduce_intri
 @pytest.mark.timeout(5400)
 def test_the_wheel_from_tracked_files_installs_into_jupyterlab_and_runs_every_lab(tmp_path):
     if not wheel_env.can_build():
-        pytest.skip("not a git checkout: the wheel is built from the tracked files")
+        pytest.skip("not a git checkout that git reads here (git ls-files): the wheel is built from the tracked files")
     wheel, venv = wheel_env.session_wheel(SESSION)
     names = zipfile.ZipFile(wheel).namelist()
     shipped_leftovers = [n for n in names if "my-work" in n or ".ipynb_checkpoints" in n]
