@@ -220,8 +220,8 @@ def rewrite(source: str) -> str:
 _STATIC_SHARED = re.compile(r"\b__shared__\b")
 
 
-def _declarators(decl: str) -> list[str]:
-    """The names a declaration (``float a[4][5], b[8]``, no ``;``) declares: split at top-level commas."""
+def _top_level_parts(decl: str) -> list[str]:
+    """``decl`` split at its top-level commas (a comma inside brackets stays with its declarator)."""
     parts, depth, cur = [], 0, ""
     for ch in decl:
         depth += ch in "([<{"
@@ -232,8 +232,13 @@ def _declarators(decl: str) -> list[str]:
         else:
             cur += ch
     parts.append(cur)
+    return parts
+
+
+def _declarators(decl: str) -> list[str]:
+    """The names a declaration (``float a[4][5], b[8]``, no ``;``) declares: split at top-level commas."""
     names = []
-    for part in parts:
+    for part in _top_level_parts(decl):
         m = re.search(r"([A-Za-z_]\w*)\s*(?:\[|=|$)", part.strip())
         if m and m.group(1) not in ("__shared__", "thread_local", "static"):
             names.append(m.group(1))
@@ -244,16 +249,7 @@ def _one_per_declaration(decl: str) -> list[str] | None:
     """``float a[16], b[16]`` (the text after ``__shared__``, no ``;``) as one declaration per name
     (``["float a[16]", "float b[16]"]``), so that each variable gets its own pad right after it; None where the
     declaration declares one name, or is not split simply (a comma inside brackets stays with its declarator)."""
-    parts, depth, cur = [], 0, ""
-    for ch in decl:
-        depth += ch in "([<{"
-        depth -= ch in ")]>}"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
+    parts = _top_level_parts(decl)
     if len(parts) < 2:
         return None
     first = re.search(r"[*&\s]*([A-Za-z_]\w*)\s*(?:\[[^;]*)?$", parts[0])
@@ -323,7 +319,7 @@ def note_shared(source: str) -> str:
             lead = code[lead_from:m.start()]
             lines = source[m.start():end].count("\n")
             text = " ".join(f"{'' if k == 0 else lead.strip() + ' '}__shared__ {d}; {note}"
-                            for k, (d, note) in enumerate(zip(split, notes)))
+                            for k, (d, note) in enumerate(zip(split, notes, strict=True)))
             edits.append((m.start(), end + 1, text.replace("\n", " ") + "\n" * lines))
         else:
             edits.append((end + 1, end + 1, " " + " ".join(notes)))

@@ -58,6 +58,19 @@ int main(int argc, char** argv) {
     return 0;
 }
 """
+
+#: The host side of PAST_END and ONE_DECLARATION: k(out, i, mode) on one block of 64, from argv; prints out[1].
+K_MAIN = """int main(int argc, char** argv) {
+    float* o;
+    hipMalloc(&o, 256);
+    k<<<1, 64>>>(o, std::atoi(argv[1]), std::atoi(argv[2]));
+    float h[64];
+    hipMemcpy(h, o, sizeof h, hipMemcpyDeviceToHost);
+    std::printf("out %.1f\\n", h[1]);
+    return 0;
+}
+"""
+
 PAST_END = HEAD + """struct P { float x, y, z; };
 __global__ void k(float* out, int i, int mode) {
     __shared__ P st[64];
@@ -71,16 +84,7 @@ __global__ void k(float* out, int i, int mode) {
     if (mode == 2) v = other[i].z;
     out[threadIdx.x] = v;
 }
-int main(int argc, char** argv) {
-    float* o;
-    hipMalloc(&o, 256);
-    k<<<1, 64>>>(o, std::atoi(argv[1]), std::atoi(argv[2]));
-    float h[64];
-    hipMemcpy(h, o, sizeof h, hipMemcpyDeviceToHost);
-    std::printf("out %.1f\\n", h[1]);
-    return 0;
-}
-"""
+""" + K_MAIN
 
 ONE_DECLARATION = HEAD + """__global__ void k(float* out, int i, int mode) {
     __shared__ float a[64], b[64];
@@ -93,16 +97,7 @@ ONE_DECLARATION = HEAD + """__global__ void k(float* out, int i, int mode) {
     if (mode == 1) v = b[i];
     out[threadIdx.x] = v;
 }
-int main(int argc, char** argv) {
-    float* o;
-    hipMalloc(&o, 256);
-    k<<<1, 64>>>(o, std::atoi(argv[1]), std::atoi(argv[2]));
-    float h[64];
-    hipMemcpy(h, o, sizeof h, hipMemcpyDeviceToHost);
-    std::printf("out %.1f\\n", h[1]);
-    return 0;
-}
-"""
+""" + K_MAIN
 
 
 def _build(src: str):
