@@ -1,13 +1,15 @@
 """How fast can a Triton FP8 GEMM go on this GPU? The ceiling Lab 10's block-scaled kernel is measured against.
 
-    PYTHONPATH=. python3 benchmarks/fp8_triton_ceiling.py [--out FILE] [--wide]
+    PYTHONPATH=. python3 benchmarks/fp8_triton_ceiling.py [--out FILE] [--wide] [--splits 1 2 4]
 
 At each of Lab 10's four shapes (DeepSeek-V3's block-scaled GEMMs), in one run:
 
 - the vendor: per-tensor FP8 ``torch._scaled_mm`` (cuBLASLt on NVIDIA, hipBLASLt on AMD) and bf16 ``torch.matmul``;
 - the **ceiling**: a plain FP8 GEMM in Triton with *no* scales at all (one fp32 accumulator, tensor descriptors,
   grouped tiles), at a few tiles, with and without Triton's warp specialization (``tl.range(...,
-  warp_specialize=True)``): the fastest answer Triton gives here to the easier problem;
+  warp_specialize=True)``), and split over K in 2 or 4 pieces (``--splits``; the pieces add into a zeroed float32
+  output with atomics, the zeroing timed with them) for the shapes whose tiles leave compute units idle: the fastest
+  answer Triton gives here to the easier problem;
 - Lab 10's last ladder step (``v13 tuned``, block-scaled, its own tile sweep).
 
 It prints each as TFLOP/s and as a ratio to ``_scaled_mm`` measured in the same run, and the block-scaled kernel's
@@ -21,6 +23,7 @@ is printed as WRONG and never counted. On a machine without a GPU it says so and
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
@@ -36,8 +39,6 @@ WIDE = {"BM": (64, 128, 256), "BN": (128, 256), "warps": (4, 8), "stages": (3, 4
 
 
 def wide_tiles() -> tuple:
-    import itertools
-
     return tuple(itertools.product(WIDE["BM"], WIDE["BN"], WIDE["warps"], WIDE["stages"], WIDE["ws"]))
 
 
@@ -49,8 +50,9 @@ def dense_kernel():
 
     @triton.jit
     def fp8_dense(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                  WARP_SPEC: tl.constexpr):
-        pid = tl.program_id(0)
+                  WARP_SPEC: tl.constexpr, SPLIT: tl.constexpr):
+        pid = tl.program_id(0) // SPLIT                  # the output tile
+        piece = tl.program_id(0) % SPLIT                 # its piece of K (SPLIT > 1: atomics into float32)
         tiles_m = M // BM
         tiles_n = N // BN
         group = pid // (8 * tiles_n)                     # groups of 8 row tiles, as Lab 10's GROUP_M step
@@ -60,15 +62,21 @@ def dense_kernel():
         da = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
         db = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
         acc = tl.zeros([BM, BN], tl.float32)
-        for kb in tl.range(0, K // BK, warp_specialize=WARP_SPEC):
+        per = K // BK // SPLIT
+        for kb in tl.range(piece * per, piece * per + per, warp_specialize=WARP_SPEC):
             acc = tl.dot(da.load([pid_m * BM, kb * BK]), tl.trans(db.load([pid_n * BN, kb * BK])), acc)
-        dc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
-        dc.store([pid_m * BM, pid_n * BN], acc.to(tl.bfloat16))
+        if SPLIT == 1:
+            dc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+            dc.store([pid_m * BM, pid_n * BN], acc.to(tl.bfloat16))
+        else:
+            r = pid_m * BM + tl.arange(0, BM)
+            c = pid_n * BN + tl.arange(0, BN)
+            tl.atomic_add(c_ptr + r[:, None] * N + c[None, :], acc, sem="relaxed")
 
     return fp8_dense
 
 
-def one_shape(kernel, m: int, n: int, k: int, dt, detail: list, tiles=DENSE_TILES) -> str:
+def one_shape(kernel, m: int, n: int, k: int, dt, detail: list, tiles=DENSE_TILES, splits=(1,)) -> str:
     """One shape's row of the table: the vendor, the Triton ceiling's best tile, Lab 10's v13; each dense variant's
     line goes to ``detail``."""
     import torch
@@ -85,16 +93,23 @@ def one_shape(kernel, m: int, n: int, k: int, dt, detail: list, tiles=DENSE_TILE
     a16, b16 = a.to(torch.bfloat16), b.to(torch.bfloat16)
     bf16 = graph_bench(lambda: a16 @ b16.T)
     ref = a.float() @ b.float().T
-    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    c16 = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    c32 = torch.empty(m, n, device="cuda", dtype=torch.float32)
     best = None
-    for bm, bn, warps, stages, ws in tiles:
-        label = f"{bm}x{bn} w{warps} s{stages}" + (" warp-specialized" if ws else "")
+    for (bm, bn, warps, stages, ws), split in itertools.product(tiles, splits):
+        if (k // 128) % split:
+            continue
+        label = f"{bm}x{bn} w{warps} s{stages}" + (" warp-specialized" if ws else "") + \
+            (f" split-K {split}" if split > 1 else "")
+        c = c16 if split == 1 else c32
 
-        def run(bm=bm, bn=bn, warps=warps, stages=stages, ws=ws):
-            kernel[(m // bm * (n // bn),)](a, b, c, m, n, k, BM=bm, BN=bn, BK=128, WARP_SPEC=ws,
-                                           num_warps=warps, num_stages=stages)
+        def run(bm=bm, bn=bn, warps=warps, stages=stages, ws=ws, split=split, c=c):
+            if split > 1:
+                c.zero_()       # the pieces add into it: zeroing is part of the work, timed with it
+            kernel[(m // bm * (n // bn) * split,)](a, b, c, m, n, k, BM=bm, BN=bn, BK=128, WARP_SPEC=ws,
+                                                   SPLIT=split, num_warps=warps, num_stages=stages)
         try:
-            c.zero_()
+            c.fill_(float("nan"))   # poisoned: an element nothing wrote fails the check (split-K zeroes it first)
             run()
             err = float((c.float() - ref).norm() / ref.norm())
             ms = graph_bench(run)
@@ -126,7 +141,11 @@ def main() -> int:
     ap.add_argument("--wide", action="store_true",
                     help="sweep 72 dense tiles (BM 64/128/256, BN 128/256, 4/8 warps, 3-5 stages, warp-specialized "
                          "or not) instead of the 6 default ones: a firmer ceiling, several minutes")
+    ap.add_argument("--splits", type=int, nargs="+", default=[1, 2, 4], metavar="S",
+                    help="split K into S pieces (1: no split); default 1 2 4")
     args = ap.parse_args()
+    if any(s < 1 for s in args.splits):
+        ap.error(f"--splits {args.splits}: each must be 1 or more")
     import torch
 
     if not torch.cuda.is_available():
@@ -148,7 +167,7 @@ def main() -> int:
     detail = []
     for m, n, k in SHAPES:
         lines.append(one_shape(kernel, m, n, k, F.TORCH_DTYPES[F.machine_format()], detail,
-                               wide_tiles() if args.wide else DENSE_TILES))
+                               wide_tiles() if args.wide else DENSE_TILES, tuple(args.splits)))
         print(lines[-1], flush=True)
     report = "\n".join(lines + ["", "every dense variant (ratio to _scaled_mm in the same run):"] + detail)
     print(report)
