@@ -115,7 +115,7 @@ def main(argv=None) -> int:
     print(f"# sandbox overhead: {len(exs)} solutions x {reps} repetition(s), interleaved; backend {plat.backend} "
           f"({plat.device.name if plat.device else 'no GPU'}); {os.cpu_count()} CPU cores")
     print(f"  isolated: {iso.description}")
-    print(f"  without:  {sandbox._describe(weaker, '', '').description}")
+    print(f"  without:  {sandbox.detection._describe(weaker, '', '').description}")
     rows: dict[str, dict] = {e.id: {"bubblewrap": [], "fallback": [], "fallback_error": "", "scores": set()} for e in exs}
     all_calls = []
     for rep in range(reps):

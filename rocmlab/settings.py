@@ -5,7 +5,8 @@ argument > an exercise's spec > the environment variable named here > the defaul
 Use :func:`resolve` for that rule rather than writing it again.
 
 Every module that needs a default target, a time limit or a path imports it from here; no
-other module writes ``"gfx942"`` or ``20.0`` as a default.
+other module writes ``20.0`` as a default, and no module but :mod:`rocmlab.targets` (one record per GPU target,
+which the target tables here are derived from) writes a target's name such as ``"gfx942"``.
 """
 
 from __future__ import annotations
@@ -15,30 +16,22 @@ import math
 import os
 from dataclasses import dataclass
 
-# --- targets --------------------------------------------------------------------------------
+from rocmlab import targets
+
+# --- targets (each one's facts: rocmlab/targets.py; these tables are derived from its records) ---------
 #: The AMD targets the course teaches, in the order it presents them.
-AMD_TARGETS: tuple[str, ...] = ("gfx942", "gfx950", "gfx90a")
-#: What each AMD target is.
-TARGET_NAMES: dict[str, str] = {
-    "gfx942": "MI300X / MI325X (CDNA3)",
-    "gfx950": "MI355X / MI350X (CDNA4)",
-    "gfx90a": "MI200 series (CDNA2)",
-    "sm_90": "H100 / H200 (Hopper)",
-}
+AMD_TARGETS: tuple[str, ...] = tuple(t.name for t in targets.AMD)
+#: What each target is ("MI300X / MI325X (CDNA3)"): the AMD ones taught and the NVIDIA ones.
+TARGET_NAMES: dict[str, str] = {t.name: t.label for t in (*targets.AMD, *targets.NVIDIA)}
 #: The target a HIP cell is built for when the machine has no AMD GPU: MI300X.
-DEFAULT_TARGET = "gfx942"
+DEFAULT_TARGET: str = targets.GFX942.name
 #: The NVIDIA target when nvcc builds without a GPU to ask.
-DEFAULT_NVIDIA_TARGET = "sm_90"
+DEFAULT_NVIDIA_TARGET: str = targets.SM_90.name
 #: Lanes per wavefront of each AMD target (CDNA: 64; an NVIDIA warp has 32).
-WAVEFRONT_SIZE: dict[str, int] = {"gfx942": 64, "gfx950": 64, "gfx90a": 64}
-#: The FP8 format each target's hardware converts to and computes in (None: no FP8). gfx942 has
-#: e4m3fnuz (max 240); gfx950 and NVIDIA sm_89+ have the OCP e4m3fn (max 448).
-FP8_FORMATS: dict[str, str | None] = {
-    "gfx942": "e4m3fnuz",
-    "gfx950": "e4m3fn",
-    "gfx90a": None,
-    "sm_90": "e4m3fn",
-}
+WAVEFRONT_SIZE: dict[str, int] = {t.name: t.wave for t in targets.AMD}
+#: The FP8 format each target's hardware converts to and computes in (None: no FP8): e4m3fnuz (max 240)
+#: or the OCP e4m3fn (max 448), each record's ``fp8``.
+FP8_FORMATS: dict[str, str | None] = {t.name: t.fp8 for t in (*targets.AMD, *targets.NVIDIA)}
 #: Every target rocmlab names in its help texts.
 TARGETS: tuple[str, ...] = (*AMD_TARGETS, DEFAULT_NVIDIA_TARGET)
 

@@ -29,7 +29,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from rocmlab import sandbox, settings
+from rocmlab import sandbox, settings, targets
 from rocmlab.hip import occupancy as occ
 
 #: The AMD options compile_amd passes on, with what they mean.
@@ -90,8 +90,8 @@ class AmdReport:
     @property
     def lds_limit(self) -> int | None:
         """The LDS one workgroup may use on this target: 64 KiB on gfx942 (MI300X), 160 KiB on gfx950 (MI355X)."""
-        facts = occ.TARGET_FACTS.get(self.target)
-        return facts["lds_per_cu"] if facts else None
+        t = targets.find(self.target)
+        return t.cu.lds_per_cu if t is not None and t.cu is not None else None
 
     @property
     def fits_lds(self) -> bool | None:
@@ -103,7 +103,7 @@ class AmdReport:
     def occupancy(self):
         """Waves per SIMD from the registers and LDS, by rocmlab's calculator (None where it lacks the target)."""
 
-        if self.target not in occ.TARGET_FACTS or self.vgprs is None:
+        if self.target not in occ.known() or self.vgprs is None:
             return None
         return occ.occupancy(vgprs=self.vgprs, agprs=self.agprs or 0, sgprs=self.sgprs or 16,
                              lds_bytes=self.lds_bytes or 0, workgroup_size=self.threads_per_workgroup or 256,
@@ -207,8 +207,10 @@ def compile_variants(fn, signature: dict, constexprs: dict | None = None, target
     """:func:`compile_amd` once per dict of options in ``variants`` (one child process for all of them
     when this process runs Triton's interpreter)."""
     target = target or settings.DEFAULT_TARGET
-    if not str(target).startswith("gfx"):
-        raise TritonAmdError(f"target {target!r} is not an AMD target: use one of {', '.join(settings.AMD_TARGETS)}")
+    record = targets.find(target)
+    if record is None or not record.is_amd:
+        raise TritonAmdError(f"target {target!r} is not an AMD target rocmlab knows: use one of "
+                             f"{', '.join(settings.AMD_TARGETS)}")
     base = dict(num_warps=4, waves_per_eu=0, num_stages=2, matrix_instr_nonkdim=0, kpack=1)
     unknown = {k for v in variants for k in v} - set(base)
     if unknown:
@@ -216,7 +218,7 @@ def compile_variants(fn, signature: dict, constexprs: dict | None = None, target
     variants = [dict(base, **v) for v in variants]
     src, name = _source_of(fn)
     job = dict(source=src, name=name, signature=signature, constexprs=dict(constexprs or {}), target=target,
-               variants=variants, divisible=list(divisible))
+               wave=record.wave, variants=variants, divisible=list(divisible))
     if not interpreting():
         return _compile_job(job)
     return _compile_in_child(job)
@@ -266,7 +268,7 @@ def _compile_job(job: dict) -> list[AmdReport]:
         for opts in job["variants"]:
             try:
                 ck = triton.compile(ASTSource(fn=jf, signature=sig, constexprs=constexprs, attrs=attrs),
-                                    target=GPUTarget("hip", job["target"], 64), options=opts)
+                                    target=GPUTarget("hip", job["target"], job["wave"]), options=opts)
             except Exception as exc:   # noqa: BLE001 - Triton raises many kinds; report them as one
                 msg = str(exc).strip().splitlines()
                 raise TritonAmdError(f"Triton could not compile {job['name']} for {job['target']} with {opts}: "

@@ -1,4 +1,5 @@
-"""Measure the package's house rules: import loops, upward imports, literal defaults, local imports, names.
+"""Measure the package's house rules: import loops, upward imports, literal defaults, local imports, names, imports
+for a side effect (a module imported only so that importing it registers something: :func:`side_effect_imports`).
 
     python tools/architecture.py [--json] [--root rocmlab]
 
@@ -335,24 +336,47 @@ def lab_packages_without_notebook(mods: dict[str, Module], labs_dir: Path) -> li
     return [p for p in lab_packages(mods) if p not in named]
 
 
-def literal_count(root: Path, literal: str, allowed: tuple[str, ...] = ("settings.py",)) -> list[tuple[str, int]]:
-    """Where a string literal (e.g. "gfx942") is written in code, outside the allowed files (docstrings not counted)."""
-    hits = []
-    for path in sorted(root.rglob("*.py")):
-        if path.name in allowed:
-            continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        doc_nodes = set()
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                body = getattr(node, "body", [])
-                if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
-                    doc_nodes.add(id(body[0].value))
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in doc_nodes:
-                if node.value == literal:
-                    hits.append((str(path), node.lineno))
-    return hits
+#: The module (relative to the package) holding one record per GPU target: the only one that writes a target's name.
+RECORD_MODULE = "targets.py"
+#: An AMD target's name, as the record module writes it (gfx942, gfx90a).
+AMD_TARGET_NAME = re.compile(r"gfx[0-9a-f]+")
+
+
+def _code_strings(path: Path) -> list[tuple[str, int]]:
+    """(value, line) of every string constant in a module's code (docstrings not counted)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    doc_nodes = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            body = getattr(node, "body", [])
+            if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant):
+                doc_nodes.add(id(body[0].value))
+    return [(node.value, node.lineno) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in doc_nodes]
+
+
+def literal_count(root: Path, literal: str, allowed: tuple[str, ...] = (RECORD_MODULE,)) -> list[tuple[str, int]]:
+    """Where a string literal (e.g. "gfx942") is written in code, outside the allowed modules (paths relative to
+    ``root``; docstrings not counted)."""
+    return [(str(path), line) for path in sorted(root.rglob("*.py")) if path.relative_to(root).as_posix() not in allowed
+            for value, line in _code_strings(path) if value == literal]
+
+
+def target_names(root: Path) -> list[str]:
+    """The AMD target names the record module (:data:`RECORD_MODULE`) writes: each string of its code that is one."""
+    path = root / RECORD_MODULE
+    if not path.is_file():
+        return []
+    return sorted({v for v, _ in _code_strings(path) if AMD_TARGET_NAME.fullmatch(v)})
+
+
+def literal_target_names(root: Path) -> list[tuple[str, int, str]]:
+    """(file, line, name) wherever a module other than the record module writes an AMD target's name as a whole
+    string (``"gfx942"``; text that mentions one, such as ``"gfx942 (MI300X)"``, is not counted)."""
+    names = set(target_names(root))
+    return [(path.relative_to(root.parent).as_posix(), line, value) for path in sorted(root.rglob("*.py"))
+            if path.relative_to(root).as_posix() != RECORD_MODULE
+            for value, line in _code_strings(path) if value in names]
 
 
 TIME_LIMIT_DEFAULT = re.compile(r"\b(time_limit_s|timeout_s|time_limit)\b\s*(?::\s*float)?\s*=\s*20(?:\.0)?\b")
@@ -453,6 +477,58 @@ def stray_status_words(root: Path) -> list[tuple[str, int, str]]:
     return hits
 
 
+#: A ``try:`` whose handler catches one of these is an import probe ("is it installed?"), not an import for its effect.
+PROBE_ERRORS = ("ImportError", "ModuleNotFoundError")
+
+
+def _dotted(node) -> str:
+    """``a.b.c`` for an attribute chain on a name, else ''."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
+
+
+def side_effect_imports(root: Path) -> list[tuple[str, int, str]]:
+    """(file, line, what it imports) where a module imports something only for what importing it does (a registry
+    filled as a module loads): the name the import binds is never used in the module (an ``import a.b.c``: no
+    ``a.b.c`` chain), at its top or in a function; ``# noqa: F401`` is how such an import hides from the linter.
+    Not counted: ``__init__.py`` files (their imports are the package's public names, re-exported), names in
+    ``__all__``, ``from __future__``, and a probe (an import in a ``try:`` whose handler catches ImportError)."""
+    hits = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "__init__.py" or "_datasets" in path.parts or "_labs" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+        chains = {_dotted(n) for n in ast.walk(tree) if isinstance(n, ast.Attribute)}
+        probes = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+                used |= {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+            elif isinstance(node, ast.Try) and any(
+                    _dotted(t) in PROBE_ERRORS for h in node.handlers if h.type is not None
+                    for t in (h.type.elts if isinstance(h.type, ast.Tuple) else [h.type])):
+                probes |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) or id(node) in probes:
+                continue
+            if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+                continue
+            for a in node.names:
+                if isinstance(node, ast.Import) and a.asname is None and "." in a.name:
+                    found = any(c == a.name or c.startswith(a.name + ".") for c in chains)
+                    what = a.name
+                else:
+                    found = a.name == "*" or (a.asname or a.name) in used
+                    what = a.name if isinstance(node, ast.Import) else \
+                        f"{'.' * node.level}{node.module + '.' if node.module else ''}{a.name}"
+                if not found:
+                    hits.append((str(path.relative_to(root.parent)), node.lineno, what))
+    return hits
+
+
 def measure(root: Path, labs_dir: Path | None = None) -> dict:
     """Every count of the report, for the package at ``root`` and the notebooks in ``labs_dir`` (default: the
     ``labs/`` folder beside the package)."""
@@ -477,7 +553,8 @@ def measure(root: Path, labs_dir: Path | None = None) -> dict:
         "cross_lab_imports": cross_lab_imports(mods),
         "notebook_imports_outside_own_lab": notebook_imports(labs_dir) if labs_dir.is_dir() else [],
         "lab_packages_without_notebook": lab_packages_without_notebook(mods, labs_dir) if labs_dir.is_dir() else [],
-        "literal_gfx942_outside_settings": literal_count(root, "gfx942"),
+        "target_names": target_names(root),
+        "literal_target_names": literal_target_names(root),
         "time_limit_default_definitions": time_limit_definitions(root),
         "timing_implementations": timing_implementations(root),
         "imports_inside_functions": len(local),
@@ -487,6 +564,7 @@ def measure(root: Path, labs_dir: Path | None = None) -> dict:
         "names_used_twice": names_used_twice(root),
         "arch_names": arch_names(root),
         "stray_status_words": stray_status_words(root),
+        "side_effect_imports": side_effect_imports(root),
     }
 
 
@@ -526,7 +604,10 @@ def main(argv=None) -> int:
     print(f"lab packages named like no notebook: {len(r['lab_packages_without_notebook'])}")
     for p_ in r["lab_packages_without_notebook"]:
         print(f"    {p_}")
-    print(f"literal \"gfx942\" outside settings.py: {len(r['literal_gfx942_outside_settings'])}")
+    print(f"literal target names ({', '.join(r['target_names'])}) outside {RECORD_MODULE}: "
+          f"{len(r['literal_target_names'])}")
+    for f, line, name in r["literal_target_names"]:
+        print(f"    {f}:{line} {name!r}")
     print(f"time-limit default definitions (=20): {len(r['time_limit_default_definitions'])}")
     print(f"timing implementations (modules that time GPU work themselves): {len(r['timing_implementations'])}")
     for t in r["timing_implementations"]:
@@ -547,6 +628,10 @@ def main(argv=None) -> int:
     print(f"status words outside rocmlab/status.py: {len(r['stray_status_words'])}")
     for f, line, w in r["stray_status_words"][:40]:
         print(f"    {f}:{line} {w!r}")
+    print(f"imports for a side effect (a name never used; __init__.py re-exports and import probes aside): "
+          f"{len(r['side_effect_imports'])}")
+    for f, line, t in r["side_effect_imports"][:40]:
+        print(f"    {f}:{line} imports {t}")
     return 0
 
 

@@ -33,6 +33,10 @@ def _check_out(out: str) -> str:
     return ""
 
 
+#: rocmlab grade's own --out default; with --exchange an unset --out means EXCHANGE/grades instead.
+GRADE_OUT_DEFAULT = "grades-out"
+
+
 def add_parser(sub):
     p = sub.add_parser("grade", help="grade a folder of submissions (grades.csv + per-learner feedback)")
     p.add_argument("submissions", nargs="?", help="folder with LEARNER.hip or LEARNER/EXERCISE.hip")
@@ -42,7 +46,7 @@ def add_parser(sub):
     g.add_argument("--assignment", help="YAML file: name: NAME, exercises: [ID, ...]")
     g.add_argument("--list", action="store_true", help="list every graded item (exercises, lab tasks, puzzles, "
                    "questions) and exit")
-    p.add_argument("--out", default="grades-out", help="where results/, feedback/ and the CSVs go")
+    p.add_argument("--out", default=GRADE_OUT_DEFAULT, help="where results/, feedback/ and the CSVs go")
     p.add_argument("--workers", type=_workers, default=max(1, min(4, os.cpu_count() or 1)),
                    help="parallel graders (default: CPU cores, at most 4)")
     p.add_argument("--seed", type=int, default=None, help="fixed input seed (default: a fresh secret one each)")
@@ -60,7 +64,6 @@ def add_parser(sub):
 
 def run(args) -> int:
     from rocmlab.grader import batch
-    import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
     from rocmlab.grader import items
     from rocmlab.grader.spec import ExerciseError
     from rocmlab.sandbox import Terminated
@@ -82,8 +85,6 @@ def run(args) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     if args.exchange:
-        from rocmlab.workshop.grading import run_exchange
-
         try:
             os.stat(args.exchange)
         except OSError as exc:        # a name too long for the file system, a folder that cannot be entered ...
@@ -91,7 +92,7 @@ def run(args) -> int:
                 shown = args.exchange if len(args.exchange) <= 120 else args.exchange[:60] + "..." + args.exchange[-20:]
                 print(f"error: --exchange {shown}: {exc.strerror}: give the exchange folder's path", file=sys.stderr)
                 return 2
-        return run_exchange(args)
+        return _run_exchange(args)
     if not args.submissions:
         print("error: give the SUBMISSIONS folder (or --exchange DIR)", file=sys.stderr)
         return 2
@@ -120,4 +121,33 @@ def run(args) -> int:
               "and run the same command again to grade them", file=sys.stderr)
     print(f"grades: {args.out}/grades.csv (nbgrader columns), {args.out}/grades_by_check.csv (per check); "
           f"feedback: {args.out}/feedback/LEARNER/EXERCISE.txt")
+    return 0
+
+
+def _run_exchange(args) -> int:
+    """``rocmlab grade --exchange DIR``: collect the latest hand-ins, grade them, return the feedback
+    (:func:`rocmlab.workshop.exchange.grade_exchange`), and say what was done."""
+    from rocmlab.grader import batch
+    from rocmlab.grader.spec import ExerciseError
+    from rocmlab.workshop import exchange
+
+    if args.submissions:
+        print("error: give either SUBMISSIONS or --exchange DIR, not both", file=sys.stderr)
+        return 2
+    out = None if args.out in (None, GRADE_OUT_DEFAULT) else args.out
+    try:
+        if args.assignment:
+            name, ids = batch.load_assignment(args.assignment)
+        else:
+            name, ids = args.exercise, [args.exercise]
+        c = exchange.grade_exchange(args.exchange, ids, out, assignment=name, workers=args.workers, seed=args.seed,
+                                    time_limit_s=args.time_limit, progress=not args.no_progress)
+    except (exchange.ExchangeError, batch.BatchError, ExerciseError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"{c['learners']} learners, {c['handins']} hand-ins: {c['submissions']} latest collected, "
+          f"{c['graded']} graded now, {c['skipped']} already graded, {c['returned']} feedback returned")
+    for r in c.get("refused", []):
+        print(f"not graded: {r.learner}'s {r.exercise} hand-in {r.name}: {r.reason}")
+    print(f"grades: {c['out']}/grades.csv (nbgrader columns); feedback: {args.exchange}/outbound/feedback/LEARNER/")
     return 0

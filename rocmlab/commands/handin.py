@@ -25,7 +25,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
     from rocmlab.course.handin import no_exchange, self_study_text
     from rocmlab.grader import items
     from rocmlab.grader.spec import ExerciseError

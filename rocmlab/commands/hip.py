@@ -8,55 +8,39 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import stat
 import sys
 from dataclasses import asdict
 from pathlib import Path
 
-from rocmlab import settings
+from rocmlab import safe_read, settings
 
 
 class SourceError(ValueError):
     """A source file that cannot be read as text; the message names the fix."""
 
 
-_KINDS = ((stat.S_ISFIFO, "named pipe (FIFO)"), (stat.S_ISCHR, "character device"), (stat.S_ISBLK, "block device"),
-          (stat.S_ISSOCK, "socket"), (stat.S_ISDIR, "folder"))
-
-
 def _not_regular(path: Path, mode: int) -> SourceError:
-    kind = next((name for test, name in _KINDS if test(mode)), "special file")
-    return SourceError(f"{path} is a {kind}, not a source file: give the path of a .hip or .cu text file")
+    return SourceError(f"{path} is a {safe_read.kind(mode)}, not a source file: give the path of a .hip or .cu text file")
 
 
 def read_source(path: Path, max_bytes: int = settings.SOURCE_MAX_BYTES) -> str:
     """The text of a HIP/CUDA source file: UTF-8 (a BOM is dropped), or SourceError naming the bad
     byte's line and the fix (a latin-1 file: convert it with iconv). A FIFO, a device or a socket is refused
     before it is opened (reading one could block forever), and a file over ``max_bytes`` before it is read (its
-    size from fstat)."""
+    size from fstat): :func:`rocmlab.safe_read.read_capped`, links followed (a path typed on the command line)."""
     try:
-        st = os.stat(path)
-        if not stat.S_ISREG(st.st_mode):
-            raise _not_regular(path, st.st_mode)
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+        data = safe_read.read_capped(path, max_bytes, follow_links=True, look_first=True)
+    except safe_read.ReadRefused as exc:
+        if exc.why == safe_read.NOT_REGULAR:      # at the look, or replaced between the look and the open
+            raise _not_regular(path, exc.mode) from None
+        if exc.why == safe_read.TOO_BIG:
+            raise SourceError(f"{path} is {exc.size / 2**20:.0f} MB: a HIP/CUDA source may be at most "
+                              f"{max_bytes >> 20} MB here (is it the right file?)") from None
+        if exc.why == safe_read.GREW:
+            raise SourceError(f"{path} grew past {max_bytes >> 20} MB while it was read: give a source file") from None
+        raise SourceError(f"{path} cannot be read ({exc.strerror or exc.error}): check its permissions") from None
     except OSError as exc:
         raise SourceError(f"{path} cannot be read ({exc.strerror or exc}): check its permissions") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):          # replaced between the look and the open
-            raise _not_regular(path, st.st_mode)
-        if st.st_size > max_bytes:
-            raise SourceError(f"{path} is {st.st_size / 2**20:.0f} MB: a HIP/CUDA source may be at most "
-                              f"{max_bytes >> 20} MB here (is it the right file?)")
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            data = f.read(max_bytes + 1)
-    except OSError as exc:
-        raise SourceError(f"{path} cannot be read ({exc.strerror or exc}): check its permissions") from None
-    finally:
-        os.close(fd)
-    if len(data) > max_bytes:
-        raise SourceError(f"{path} grew past {max_bytes >> 20} MB while it was read: give a source file")
     if b"\0" in data:
         raise SourceError(f"{path} is a binary file (it has NUL bytes), not a HIP/CUDA source: give the .hip or .cu "
                           "text file")
@@ -141,7 +125,7 @@ def run(args) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     if args.verb == "translate":
-        from rocmlab.hip.hipify import looks_like
+        from rocmlab.cuda2hip.hipify import looks_like
 
         if looks_like(src) == "cuda":
             print(f"error: {path} looks like CUDA already (CUDA API names, no HIP ones): 'translate' goes HIP -> "
@@ -177,7 +161,7 @@ def run(args) -> int:
             print(f"\n{k.name}")
             for name, value in k.rows():
                 print(f"  {name:24s} {value}")
-            if k.is_amd and k.target.split(':')[0] in occupancy.TARGET_FACTS:
+            if k.is_amd and k.target.split(':')[0] in occupancy.known():
                 print(f"  {'calculator':24s} {occupancy.from_kernel(k).explain()}")
         if args.isa:
             for k in ins.isa:
@@ -214,7 +198,7 @@ def add_hipify(verbs):
 
 def run_hipify(args) -> int:
     """Exit status: 0 no error-level trap, 1 error-level traps found, 2 bad input."""
-    from rocmlab.hip import hipify
+    from rocmlab.cuda2hip import hipify
 
     path = Path(args.path)
     target = args.target or settings.DEFAULT_TARGET

@@ -46,7 +46,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    from rocmlab.port import PortInputError, port
+    from rocmlab.port import PortInputError, PortRequest, port_project
 
     if args.workers is not None and args.workers < 1:
         print("error: --workers must be 1 or more", file=sys.stderr)
@@ -57,10 +57,11 @@ def run(args) -> int:
             print(f"  {u.status:7s} {u.path}" + (f"  [{u.category}]" if u.status != "ok" else ""), flush=True)
 
     try:
-        result = port(args.src, args.out, args.target, workers=args.workers, compat=not args.no_compat,
-                      compile=not args.no_compile, include=args.include, report=args.report,
-                      toolchain=args.toolchain, force=args.force, progress=progress, engine=args.engine,
-                      defines=args.define, run=args.run, manifest=args.manifest)
+        result = port_project(PortRequest(
+            args.src, args.out, args.target, workers=args.workers, compat=not args.no_compat,
+            compile=not args.no_compile, include=args.include, report=args.report, toolchain=args.toolchain,
+            force=args.force, progress=progress, engine=args.engine, defines=args.define, run=args.run,
+            manifest=args.manifest))
     except PortInputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -19,7 +19,6 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
     from rocmlab.course import progress
 
     summ = progress.summary(exchange=args.exchange, learner=args.learner)

@@ -21,7 +21,7 @@ from pathlib import Path
 from rocmlab import grader, sandbox
 from rocmlab.course.my_work import read_my_work
 from rocmlab.grader.report import availability
-from rocmlab.hip import hipify
+from rocmlab.cuda2hip import hipify
 
 #: The learner's folder, relative to the notebook's working directory, unless one is passed.
 DEFAULT_FOLDER = "my-work"
@@ -154,7 +154,7 @@ def notebook_cells(ex) -> list[tuple]:
         ("code", "quick = None  # None means quick sizes on a CPU or when ROCMLAB_QUICK is 1", ["parameters"]),
         ("code", "from IPython.display import HTML, Markdown, display\n\n"
                  "from rocmlab.course.exercise import Workbench, busy_machine\n"
-                 "from rocmlab.hip import hipify\n"
+                 "from rocmlab.cuda2hip import hipify\n"
                  "from rocmlab.machine.detect import current\n"
                  "from rocmlab.course.headline import headline, resolve_quick\n\n"
                  "quick = resolve_quick(quick)\n"

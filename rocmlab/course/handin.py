@@ -29,7 +29,6 @@ HEADER = "import math\n\nimport torch\nimport triton\nimport triton.language as 
 def answer_text(item_id: str, answer) -> tuple[str, str]:
     """(file text, suffix) of ``answer`` for the item: a path's file as it is, a function's source under the
     item's name, or a question's value as JSON."""
-    import rocmlab.course.items  # noqa: F401 - registers the lab tasks and questions (puzzles register themselves)
     from rocmlab.grader import items
 
     item = items.get(item_id)
@@ -53,7 +52,6 @@ def answer_text(item_id: str, answer) -> tuple[str, str]:
 def hand_in(item_id: str, answer, *, learner: str | None = None, exchange=None) -> Path:
     """Hand ``answer`` in for ``item_id``; returns where the exchange put it. Raises ExchangeError (or
     UnknownItem, ValueError) with the learner's fix."""
-    import rocmlab.course.items  # noqa: F401 - registers the lab tasks and questions (puzzles register themselves)
     from rocmlab.grader import items
     from rocmlab.workshop import exchange as xch
 

@@ -1,12 +1,12 @@
 """The course's graded items beyond the exercises, registered in :mod:`rocmlab.grader.items`: Lab 01's three
-exercises, the lab tasks (Labs 03, 05, 07, 08) and Lab 11's questions. The Triton puzzles (Labs 06, 09, 10) register
-themselves when they are defined (:func:`rocmlab.course.puzzles.register`); :mod:`rocmlab.course.every_item`
-imports both, for the commands that list or re-grade everything.
+exercises, the lab tasks (Labs 03, 04, 05, 07, 08) and Lab 11's questions. The Triton puzzles (Labs 06, 09, 10)
+register themselves when they are defined (:func:`rocmlab.course.puzzles.register`).
 
-Importing this module registers them (the ``rocmlab`` commands and the notebooks do). Each item's re-grade
-runs the same checker as the notebook's preview, with the learner's answer in the sandbox
-(:class:`rocmlab.grader.pyanswer.Answer`): the checker, its seed and the references stay in the grader's
-process. Lab 04's task is answered by a value (its settings, ``.json``): its re-grade measures them again on
+Importing this module registers them; :mod:`rocmlab.grader.items` does, the first time anyone asks for an item
+(this module is one of its :data:`~rocmlab.grader.items.ITEM_MODULES`): nothing else imports it to make the
+items known. Each item's re-grade runs the same checker as the notebook's preview, with the learner's answer in
+the sandbox (:class:`rocmlab.grader.pyanswer.Answer`): the checker, its seed and the references stay in the
+grader's process. Lab 04's task is answered by a value (its settings, ``.json``): its re-grade measures them again on
 the grader's own live server (:func:`rocmlab.course.labs.lab04_vllm_on_rocm.task.regrade`).
 """
 

@@ -25,7 +25,6 @@ yet tried still shows (0 earned). A lab that adds a graded task adds its line he
 
 from __future__ import annotations
 
-import errno
 import json
 import math
 import os
@@ -35,7 +34,7 @@ import time
 import warnings
 from pathlib import Path
 
-from rocmlab import paths, settings
+from rocmlab import paths, safe_read, settings
 
 #: lab (notebook stem) -> {task id: points possible on an MI300X}. Each lab's graded tasks add lines here.
 LAB_TASKS: dict[str, dict[str, float]] = {
@@ -109,36 +108,30 @@ def _shape_problem(data) -> str:
 
 def read_record(path: Path | None = None) -> dict:
     """The record, ``{lab: {task: {"earned", "earnable", "possible", "backend", "when"}}}``; ``{}`` when there is
-    none yet. Raises :class:`RecordProblem` for anything else: the file is opened without following a link and
-    without blocking, checked to be a regular file of at most :data:`MAX_RECORD_BYTES` on the open file, and
-    its JSON must have the record's shape."""
+    none yet. Raises :class:`RecordProblem` for anything else: the file is read by :mod:`rocmlab.safe_read` (opened
+    without following a link and without blocking, checked to be a regular file of at most :data:`MAX_RECORD_BYTES`
+    on the open file), and its JSON must have the record's shape."""
     path = path or progress_file()
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
+        raw = safe_read.read_capped(path, MAX_RECORD_BYTES)
+    except safe_read.ReadRefused as exc:
+        if exc.why == safe_read.MISSING:
+            return {}
+        if exc.why == safe_read.LINK:
             raise _problem(path, "is a symbolic link") from None
-        raise _problem(path, f"cannot be opened ({exc.strerror})") from None
-    try:
-        st = os.fstat(fd)
-        if stat.S_ISDIR(st.st_mode):
-            raise _problem(path, "is a folder")
-        if stat.S_ISFIFO(st.st_mode):
-            raise _problem(path, "is a FIFO (a named pipe)")
-        if not stat.S_ISREG(st.st_mode):
-            raise _problem(path, "is not a regular file (a device or a socket)")
-        if st.st_size > MAX_RECORD_BYTES:
-            raise _problem(path, f"is {st.st_size} bytes, over the {MAX_RECORD_BYTES} byte limit of a record")
-        try:
-            raw = os.read(fd, MAX_RECORD_BYTES + 1)
-        except OSError as exc:      # /proc/self/mem and the like: a "regular file" that cannot be read
-            raise _problem(path, f"cannot be read ({exc.strerror})") from None
-    finally:
-        os.close(fd)
-    if len(raw) > MAX_RECORD_BYTES:
-        raise _problem(path, "grew over the size limit while it was read")
+        if exc.why == safe_read.UNOPENABLE:
+            raise _problem(path, f"cannot be opened ({exc.strerror})") from None
+        if exc.why == safe_read.NOT_REGULAR:
+            if stat.S_ISDIR(exc.mode):
+                raise _problem(path, "is a folder") from None
+            if stat.S_ISFIFO(exc.mode):
+                raise _problem(path, "is a FIFO (a named pipe)") from None
+            raise _problem(path, "is not a regular file (a device or a socket)") from None
+        if exc.why == safe_read.TOO_BIG:
+            raise _problem(path, f"is {exc.size} bytes, over the {MAX_RECORD_BYTES} byte limit of a record") from None
+        raise _problem(path, "grew over the size limit while it was read") from None
+    except OSError as exc:          # /proc/self/mem and the like: a "regular file" that cannot be read
+        raise _problem(path, f"cannot be read ({exc.strerror})") from None
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError):

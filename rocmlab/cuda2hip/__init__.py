@@ -5,8 +5,9 @@
   headers a port may need (``rocmlab_port/*.h``), copied into the port's output.
 - :mod:`rocmlab.cuda2hip.scan`: THE trap scanner (what a HIP port still gets wrong on an AMD GPU,
   judged on the code the AMD compiler really compiles), in rooms: tokenizer, preprocessor, rules.
+- :mod:`rocmlab.cuda2hip.hipify`: the two together on one file or folder, the notebook-facing view
+  (``rocmlab hip hipify``, the exercises' starter ports, the speedup check's baseline).
 
-Both sit below the rooms that use them: :mod:`rocmlab.hip` (the compiler driver and the notebook's
-hipify view) and :mod:`rocmlab.port` (``rocmlab port``: whole projects, built and run) import them;
-they import neither.
+All sit below the rooms that use them: :mod:`rocmlab.hip` (the compiler driver) and :mod:`rocmlab.port`
+(``rocmlab port``: whole projects, built and run) import them; they import neither.
 """

@@ -1,6 +1,6 @@
 """Hipify a whole project, keeping its tree, then fix what hipify leaves mechanically broken.
 
-The renaming is torch.utils.hipify's (one hipify for the whole course: :mod:`rocmlab.hip.hipify`
+The renaming is torch.utils.hipify's (one hipify for the whole course: :mod:`rocmlab.cuda2hip.hipify`
 shows this same translation in notebooks, and ``rocmlab port`` runs it on projects). File names
 change as hipify changes them (``.cu`` -> ``.hip``, ``cuda`` -> ``hip`` in a file name), but folders
 stay where they are. Then four mechanical fixes, each
@@ -366,7 +366,7 @@ def strip_banner(text: str) -> str:
 
 
 def hipify_texts(sources: dict[str, str]) -> dict[str, str]:
-    """torch.utils.hipify on every source (through rocmlab.hip.hipify), as {rel: HIP text}."""
+    """torch.utils.hipify on every source (through rocmlab.cuda2hip.hipify), as {rel: HIP text}."""
     with tempfile.TemporaryDirectory(prefix="rocmlab-port-") as tmp:
         stage = Path(tmp) / "src"
         for rel, text in sources.items():

@@ -30,7 +30,6 @@ import io
 import json
 import os
 import signal
-import stat
 import sys
 import tempfile
 import time
@@ -42,6 +41,7 @@ import yaml
 
 from rocmlab import settings
 from rocmlab.grader import items
+from rocmlab.safe_read import NOT_REGULAR, TOO_BIG, ReadRefused, read_capped
 from rocmlab.sandbox import sigterm_raises_terminated
 
 SUFFIXES = items.SUFFIXES
@@ -164,19 +164,16 @@ def read_submission(path) -> bytes:
     """A hand-in's bytes, refusing symbolic links (even one swapped in after the folder was listed),
     anything but a regular file, and files over MAX_SUBMISSION_BYTES. Raises BatchError with the learner's fix."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        if os.path.islink(path):
+        return read_capped(path, MAX_SUBMISSION_BYTES, grown="keep")
+    except ReadRefused as exc:
+        if exc.why == NOT_REGULAR:
+            raise BatchError(f"{shown(Path(path).name)} is not a regular file: hand in the source file itself") from None
+        if exc.why == TOO_BIG:
+            raise BatchError(f"{shown(Path(path).name)} is {exc.size / 1e6:.1f} MB, over the {MAX_SUBMISSION_BYTES >> 20} "
+                             "MiB limit: hand in only your HIP source") from None
+        if os.path.islink(path):                 # the open failed (O_NOFOLLOW on a link, or otherwise)
             raise BatchError(f"{shown(Path(path).name)} is a symbolic link: hand in the file itself") from None
         raise BatchError(f"cannot read {shown(Path(path).name)} ({exc.strerror})") from None
-    with os.fdopen(fd, "rb") as f:
-        st = os.fstat(f.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise BatchError(f"{shown(Path(path).name)} is not a regular file: hand in the source file itself")
-        if st.st_size > MAX_SUBMISSION_BYTES:
-            raise BatchError(f"{shown(Path(path).name)} is {st.st_size / 1e6:.1f} MB, over the {MAX_SUBMISSION_BYTES >> 20} "
-                             "MiB limit: hand in only your HIP source")
-        return f.read(MAX_SUBMISSION_BYTES + 1)
 
 
 #: The deepest nesting of a JSON hand-in that is read (an answer is an object of a few levels; Python's parser

@@ -348,10 +348,31 @@ def _said(done, lines: int = 2, chars: int = 240) -> str:
     return f"; it said: {text[:chars]}" + ("…" if len(text) > chars else "")
 
 
-def _verdict(r: dict) -> tuple[str, str]:
-    done = r["done"]
+def refuse_starved(done) -> None:
+    """Raise :class:`MachineFault` when the machine was too busy to give the run its CPU (``done.starved``: it
+    waited far longer than it ran): neither its time-out nor its timing says anything about the program, so it is
+    not scored. Every run verdict asks this first (the run check's, the perf check's, the speedup check's)."""
     if done.starved:
         raise MachineFault("the program " + done.explain())
+
+
+def kernel_time_ms(exercise: Exercise, r: dict) -> tuple[float | None, str]:
+    """The kernel time (ms) a timed run reports in its ``time_ms`` output, and whether it can be trusted: ``(ms, "")``;
+    ``(None, "missing")`` when the output has no readable ``time_ms``; ``(ms, "impossible")`` when it is not a
+    positive number or longer than the whole run took (``r["done"].duration_s``: the program timed something else,
+    or made its number up). The one timing guard of the perf and speedup checks."""
+    try:
+        ms = float(r["arrays"][exercise.outputs.index("time_ms")][0])
+    except (TypeError, ValueError, IndexError):
+        return None, "missing"
+    if not (ms > 0) or ms / 1e3 > r["done"].duration_s:
+        return ms, "impossible"
+    return ms, ""
+
+
+def _verdict(r: dict) -> tuple[str, str]:
+    done = r["done"]
+    refuse_starved(done)
     if done.timed_out:
         return "failed", "the program " + done.explain()
     if "bad_alloc" in done.stderr or "out of memory" in done.stderr.lower():
@@ -530,11 +551,10 @@ def check_perf(ctx: Context, spec: CheckSpec) -> CheckResult:
     if not ok:
         return result(spec, ctx, "failed", "wrong in the timed run (correctness is re-checked there): " + cmsg)
     ex = ctx.exercise
-    try:
-        ms = float(r["arrays"][ex.outputs.index("time_ms")][0])
-    except (ValueError, IndexError):
+    ms, problem = kernel_time_ms(ex, r)
+    if problem == "missing":
         return result(spec, ctx, "failed", "the program reports no kernel time (time_ms) in its output")
-    if not (ms > 0) or ms / 1e3 > r["done"].duration_s:
+    if problem:
         return result(spec, ctx, "failed", f"reported kernel time {ms!r} ms is impossible (the whole run took "
                        f"{r['done'].duration_s:.3f} s): time with events around the kernel")
     work = ex.reference_module().work(r["inputs"])

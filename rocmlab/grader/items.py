@@ -22,14 +22,18 @@ in ``rocmlab progress``; an id has at most one ``/``, which file names write as 
 answer defines the function or kernel the item names (:attr:`Item.name`); a ``.json`` answer is an object
 (``{"line": 19}``).
 
-The exercises are known here; lab tasks, puzzles and questions are registered by the course layer
-(:mod:`rocmlab.course.items`, loaded by the ``rocmlab`` commands and the notebooks), since their checkers live
-there. Every re-grade draws a fresh seed unless one is given; the in-notebook checks are previews.
+The exercises are known here; lab tasks, puzzles and questions are declared by the course layer, since their
+checkers live there: :data:`ITEM_MODULES` names the course modules that register them (:func:`register`) when
+imported, and this module imports them itself, once, the first time anyone lists the items or asks for one not
+registered yet (:func:`all_items`, :func:`get`, :func:`item_for`). No front end imports anything to make the
+items known. Every re-grade draws a fresh seed unless one is given; the in-notebook checks are previews.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,14 +74,47 @@ class Item:
         return suffix == self.suffix or (self.kind == "exercise" and suffix in (".hip", ".cpp", ".cu"))
 
 
+#: Every graded item beyond the exercises, declared by the modules that define it: each module registers its items
+#: (:func:`register`) when imported. Named here as text and imported by :func:`_load` at the first ask, so that this
+#: toolkit imports no course module (``tools/architecture.py``: toolkits never import ``rocmlab.course``) and no
+#: front end imports one for its side effect. A new lab with graded items adds its module here.
+ITEM_MODULES: tuple[str, ...] = (
+    "rocmlab.course.items",                                    # Lab 01's three, the lab tasks, Lab 11's questions
+    "rocmlab.course.labs.lab06_triton_on_amd.puzzles",         # the Triton puzzles, each lab's own
+    "rocmlab.course.labs.lab09_attention_on_mi300x.puzzles",
+    "rocmlab.course.labs.lab10_fp8_gemm.puzzles",
+    "rocmlab.course.labs.lab11_counters_and_faults.counters",  # Lab 11's diagnosis
+)
+
 _REGISTERED: dict[str, Item] = {}
 #: (lab, task) of a progress row -> the item id it is graded as (Lab 02's port is an exercise's grade)
 _ALIASES: dict[tuple[str, str], str] = {}
+#: Whether :data:`ITEM_MODULES` are loaded (``done``) or being loaded by the thread holding ``_LOAD_LOCK``.
+_LOAD = {"done": False, "loading": False}
+_LOAD_LOCK = threading.RLock()
+
+
+def _load() -> None:
+    """Import :data:`ITEM_MODULES` once, so that every item is registered. Another thread asking meanwhile waits
+    for the whole list; a module of the list asking for an item while it loads sees what is registered so far
+    (no second import). An import that fails raises, and the next ask tries again (it fails the same way)."""
+    if _LOAD["done"]:
+        return
+    with _LOAD_LOCK:
+        if _LOAD["done"] or _LOAD["loading"]:
+            return
+        _LOAD["loading"] = True
+        try:
+            for name in ITEM_MODULES:
+                importlib.import_module(name)     # registers the module's items (already imported: nothing to do)
+            _LOAD["done"] = True
+        finally:
+            _LOAD["loading"] = False
 
 
 def register(item: Item, *aliases: tuple[str, str]) -> Item:
-    """Add a lab task, puzzle or question (the course layer does, once); ``aliases`` are progress rows that
-    are this item's grade."""
+    """Add a lab task, puzzle or question (a module of :data:`ITEM_MODULES` does, when imported); ``aliases`` are
+    progress rows that are this item's grade. Registering an id again replaces it: idempotent."""
     if (item.kind not in SUFFIX or item.id.count("/") > 1 or (item.kind != "exercise" and item.regrade is None)
             or item.suffix not in SUFFIXES):
         raise ValueError(f"item {item.id!r}: a kind of {list(SUFFIX)}, at most one '/', a re-grade, and an answer "
@@ -102,12 +139,16 @@ def _exercises() -> dict[str, Item]:
 
 
 def all_items() -> dict[str, Item]:
-    """Every graded item known here, by id: the exercises and what the course registered."""
+    """Every graded item, by id: the exercises and what :data:`ITEM_MODULES` register (loaded at the first ask)."""
+    _load()
     return {**_exercises(), **_REGISTERED}
 
 
 def get(item_id: str) -> Item:
-    """The item ``item_id``; :class:`UnknownItem` names the ids that are close."""
+    """The item ``item_id``; :class:`UnknownItem` names the ids that are close. An item registered already (a
+    notebook's own lab, imported) needs nothing loaded; any other id loads :data:`ITEM_MODULES` first."""
+    if isinstance(item_id, str) and item_id in _REGISTERED:     # what all_items() would give for it
+        return _REGISTERED[item_id]
     items = all_items()
     if isinstance(item_id, str) and item_id in items:
         return items[item_id]

@@ -6,11 +6,11 @@ kind byte (``f`` float32, ``i`` int32, ``u`` uint32), 7 pad bytes, uint64 length
 
 from __future__ import annotations
 
-import os
-import stat
 import struct
 
 import numpy as np
+
+from rocmlab import safe_read
 
 KINDS = {"f": np.float32, "i": np.int32, "u": np.uint32}
 _KIND_OF = {np.dtype(v): k for k, v in KINDS.items()}
@@ -34,20 +34,18 @@ def write_arrays(path, arrays) -> None:
 
 
 def read_capped(path, max_bytes: int) -> bytes:
-    """A file a sandboxed program wrote, read without following a symlink it planted and with a size cap."""
+    """A file a sandboxed program wrote, read without following a symlink it planted and with a size cap
+    (:func:`rocmlab.safe_read.read_capped`; a file that grows past the cap while it is read is cut at the cap)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except FileNotFoundError:
-        raise FormatError("the program wrote no output file") from None
-    except OSError:
+        return safe_read.read_capped(path, max_bytes, grown="cut")
+    except safe_read.ReadRefused as exc:
+        if exc.why == safe_read.MISSING:
+            raise FormatError("the program wrote no output file") from None
+        if exc.why == safe_read.NOT_REGULAR:
+            raise FormatError("the output file is not a plain file: keep the starter's lines that save the results (the end of main) as they are") from None
+        if exc.why == safe_read.TOO_BIG:
+            raise FormatError(f"the output file is {exc.size} bytes, more than the limit {max_bytes}") from None
         raise FormatError("the output file is not a plain file (a link?): keep the starter's lines that save the results (the end of main) as they are") from None
-    with os.fdopen(fd, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        if not stat.S_ISREG(st.st_mode):
-            raise FormatError("the output file is not a plain file: keep the starter's lines that save the results (the end of main) as they are")
-        if st.st_size > max_bytes:
-            raise FormatError(f"the output file is {st.st_size} bytes, more than the limit {max_bytes}")
-        return fh.read(max_bytes + 1)[:max_bytes]
 
 
 def read_arrays(path, max_bytes: int = 1 << 31) -> list[np.ndarray]:

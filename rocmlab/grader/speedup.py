@@ -19,19 +19,20 @@ from rocmlab.grader.checks import (
     compare_outputs,
     do_build,
     execute,
+    kernel_time_ms,
     not_run,
+    refuse_starved,
     result,
 )
 from rocmlab.grader.report import CheckResult
 from rocmlab.grader.spec import CheckSpec
-from rocmlab.hip import hipify
+from rocmlab.cuda2hip import hipify
 
 
 def _run_verdict(r: dict) -> tuple[str, str]:
     """("passed", "") when the timed program ended cleanly with a readable output, else ("failed", why)."""
     done = r["done"]
-    if done.starved:
-        raise MachineFault("the program " + done.explain())
+    refuse_starved(done)
     if done.timed_out or done.signal or done.returncode != 0:
         return "failed", "the program " + done.explain()
     if r["format_error"] or r["arrays"] is None:
@@ -40,11 +41,10 @@ def _run_verdict(r: dict) -> tuple[str, str]:
 
 
 def _time_ms(ctx: Context, r: dict) -> float | None:
-    try:
-        ms = float(r["arrays"][ctx.exercise.outputs.index("time_ms")][0])
-    except (TypeError, ValueError, IndexError):
-        return None
-    return ms if ms > 0 and ms / 1e3 <= r["done"].duration_s else None
+    """The run's kernel time (ms) when the timing guard (:func:`~rocmlab.grader.checks.kernel_time_ms`) trusts it,
+    else None."""
+    ms, problem = kernel_time_ms(ctx.exercise, r)
+    return None if problem else ms
 
 
 def _baseline(ctx: Context, timeout_s: float) -> float:

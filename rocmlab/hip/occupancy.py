@@ -35,28 +35,35 @@ latency. A CU has 4 SIMDs. A wave's limit is the smallest of:
 [waves/SIMD]``: it uses the kernel's *maximum* workgroup size (1024 unless
 ``__launch_bounds__`` says otherwise) for the LDS limit, as the compiler must. Pass the real
 launch's workgroup size to see the occupancy of that launch.
+
+The numbers (512 VGPRs, the granule of 8, 64 or 160 KiB of LDS, ...) are each target's record in
+:mod:`rocmlab.targets` (its :class:`~rocmlab.targets.ComputeUnit`); this module holds the rules.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from rocmlab import targets
 from rocmlab.settings import DEFAULT_TARGET
 
-# Per-architecture facts (see the module docstring for sources).
-TARGET_FACTS = {
-    "gfx942": dict(family="CDNA3", product="MI300X / MI300A / MI325X", wave=64, simds_per_cu=4, max_waves_per_simd=8,
-                   vgprs_per_simd=512, vgpr_granule=8, max_arch_vgprs=512, max_agprs=256,
-                   lds_per_cu=65536, max_workgroup=1024),
-    "gfx90a": dict(family="CDNA2", product="MI210 / MI250 / MI250X", wave=64, simds_per_cu=4, max_waves_per_simd=8,
-                   vgprs_per_simd=512, vgpr_granule=8, max_arch_vgprs=512, max_agprs=256,
-                   lds_per_cu=65536, max_workgroup=1024),
-}
-TARGET_FACTS["gfx950"] = dict(TARGET_FACTS["gfx942"], family="CDNA4", product="MI355X / MI350X", lds_per_cu=163840)
-TARGET_FACTS["gfx940"] = dict(TARGET_FACTS["gfx942"], product="pre-production CDNA3 ID (not MI300X)")
-TARGET_FACTS["gfx941"] = dict(TARGET_FACTS["gfx942"], product="pre-production CDNA3 ID")
-ADDRESSABLE_ARCH_VGPRS = 256   # per wave: v0..v255 (and a0..a255 besides)
-MAX_SGPRS = 102                # addressable SGPRs per wave on GFX9 (+ VCC etc. in the compiler's count)
+
+def known() -> tuple[str, ...]:
+    """The targets the calculator has facts for: each record of :mod:`rocmlab.targets` with a compute unit."""
+    return tuple(t.name for t in targets.with_compute_unit())
+
+
+def compute_unit(target: str) -> targets.ComputeUnit:
+    """The facts the calculator counts with for ``target`` (its record's :class:`rocmlab.targets.ComputeUnit`);
+    raises ValueError for a target it has none for."""
+    t = targets.find(target)
+    if t is None or t.cu is None:
+        raise ValueError(f"target {target!r} is not a CDNA2/CDNA3/CDNA4 target: use one of {', '.join(sorted(known()))}")
+    return t.cu
+
+
+def _wave(target: str) -> int:
+    return targets.get(target).wave
 
 
 def _align(x: int, a: int) -> int:
@@ -76,7 +83,7 @@ class Occupancy:
 
     @property
     def max_waves(self) -> int:
-        return TARGET_FACTS[self.target]["max_waves_per_simd"]
+        return compute_unit(self.target).max_waves_per_simd
 
     @property
     def fraction(self) -> float:
@@ -93,17 +100,17 @@ LIMIT_ORDER = ("VGPRs", "SGPRs", "LDS", "workgroup size")
 
 def waves_from_vgprs(arch_vgprs: int, agprs: int = 0, target: str = DEFAULT_TARGET) -> tuple[int, int]:
     """(waves per SIMD, VGPRs allocated per lane) for a kernel's register use."""
-    a = TARGET_FACTS[target]
+    a = compute_unit(target)
     arch_vgprs, agprs = max(0, arch_vgprs), max(0, agprs)
     total = _align(arch_vgprs, 4) + agprs if agprs else arch_vgprs
-    if total < a["vgpr_granule"]:
-        return a["max_waves_per_simd"], a["vgpr_granule"] if total else 0
-    alloc = _align(total, a["vgpr_granule"])
-    return min(a["max_waves_per_simd"], max(1, a["vgprs_per_simd"] // alloc)), alloc
+    if total < a.vgpr_granule:
+        return a.max_waves_per_simd, a.vgpr_granule if total else 0
+    alloc = _align(total, a.vgpr_granule)
+    return min(a.max_waves_per_simd, max(1, a.vgprs_per_simd // alloc)), alloc
 
 
 def waves_from_sgprs(sgprs: int, target: str = DEFAULT_TARGET) -> int:
-    a = TARGET_FACTS[target]
+    a = compute_unit(target)
     if sgprs <= 80:
         w = 10
     elif sgprs <= 88:
@@ -112,26 +119,26 @@ def waves_from_sgprs(sgprs: int, target: str = DEFAULT_TARGET) -> int:
         w = 8
     else:
         w = 7
-    return min(w, a["max_waves_per_simd"])
+    return min(w, a.max_waves_per_simd)
 
 
 def max_workgroups_per_cu(workgroup_size: int, target: str = DEFAULT_TARGET) -> int:
-    a = TARGET_FACTS[target]
-    waves = -(-workgroup_size // a["wave"])
-    slots = a["max_waves_per_simd"] * a["simds_per_cu"]
+    a = compute_unit(target)
+    waves = -(-workgroup_size // _wave(target))
+    slots = a.max_waves_per_simd * a.simds_per_cu
     if waves == 1:
         return slots
     return min(slots // waves, 16)
 
 
 def waves_from_lds(lds_bytes: int, workgroup_size: int, target: str = DEFAULT_TARGET) -> int:
-    a = TARGET_FACTS[target]
-    groups = a["lds_per_cu"] // (lds_bytes or 1)
+    a = compute_unit(target)
+    groups = a.lds_per_cu // (lds_bytes or 1)
     if groups == 0:
         return 0
     groups = min(groups, max_workgroups_per_cu(workgroup_size, target))
-    waves = groups * -(-workgroup_size // a["wave"])
-    return min(-(-waves // a["simds_per_cu"]), a["max_waves_per_simd"])
+    waves = groups * -(-workgroup_size // _wave(target))
+    return min(-(-waves // a.simds_per_cu), a.max_waves_per_simd)
 
 
 def occupancy(vgprs: int, agprs: int = 0, sgprs: int = 16, lds_bytes: int = 0, workgroup_size: int = 1024,
@@ -142,36 +149,34 @@ def occupancy(vgprs: int, agprs: int = 0, sgprs: int = 16, lds_bytes: int = 0, w
     as the compiler counts them; ``lds_bytes``: LDS per workgroup; ``workgroup_size``: threads per
     workgroup (the compiler assumes the maximum, 1024, without ``__launch_bounds__``).
     """
-    if target not in TARGET_FACTS:
-        raise ValueError(f"target {target!r} is not a CDNA2/CDNA3/CDNA4 target: use one of {', '.join(sorted(TARGET_FACTS))}")
-    a = TARGET_FACTS[target]
-    for label, v, hi in (("vgprs", vgprs, a["max_arch_vgprs"]), ("agprs", agprs, a["max_agprs"]),
+    a = compute_unit(target)
+    for label, v, hi in (("vgprs", vgprs, a.max_arch_vgprs), ("agprs", agprs, a.max_agprs),
                          ("sgprs", sgprs, 112), ("lds_bytes", lds_bytes, 1 << 30)):
         if not isinstance(v, int) or v < 0 or v > hi:
             raise ValueError(f"{label}={v!r} is out of range: it must be an integer from 0 to {hi}")
-    if not isinstance(workgroup_size, int) or not 1 <= workgroup_size <= a["max_workgroup"]:
-        raise ValueError(f"workgroup_size={workgroup_size!r} must be 1..{a['max_workgroup']} threads")
+    if not isinstance(workgroup_size, int) or not 1 <= workgroup_size <= a.max_workgroup:
+        raise ValueError(f"workgroup_size={workgroup_size!r} must be 1..{a.max_workgroup} threads")
     notes = []
-    if vgprs > ADDRESSABLE_ARCH_VGPRS:
-        notes.append(f"a wave addresses at most {ADDRESSABLE_ARCH_VGPRS} arch VGPRs; beyond that the compiler "
+    if vgprs > a.addressable_arch_vgprs:
+        notes.append(f"a wave addresses at most {a.addressable_arch_vgprs} arch VGPRs; beyond that the compiler "
                      "uses AGPRs or spills to scratch")
-    if lds_bytes > a["lds_per_cu"]:
-        notes.append(f"{lds_bytes} B of LDS is more than the {a['lds_per_cu']} B a CU has: the launch fails")
+    if lds_bytes > a.lds_per_cu:
+        notes.append(f"{lds_bytes} B of LDS is more than the {a.lds_per_cu} B a CU has: the launch fails")
     w_v, alloc = waves_from_vgprs(vgprs, agprs, target)
     limits = {"VGPRs": w_v, "SGPRs": waves_from_sgprs(sgprs, target),
-              "LDS": waves_from_lds(lds_bytes, workgroup_size, target) if lds_bytes else a["max_waves_per_simd"]}
-    wg_waves = -(-workgroup_size // a["wave"])
-    slots = a["max_waves_per_simd"] * a["simds_per_cu"]
-    limits["workgroup size"] = min(a["max_waves_per_simd"],
-                                   -(-max_workgroups_per_cu(workgroup_size, target) * wg_waves // a["simds_per_cu"]))
+              "LDS": waves_from_lds(lds_bytes, workgroup_size, target) if lds_bytes else a.max_waves_per_simd}
+    wg_waves = -(-workgroup_size // _wave(target))
+    slots = a.max_waves_per_simd * a.simds_per_cu
+    limits["workgroup size"] = min(a.max_waves_per_simd,
+                                   -(-max_workgroups_per_cu(workgroup_size, target) * wg_waves // a.simds_per_cu))
     waves = min(limits.values())
     limiting = next(k for k in LIMIT_ORDER if limits[k] == waves)
-    if waves == a["max_waves_per_simd"]:
+    if waves == a.max_waves_per_simd:
         limiting = "the hardware maximum (nothing else limits it)"
     # whole workgroups per CU at this occupancy
-    wgs = (waves * a["simds_per_cu"]) // wg_waves if wg_waves <= slots else 0
+    wgs = (waves * a.simds_per_cu) // wg_waves if wg_waves <= slots else 0
     if lds_bytes:
-        wgs = min(wgs, a["lds_per_cu"] // lds_bytes)
+        wgs = min(wgs, a.lds_per_cu // lds_bytes)
     return Occupancy(target, waves, limits, limiting, alloc, wgs, wgs * wg_waves, tuple(notes))
 
 

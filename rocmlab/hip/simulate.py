@@ -29,6 +29,7 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
+from rocmlab import settings, targets
 from rocmlab.hip.hipcuda import Translation
 from rocmlab.hip.toolchain import Toolchain, discover_offline, offline_problem
 
@@ -39,8 +40,8 @@ INCLUDE_DIR = SIM_DIR / "include"
 RUNTIME_SOURCE = SIM_DIR / "runtime.cpp"
 #: The compiler inside the offline root.
 COMPILER = "/usr/bin/clang++-22"
-#: Targets whose semantics it simulates (wavefronts of 64).
-TARGETS = ("gfx942", "gfx950", "gfx90a")
+#: Targets whose semantics it simulates: the course's AMD targets with wavefronts of 64 (all of them), in its order.
+TARGETS = tuple(t for t in settings.AMD_TARGETS if targets.get(t).wave == 64)
 #: Exit status of a program the simulator stopped (deadlock, divergent wave operation, bad mask).
 STOPPED_EXIT = 86
 #: Seconds before the sandbox's limit at which the runtime names the thread that is still running.
@@ -400,7 +401,7 @@ def _compiler_line(tc: Toolchain, kept) -> list[str]:
 
 def target_defines(target: str = "") -> list[str]:
     """The target's own predefined macros, as its device pass has them (the header has the rest)."""
-    t = target if target in TARGETS else TARGETS[0]
+    t = target if target in TARGETS else settings.DEFAULT_TARGET
     return [f"-D__{t}__=1", f'-D__amdgcn_processor__="{t}"', f'-D__amdgcn_target_id__="{t}"']
 
 

@@ -13,7 +13,7 @@ import glob
 import os
 import re
 
-from rocmlab import settings
+from rocmlab import settings, targets
 from rocmlab.machine.detect import Platform, Probe
 from rocmlab.paths import datasets_dir
 
@@ -108,6 +108,7 @@ def low_precision_support(plat: Platform) -> str:
                 "FP6/FP4 need ROCm 7.0 and MI350-series (gfx950) hardware")
     v = _version_key(installed or "0")
     fp8 = settings.FP8_FORMATS.get(target) is not None and v >= (6, 0)
-    fp4 = target == "gfx950" and v >= (7, 0)
+    record = targets.find(target)
+    fp4 = bool(record and record.fp6_fp4) and v >= (7, 0)
     return (f"ROCm {installed} on {target}: FP8 {'yes' if fp8 else 'no'}; FP6/FP4 {'yes' if fp4 else 'no'}"
             + ("" if fp4 else " (FP6/FP4 need ROCm 7.0 on gfx950)"))

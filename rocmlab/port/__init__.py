@@ -4,6 +4,10 @@
 >>> result = port("my-cuda-project", "my-hip-project", target="gfx942")   # doctest: +SKIP
 >>> print(result.text())                                                  # doctest: +SKIP
 
+``port(src, out, target, **options)`` is the short form of ``port_project(PortRequest(src, out, target,
+**options))``: :class:`~.project.PortRequest` holds every option (``rocmlab port`` and Lab 02 build one), and
+:func:`~.project.port_project` runs the stages in order.
+
 Steps (each its own module): read SRC safely (:mod:`.inputs`), hipify with torch.utils.hipify
 keeping the tree and fix what it leaves mechanically broken (:mod:`rocmlab.cuda2hip.translate`), scan
 every file for warp-32 / wave64 and preprocessor traps (:mod:`rocmlab.cuda2hip.scan`), compile every
@@ -15,6 +19,6 @@ JupyterLab.
 """
 
 from rocmlab.port.inputs import PortInputError
-from rocmlab.port.project import PortResult, load, port
+from rocmlab.port.project import PortRequest, PortResult, load, port, port_project
 
-__all__ = ["PortInputError", "PortResult", "load", "port"]
+__all__ = ["PortInputError", "PortRequest", "PortResult", "load", "port", "port_project"]

@@ -9,13 +9,15 @@ import posixpath
 import re
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rocmlab import settings
 from rocmlab.cuda2hip import translate
 from rocmlab.port import cuda_removed, diagnose, run_compare, unit_build
-from rocmlab.port.inputs import SOURCE_SUFFIXES, TU_SUFFIXES, PortInputError, Problem, check_request, collect
+from rocmlab.port.inputs import (SOURCE_SUFFIXES, TU_SUFFIXES, PortInputError, Problem, Project, check_request,
+                                  collect)
 from rocmlab.port.page import write_reports
 from rocmlab.cuda2hip.scan import scan_project
 
@@ -315,48 +317,100 @@ def _external_headers(proj, ext_dirs: list[Path], problems: list[Problem]) -> tu
     return texts, origin
 
 
-def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None, compat: str | bool = "auto",
-         compile: bool = True, include=(), report: str | None = None, toolchain: str = "auto",
-         force: bool = False, progress=None, engine: str = "torch", defines=None, run: bool = False,
-         manifest=None, run_timeout_s: float = run_compare.RUN_TIMEOUT_S) -> PortResult:
-    """Port the CUDA project in ``src`` to HIP in ``out`` and compile it for ``target``.
+@dataclass(frozen=True)
+class PortRequest:
+    """What :func:`port_project` ports, where to, and how: the options of ``rocmlab port``.
 
-    ``target``: one of settings.AMD_TARGETS, or several comma-separated. ``include``: -I folders,
-    inside SRC or outside it (relative to SRC, or absolute): headers the project includes from
-    outside SRC are read (never written) and ported into ``OUT/external/``. ``engine``: "torch"
-    (torch.utils.hipify) or "perl" (ROCm's hipify-perl). ``compat`` is accepted for old callers and
-    ignored (ROCm 7.2's headers have the warp-sync builtins).
-    ``compile=False`` only translates and scans. ``report`` is the HTML report's path (default
-    OUT/rocmlab-port.html). SRC is only read, never written. ``defines``: ``-D`` macros for the build and the
-    scan, as ``{"NAME": "value"}`` or ``["NAME=value", "NAME"]``. ``run``: build each program and run it (on the
-    AMD GPU, else the wave64 CPU simulator) and compare with the CUDA original (:mod:`.run_compare`);
-    ``manifest``: the runs' arguments, inputs and recorded CUDA outputs (default SRC/rocmlab-port-run.json).
+    ``src``: the CUDA project's folder (only read, never written). ``out``: where the HIP port goes (a folder
+    outside SRC). ``target``: one of settings.AMD_TARGETS, or several comma-separated (or a sequence of them).
+    ``workers``: parallel compiles (None: every core). ``compat`` is accepted for old callers and ignored (ROCm
+    7.2's headers have the warp-sync builtins). ``compile=False`` only translates and scans. ``include``: -I
+    folders, inside SRC or outside it (relative to SRC, or absolute): headers the project includes from outside
+    SRC are read (never written) and ported into ``OUT/external/``. ``report``: the HTML report's path (default
+    OUT/rocmlab-port.html; the JSON goes beside it). ``toolchain``: "auto", "rocm" or "offline". ``force``: replace
+    the contents of a non-empty OUT that is not an earlier port. ``progress``: called with each
+    :class:`~.unit_build.UnitResult` as its compile ends. ``engine``: "torch" (torch.utils.hipify) or "perl" (ROCm's
+    hipify-perl). ``defines``: ``-D`` macros for the build and the scan, as ``{"NAME": "value"}`` or
+    ``["NAME=value", "NAME"]``. ``run``: build each program and run it (on the AMD GPU, else the wave64 CPU
+    simulator) and compare with the CUDA original (:mod:`.run_compare`); ``manifest``: the runs' arguments,
+    inputs and recorded CUDA outputs (default SRC/rocmlab-port-run.json); ``run_timeout_s``: each run's limit.
     """
+    src: str | os.PathLike
+    out: str | os.PathLike
+    target: str | tuple[str, ...] = settings.DEFAULT_TARGET
+    workers: int | None = None
+    compat: str | bool = "auto"
+    compile: bool = True
+    include: tuple[str, ...] | list[str] = ()
+    report: str | os.PathLike | None = None
+    toolchain: str = "auto"
+    force: bool = False
+    progress: Callable | None = None
+    engine: str = "torch"
+    defines: dict | list | tuple | None = None
+    run: bool = False
+    manifest: str | os.PathLike | None = None
+    run_timeout_s: float = run_compare.RUN_TIMEOUT_S
+
+
+def port(src, out, target=settings.DEFAULT_TARGET, **options) -> PortResult:
+    """Port the CUDA project in ``src`` to HIP in ``out`` and compile it for ``target``: the short form of
+    ``port_project(PortRequest(src, out, target, **options))``; ``options`` are :class:`PortRequest`'s fields."""
+    return port_project(PortRequest(src, out, target, **options))
+
+
+def port_project(request: PortRequest) -> PortResult:
+    """Port as ``request`` says: check it and read SRC, translate, write OUT, scan, build, run, report."""
     t_start = time.monotonic()
-    targets = tuple(a.strip() for a in (target.split(",") if isinstance(target, str) else target) if a.strip())
-    bad = [a for a in targets if a not in settings.AMD_TARGETS]
-    if not targets or bad:
-        raise PortInputError(f"unknown --target {','.join(bad) or target!r}: choose from {', '.join(settings.AMD_TARGETS)} "
-                             "(comma-separated for several)")
-    if engine not in translate.ENGINES:
-        raise PortInputError(f"unknown --engine {engine!r}: choose from {', '.join(translate.ENGINES)}")
-    src_r, out_r = check_request(src, out)
-    define_list, scan_defines = _defines(defines)
-    if run and not compile:
+    plan = _plan(request)
+    _prepare_out(plan.out, request.force)
+    tree = _translate(plan)
+    result = _new_result(plan, tree)
+    _write_tree(plan, tree, result)
+    _add_traps(plan, tree, _scan(plan, tree, result), result)
+    _add_file_rows(tree, result)
+    timings = {"hipify_s": tree.hipify_s, "fix_and_scan_s": time.monotonic() - tree.t0 - tree.hipify_s}
+    units, mains = _units_and_mains(plan, tree)
+    timings.update(_build(plan, tree, units, mains, result) if plan.tc is not None else {"compile_s": 0.0, "link_s": 0.0})
+    if request.run:
+        _run_programs(plan, tree, units, mains, result)
+    result.timings = {**result.timings, **{k: round(v, 3) for k, v in timings.items()},
+                      "total_s": round(time.monotonic() - t_start, 3)}
+    write_reports(result, Path(request.report) if request.report else plan.out / REPORT_HTML)
+    return result
+
+
+# --- the stages of port_project ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Plan:
+    """A request checked, SRC read: the paths resolved, the targets, macros, manifest, include folders, toolchain."""
+    request: PortRequest
+    src: Path
+    out: Path
+    targets: tuple[str, ...]
+    define_list: list[str]           # the compiler's NAME=VALUE
+    scan_defines: dict[str, str]     # the scanner's {NAME: VALUE}
+    manifest: Path | None
+    proj: Project
+    inc_dirs: list[str]              # SRC-relative include folders
+    ext_dirs: list[Path]             # -I folders outside SRC
+    tc: object | None                # the toolchain (None: not compiled)
+    no_amd: str                      # why no AMD toolchain, where --run goes through HIP->CUDA instead
+
+
+def _plan(req: PortRequest) -> _Plan:
+    """Check the request (every PortInputError before any work), read SRC, choose the toolchain."""
+    targets = _checked_targets(req)
+    src_r, out_r = check_request(req.src, req.out)
+    define_list, scan_defines = _defines(req.defines)
+    if req.run and not req.compile:
         raise PortInputError("--run needs the build: leave out --no-compile")
-    if manifest is None and run and (src_r / run_compare.MANIFEST).is_file():
-        manifest = src_r / run_compare.MANIFEST
-    if manifest is not None:
-        manifest = Path(manifest).expanduser().resolve()
-        if not manifest.is_file():
-            raise PortInputError(f"--manifest {manifest}: no such file: give the JSON file of the runs")
-        if not run:
-            raise PortInputError("--manifest is for --run: add --run")
-        run_compare.load_manifest(manifest, src_r)          # a bad manifest is reported before any work
-    if report:
-        rep = Path(report).expanduser().resolve()
+    manifest = _checked_manifest(req, src_r)
+    if req.report:
+        rep = Path(req.report).expanduser().resolve()
         if rep == src_r or src_r in rep.parents:
-            raise PortInputError(f"--report {report} is inside SRC ({src_r}): the port never writes into SRC; put "
+            raise PortInputError(f"--report {req.report} is inside SRC ({src_r}): the port never writes into SRC; put "
                                  "the report elsewhere (the default is OUT/rocmlab-port.html)")
     proj = collect(src_r)
     if manifest is not None:
@@ -366,13 +420,47 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
             raise PortInputError(f"--manifest {manifest}: {', '.join(sorted(named - set(mains_src)))} is not a file "
                                  f"with main() in SRC (those are: {', '.join(mains_src) or 'none'}): name the "
                                  "program's main file, relative to SRC")
-    inc_dirs, ext_dirs = include_dirs(proj.sources, include, src_r)
+    inc_dirs, ext_dirs = include_dirs(proj.sources, req.include, src_r)
+    tc, no_amd = _checked_toolchain(req, targets)
+    return _Plan(req, src_r, out_r, targets, define_list, scan_defines, manifest, proj, inc_dirs, ext_dirs, tc, no_amd)
+
+
+def _checked_targets(req: PortRequest) -> tuple[str, ...]:
+    """The AMD targets asked for (and the engine checked): PortInputError naming the choices otherwise."""
+    target = req.target
+    targets = tuple(a.strip() for a in (target.split(",") if isinstance(target, str) else target) if a.strip())
+    bad = [a for a in targets if a not in settings.AMD_TARGETS]
+    if not targets or bad:
+        raise PortInputError(f"unknown --target {','.join(bad) or target!r}: choose from {', '.join(settings.AMD_TARGETS)} "
+                             "(comma-separated for several)")
+    if req.engine not in translate.ENGINES:
+        raise PortInputError(f"unknown --engine {req.engine!r}: choose from {', '.join(translate.ENGINES)}")
+    return targets
+
+
+def _checked_manifest(req: PortRequest, src_r: Path) -> Path | None:
+    """The runs' manifest (given, or SRC's own with --run), read once so that a bad one is reported before any work."""
+    manifest = req.manifest
+    if manifest is None and req.run and (src_r / run_compare.MANIFEST).is_file():
+        manifest = src_r / run_compare.MANIFEST
+    if manifest is not None:
+        manifest = Path(manifest).expanduser().resolve()
+        if not manifest.is_file():
+            raise PortInputError(f"--manifest {manifest}: no such file: give the JSON file of the runs")
+        if not req.run:
+            raise PortInputError("--manifest is for --run: add --run")
+        run_compare.load_manifest(manifest, src_r)
+    return manifest
+
+
+def _checked_toolchain(req: PortRequest, targets: tuple[str, ...]) -> tuple[object | None, str]:
+    """(the toolchain, or None without --compile; why there is no AMD one where --run goes through HIP->CUDA)."""
     tc, no_amd = None, ""
-    if compile:
+    if req.compile:
         try:
-            tc = unit_build.choose_toolchain(toolchain)
+            tc = unit_build.choose_toolchain(req.toolchain)
         except RuntimeError as exc:
-            if not (run and toolchain == "auto" and run_compare.nvidia_toolchain() is not None):
+            if not (req.run and req.toolchain == "auto" and run_compare.nvidia_toolchain() is not None):
                 raise
             no_amd = str(exc)     # an NVIDIA machine without ROCm: --run still runs the port, through HIP->CUDA
     if tc is not None:
@@ -380,41 +468,77 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
         if missing:
             raise PortInputError(f"the {tc.kind} toolchain here ({tc.label}) cannot build {', '.join(missing)} "
                                  f"(it has {', '.join(tc.targets)}): build for one of those")
-    _prepare_out(out_r, force)
-    problems = list(proj.problems)
-    ext_texts, ext_origin = _external_headers(proj, ext_dirs, problems)
-    ext_keys = [f"{EXTERNAL}/{n}-{d.name or 'root'}" for n, d in enumerate(ext_dirs)]
-    sources = {**proj.sources, **ext_texts}
+    return tc, no_amd
+
+
+@dataclass
+class _Tree:
+    """The project translated: texts by key (SRC-relative, or ``external/<n>-<folder>/...``) and what OUT got."""
+    sources: dict[str, str]          # every text ported: SRC's and the headers read from outside it
+    tr: translate.Translation
+    ext_keys: list[str]              # include folders of OUT beside SRC's own: external/..., the port's shims
+    ext_origin: dict[str, str]       # external key -> the header's original path
+    included: set[str]               # sources #included by another file: never a translation unit
+    problems: list[Problem]
+    t0: float                        # when the translation began (time.monotonic)
+    hipify_s: float
+    written: dict[str, str] = field(default_factory=dict)    # ported path (relative to OUT) -> text written
+
+    @property
+    def names(self) -> dict[str, str]:
+        return self.tr.names
+
+    def origin(self, key: str) -> str:
+        """``included`` for a header read from outside SRC, else ``own``."""
+        return "included" if key.startswith(EXTERNAL + "/") else "own"
+
+
+def _translate(plan: _Plan) -> _Tree:
+    """Read the headers the project includes from outside SRC, and hipify and fix every text."""
+    problems = list(plan.proj.problems)
+    ext_texts, ext_origin = _external_headers(plan.proj, plan.ext_dirs, problems)
+    ext_keys = [f"{EXTERNAL}/{n}-{d.name or 'root'}" for n, d in enumerate(plan.ext_dirs)]
+    sources = {**plan.proj.sources, **ext_texts}
     t0 = time.monotonic()
     try:
-        tr = translate.translate(sources, engine=engine, include_dirs=inc_dirs + ext_keys)
+        tr = translate.translate(sources, engine=plan.request.engine, include_dirs=plan.inc_dirs + ext_keys)
     except translate.EngineError as exc:
         raise PortInputError(str(exc)) from None
-    t_hipify = time.monotonic() - t0
-    names = tr.names
-    included = translate.included_sources(proj.sources, inc_dirs)
-    result = PortResult(str(src_r), str(out_r), targets,
-                        tc.label if tc else "none (compile=False)" if not no_amd else "none for AMD targets here",
-                        tc.kind if tc else "", False, "", max(1, workers or os.cpu_count() or 1),
-                        problems=problems, notes=list(tr.notes), compiled=tc is not None, engine=engine,
-                        outside_src=sorted(ext_origin.values()))
-    if no_amd:
-        result.notes.append(f"not compiled for {', '.join(targets)}: {no_amd}. --run builds the port through "
+    hipify_s = time.monotonic() - t0
+    return _Tree(sources, tr, ext_keys, ext_origin, translate.included_sources(plan.proj.sources, plan.inc_dirs),
+                 problems, t0, hipify_s)
+
+
+def _new_result(plan: _Plan, tree: _Tree) -> PortResult:
+    """The result, with the translation's fixes and the notes on what SRC needs (before anything is built)."""
+    tc, src_r = plan.tc, plan.src
+    result = PortResult(str(src_r), str(plan.out), plan.targets,
+                        tc.label if tc else "none (compile=False)" if not plan.no_amd else "none for AMD targets here",
+                        tc.kind if tc else "", False, "", max(1, plan.request.workers or os.cpu_count() or 1),
+                        problems=tree.problems, notes=list(tree.tr.notes), compiled=tc is not None,
+                        engine=plan.request.engine, outside_src=sorted(tree.ext_origin.values()))
+    if plan.no_amd:
+        result.notes.append(f"not compiled for {', '.join(plan.targets)}: {plan.no_amd}. --run builds the port through "
                             "HIP->CUDA with nvcc and runs it on this NVIDIA GPU (warps of 32) instead")
-    result.fixes = tr.fixes
-    for rel, name, where in outside_includes(proj.sources, src_r):
+    result.fixes = tree.tr.fixes
+    for rel, name, where in outside_includes(plan.proj.sources, src_r):
         result.notes.append(f"{rel} includes \"{name}\", which is outside SRC ({where}): SRC is the project's folder "
                             "tree, so port the folder that holds both (e.g. SRC={}) and the include comes with it"
                             .format(os.path.commonpath([str(src_r), where])))
-    needs = cuda_removed.needs_text(cuda_removed.removed_apis(proj.sources))
+    needs = cuda_removed.needs_text(cuda_removed.removed_apis(plan.proj.sources))
     if needs:
         result.notes.append(f"{needs}. The port does not use them (HIP names, plain loads): it builds for HIP; "
                             "only the CUDA original needs that older CUDA")
-    for rel in sorted(included):
+    for rel in sorted(tree.included):
         result.notes.append(f"{rel} is #included by another file of the project: it is compiled as part of that "
                             "file, never as a translation unit of its own (alone it misses the includer's types)")
-    written: dict[str, str] = {}
-    for rel in sorted(sources):
+    return result
+
+
+def _write_tree(plan: _Plan, tree: _Tree, result: PortResult) -> None:
+    """Write every ported text into OUT (renamed, the tree kept), copy SRC's other files, add the port's shims."""
+    out_r, names, tr = plan.out, tree.names, tree.tr
+    for rel in sorted(tree.sources):
         dest = out_r / names[rel]
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
@@ -426,111 +550,135 @@ def port(src, out, target=settings.DEFAULT_TARGET, *, workers: int | None = None
                                            f"({len(str(dest))} characters), so it was not written.",
                                            "port into a shorter --out folder, or shorten the project's folder names"))
             continue
-        written[names[rel]] = tr.texts[rel]
-    for rel in proj.others:
+        tree.written[names[rel]] = tr.texts[rel]
+    for rel in plan.proj.others:
         dest = out_r / rel
         try:
             dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src_r / rel, dest)
+            shutil.copyfile(plan.src / rel, dest)
         except OSError as exc:
             if exc.errno != errno.ENAMETOOLONG:
                 raise
             result.problems.append(Problem(rel, "path-too-long", "its path in OUT is too long: not copied.",
                                            "port into a shorter --out folder"))
-
     # the port's own replacement headers (cg::reduce ...), when a fix points at them
     if any(f.after and translate.SHIMS_INCLUDE and "rocmlab_port/" in f.after for f in tr.fixes):
         shutil.copytree(translate.SHIMS_DIR, out_r / translate.SHIMS_INCLUDE, dirs_exist_ok=True)
-        ext_keys = [*ext_keys, translate.SHIMS_INCLUDE]
+        tree.ext_keys = [*tree.ext_keys, translate.SHIMS_INCLUDE]
         for shim in sorted((out_r / translate.SHIMS_INCLUDE).rglob("*.h")):
-            written[str(shim.relative_to(out_r))] = shim.read_text()
-    # THE scanner, on the ported tree, as the AMD compiler compiles it
-    out_inc = [str(out_r / d) for d in inc_dirs + ext_keys]
-    rep = scan_project(out_r, files=sorted(written), target=targets[0], include_dirs=out_inc, defines=scan_defines,
-                       sources={k: v for k, v in written.items()}, not_units=[names[r] for r in included])
+            tree.written[str(shim.relative_to(out_r))] = shim.read_text()
+
+
+def _scan(plan: _Plan, tree: _Tree, result: PortResult):
+    """THE scanner, on the ported tree, as the AMD compiler compiles it; its report."""
+    out_r = plan.out
+    out_inc = [str(out_r / d) for d in plan.inc_dirs + tree.ext_keys]
+    rep = scan_project(out_r, files=sorted(tree.written), target=plan.targets[0], include_dirs=out_inc,
+                       defines=plan.scan_defines, sources={k: v for k, v in tree.written.items()},
+                       not_units=[tree.names[r] for r in tree.included])
     result.scan_config = rep.config
     result.not_followed = [os.path.relpath(p, out_r) for p in rep.not_followed]
-    back = {v: k for k, v in names.items()}
+    result.libraries = [k for k in diagnose.LIBRARIES if k in rep.libraries]
+    return rep
+
+
+def _add_traps(plan: _Plan, tree: _Tree, rep, result: PortResult) -> None:
+    """The scanner's findings, the fixes' own traps and the CUDA names kept in strings, each pointed back at the
+    CUDA source; one per line."""
+    back = {v: k for k, v in tree.names.items()}
     maps: dict[str, dict[int, int]] = {}
+
+    def src_line(src_rel: str, ported: str, line: int) -> int:
+        if src_rel and src_rel not in maps:
+            maps[src_rel] = translate.line_map(tree.sources[src_rel], tree.written.get(ported, ""))
+        return maps.get(src_rel, {}).get(line, 0)
+
     for f in rep.findings:
         src_rel = back.get(f.file, "")
-        if src_rel and src_rel not in maps:
-            maps[src_rel] = translate.line_map(sources[src_rel], written.get(f.file, ""))
-        origin = "included" if src_rel.startswith(EXTERNAL + "/") else "own"
-        shown = ext_origin.get(src_rel, src_rel)
+        line = src_line(src_rel, f.file, f.line)
         result.traps.append(PortTrap(f.file, f.line, f.column, f.rule, f.kind, f.severity, f.snippet, f.message,
-                                     f.fix, f.compiled, origin, shown, maps.get(src_rel, {}).get(f.line, 0)))
-    for ft in translate.fix_traps(tr.fixes):
+                                     f.fix, f.compiled, tree.origin(src_rel), tree.ext_origin.get(src_rel, src_rel),
+                                     line))
+    for ft in translate.fix_traps(tree.tr.fixes):
         src_rel = back.get(ft.file, "")
-        if src_rel and src_rel not in maps:
-            maps[src_rel] = translate.line_map(sources[src_rel], written.get(ft.file, ""))
+        line = src_line(src_rel, ft.file, ft.line)
         result.traps.append(PortTrap(ft.file, ft.line, ft.column, ft.rule, ft.kind, ft.severity, ft.snippet,
-                                     ft.message, ft.fix, True,
-                                     "included" if src_rel.startswith(EXTERNAL + "/") else "own",
-                                     ext_origin.get(src_rel, src_rel), maps.get(src_rel, {}).get(ft.line, 0)))
-    for lit in tr.literals:          # CUDA names in strings the program may look up: kept, reported
+                                     ft.message, ft.fix, True, tree.origin(src_rel),
+                                     tree.ext_origin.get(src_rel, src_rel), line))
+    for lit in tree.tr.literals:          # CUDA names in strings the program may look up: kept, reported
         src_rel = back.get(lit.file, "")
-        lines = written.get(lit.file, "").split("\n")
+        lines = tree.written.get(lit.file, "").split("\n")
         at = [n for n, text in enumerate(lines, start=1) if lit.snippet in text]
         line = min(at, key=lambda n: abs(n - lit.line)) if at else lit.line
         result.traps.append(PortTrap(lit.file, line, lit.column, lit.rule, lit.kind, lit.severity, lit.snippet,
-                                     lit.message, lit.fix, True,
-                                     "included" if src_rel.startswith(EXTERNAL + "/") else "own",
-                                     ext_origin.get(src_rel, src_rel), lit.line))
+                                     lit.message, lit.fix, True, tree.origin(src_rel),
+                                     tree.ext_origin.get(src_rel, src_rel), lit.line))
     result.traps = one_per_line(result.traps)
+
+
+def _add_file_rows(tree: _Tree, result: PortResult) -> None:
+    """One row per file written: where it came from, its role, its fixes and traps."""
     per_file: dict[str, int] = {}
     for t in result.traps:
         per_file[t.path] = per_file.get(t.path, 0) + 1
     fixes_per: dict[str, int] = {}
     for fx in result.fixes:
         fixes_per[fx.path] = fixes_per.get(fx.path, 0) + 1
-    for rel in sorted(sources):
-        if names[rel] not in written:
+    names = tree.names
+    for rel in sorted(tree.sources):
+        if names[rel] not in tree.written:
             continue
         ext = rel.startswith(EXTERNAL + "/")
-        result.files.append({"source": ext_origin.get(rel, rel), "ported": names[rel],
+        result.files.append({"source": tree.ext_origin.get(rel, rel), "ported": names[rel],
                              "role": "header from outside SRC" if ext else
-                             "included source (part of the file that #includes it)" if rel in included else
+                             "included source (part of the file that #includes it)" if rel in tree.included else
                              "translation unit" if rel.endswith(TU_SUFFIXES) else "header",
                              "renamed": names[rel] != rel, "fixes": fixes_per.get(names[rel], 0),
-                             "traps": per_file.get(names[rel], 0), "hipify_changed": tr.hipified[rel] != sources[rel]})
-    result.libraries = [k for k in diagnose.LIBRARIES if k in rep.libraries]
-    t_fix = time.monotonic() - t0 - t_hipify
+                             "traps": per_file.get(names[rel], 0),
+                             "hipify_changed": tree.tr.hipified[rel] != tree.sources[rel]})
 
-    t_compile = t_link = 0.0
-    units = {names[r]: r for r in proj.translation_units if names[r] in written and r not in included}
+
+def _units_and_mains(plan: _Plan, tree: _Tree) -> tuple[dict[str, str], set[str]]:
+    """({ported translation unit: its source}, the ported files with main()): what is compiled and linked."""
+    proj, names, included = plan.proj, tree.names, tree.included
+    units = {names[r]: r for r in proj.translation_units if names[r] in tree.written and r not in included}
     mains = {names[r] for r in proj.translation_units if diagnose.has_main(proj.sources[r]) and r not in included}
-    if tc is not None:
-        use_compat = False   # ROCm 7.2 (offline root) and ROCm installs have the warp-sync builtins
-        result.compat_used = use_compat
-        result.compat_note = f"{tc.label}: its own HIP headers, no compatibility header"
-        libs = [diagnose.LIBRARIES[k][3] for k in result.libraries if diagnose.LIBRARIES[k][3].startswith("-")]
-        t1 = time.monotonic()
-        result.units = unit_build.compile_all(tc, out_r, units, mains, targets, inc_dirs + ext_keys, use_compat,
-                                              result.workers, build_dir=out_r / MARKER, progress=progress,
-                                              extra_flags=[f for f in libs if not f.startswith("-l")],
-                                              defines=define_list)
-        t_compile = time.monotonic() - t1
-        t2 = time.monotonic()
-        result.links = unit_build.link_all(tc, out_r, result.units, libs, build_dir=out_r / MARKER)
-        t_link = time.monotonic() - t2
-        status = {u.source: u.status for u in result.units}
-        for f in result.files:
-            f["compile"] = status.get(f["source"], "")
-    if run:
-        t3 = time.monotonic()
-        result.ran = True
-        result.runs = run_compare.run_programs(result, src_r, out_r, out_r / MARKER, sorted(written), units, mains,
-                                               inc_dirs + ext_keys, define_list, manifest, timeout_s=run_timeout_s,
-                                               original_includes=[str(src_r / d) for d in inc_dirs]
-                                               + [str(d) for d in ext_dirs])
-        result.timings["run_s"] = round(time.monotonic() - t3, 3)
-    result.timings = {**result.timings, "hipify_s": round(t_hipify, 3), "fix_and_scan_s": round(t_fix, 3),
-                      "compile_s": round(t_compile, 3), "link_s": round(t_link, 3),
-                      "total_s": round(time.monotonic() - t_start, 3)}
+    return units, mains
 
-    write_reports(result, Path(report) if report else out_r / REPORT_HTML)
-    return result
+
+def _build(plan: _Plan, tree: _Tree, units: dict[str, str], mains: set[str], result: PortResult) -> dict[str, float]:
+    """Compile every translation unit for the targets, link each program; their times."""
+    tc, out_r = plan.tc, plan.out
+    use_compat = False   # ROCm 7.2 (offline root) and ROCm installs have the warp-sync builtins
+    result.compat_used = use_compat
+    result.compat_note = f"{tc.label}: its own HIP headers, no compatibility header"
+    libs = [diagnose.LIBRARIES[k][3] for k in result.libraries if diagnose.LIBRARIES[k][3].startswith("-")]
+    t1 = time.monotonic()
+    result.units = unit_build.compile_all(tc, out_r, units, mains, plan.targets, plan.inc_dirs + tree.ext_keys,
+                                          use_compat, result.workers, build_dir=out_r / MARKER,
+                                          progress=plan.request.progress,
+                                          extra_flags=[f for f in libs if not f.startswith("-l")],
+                                          defines=plan.define_list)
+    compile_s = time.monotonic() - t1
+    t2 = time.monotonic()
+    result.links = unit_build.link_all(tc, out_r, result.units, libs, build_dir=out_r / MARKER)
+    link_s = time.monotonic() - t2
+    status = {u.source: u.status for u in result.units}
+    for f in result.files:
+        f["compile"] = status.get(f["source"], "")
+    return {"compile_s": compile_s, "link_s": link_s}
+
+
+def _run_programs(plan: _Plan, tree: _Tree, units: dict[str, str], mains: set[str], result: PortResult) -> None:
+    """--run: build each program, run it and compare it with the CUDA original (:mod:`.run_compare`)."""
+    t3 = time.monotonic()
+    result.ran = True
+    result.runs = run_compare.run_programs(result, plan.src, plan.out, plan.out / MARKER, sorted(tree.written), units,
+                                           mains, plan.inc_dirs + tree.ext_keys, plan.define_list, plan.manifest,
+                                           timeout_s=plan.request.run_timeout_s,
+                                           original_includes=[str(plan.src / d) for d in plan.inc_dirs]
+                                           + [str(d) for d in plan.ext_dirs])
+    result.timings["run_s"] = round(time.monotonic() - t3, 3)
 
 
 _SEVERITY_RANK = {"error": 0, "warning": 1, "info": 2}

@@ -60,6 +60,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocmlab import safe_read
 from rocmlab.settings import RUN_TIME_LIMIT_S, env
 
 #: A learner's name as JupyterHub and Unix allow it in a folder name.
@@ -239,38 +240,22 @@ def handin(item: str, source, learner: str | None = None, exchange=None) -> Path
     return write_handin(exchange_dir(exchange), current_learner(learner), exercise, data, suffix)
 
 
-def _read_capped(fd: int, limit: int) -> bytes:
-    """At most ``limit + 1`` bytes of the open file (one more than allowed tells a file that grew)."""
-    chunks, size = [], 0
-    while size <= limit:
-        b = os.read(fd, min(65536, limit + 1 - size))
-        if not b:
-            break
-        chunks.append(b)
-        size += len(b)
-    return b"".join(chunks)
-
-
 def _read_source(src: Path) -> bytes:
-    """The hand-in's bytes, with its size checked on the open file before anything is read, and refused
+    """The hand-in's bytes, with its size checked on the open file before anything is read
+    (:func:`rocmlab.safe_read.read_capped`; links followed: the learner hands in their own file), and refused
     when it is not text a compiler reads (NUL bytes, as ``rocmlab hip`` refuses them)."""
     try:
-        fd = os.open(src, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ExchangeError(f"no file {src} to hand in ({exc.strerror}): give the path of your HIP source, "
-                            "e.g. vector_add.hip") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise ExchangeError(f"{src} is not a regular file: give the path of your answer, e.g. vector_add.hip")
-        if st.st_size > MAX_HANDIN_BYTES:
-            raise ExchangeError(f"{src} is {st.st_size} bytes, over the {MAX_HANDIN_BYTES} byte limit of a hand-in: "
-                                "hand in only your source or answer file")
-        data = _read_capped(fd, MAX_HANDIN_BYTES)
-    finally:
-        os.close(fd)
-    if len(data) > MAX_HANDIN_BYTES:
-        raise ExchangeError(f"{src} grew over the {MAX_HANDIN_BYTES} byte limit of a hand-in while it was read")
+        data = safe_read.read_capped(src, MAX_HANDIN_BYTES, follow_links=True)
+    except safe_read.ReadRefused as exc:
+        if exc.error is not None:
+            raise ExchangeError(f"no file {src} to hand in ({exc.strerror}): give the path of your HIP source, "
+                                "e.g. vector_add.hip") from None
+        if exc.why == safe_read.NOT_REGULAR:
+            raise ExchangeError(f"{src} is not a regular file: give the path of your answer, e.g. vector_add.hip") from None
+        if exc.why == safe_read.TOO_BIG:
+            raise ExchangeError(f"{src} is {exc.size} bytes, over the {MAX_HANDIN_BYTES} byte limit of a hand-in: "
+                                "hand in only your source or answer file") from None
+        raise ExchangeError(f"{src} grew over the {MAX_HANDIN_BYTES} byte limit of a hand-in while it was read") from None
     if not data.strip():
         raise ExchangeError(f"{src} is empty: save your work first (File > Save), then hand it in")
     if b"\0" in data:
@@ -391,12 +376,14 @@ def _listdir(fd: int) -> list[str]:
 
 
 def _read_fd(fd: int, owner: int) -> bytes | None:
-    """The bytes of the open file ``fd`` if it is a regular file of ``owner`` of at most MAX_HANDIN_BYTES."""
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_HANDIN_BYTES or st.st_uid != owner:
+    """The bytes of the open file ``fd`` if it is a regular file of ``owner`` of at most MAX_HANDIN_BYTES
+    (:func:`rocmlab.safe_read.read_open_file`), else None."""
+    if os.fstat(fd).st_uid != owner:
         return None
-    data = _read_capped(fd, MAX_HANDIN_BYTES)
-    return None if len(data) > MAX_HANDIN_BYTES else data
+    try:
+        return safe_read.read_open_file(fd, MAX_HANDIN_BYTES)
+    except safe_read.ReadRefused:
+        return None
 
 
 def stamp_problem(name: str, ctime: float) -> str:

@@ -1,10 +1,10 @@
 """A real JupyterHub on one machine, started and stopped from Python (the hub tests and benchmarks/hub_load.py).
 
-:func:`jupyterhub` lays out a work folder, writes a ``jupyterhub_config.py`` (:mod:`.hubconfig`) and runs
-``python -m jupyterhub`` on 127.0.0.1 (free ports for the proxy, its API and the hub), with
-``configurable-http-proxy`` from npm. It waits for ``/hub/health`` and, on exit (also on failure), stops the
-hub, the proxy and every learner's server it started, checks that none of them is left, and removes the Unix
-users and cgroups it created.
+:func:`jupyterhub` (the short form of :func:`running_hub` with a :class:`HubRequest`) lays out a work folder,
+writes a ``jupyterhub_config.py`` (:mod:`.hubconfig`) and runs ``python -m jupyterhub`` on 127.0.0.1 (free ports
+for the proxy, its API and the hub), with ``configurable-http-proxy`` from npm. It waits for ``/hub/health`` and,
+on exit (also on failure), stops the hub, the proxy and every learner's server it started, checks that none of
+them is left, and removes the Unix users and cgroups it created.
 
 Two modes (``mode=``):
 
@@ -25,7 +25,7 @@ GPU seats: the pre-spawn hook of :mod:`rocmlab.workshop.seats`, with ``n_gpus`` 
 there). Where the seats have device nodes (``gpu_devices``: from the KFD topology, or given) each server's
 cgroup may open only its seat's; the instructor takes no seat. Each learner's server also gets a process
 limit, a home of its own size, a private /tmp (what the server reads under /tmp, e.g. a course cloned there, is
-bound back read-only: :func:`server_reads`), and the offline ROCm root (see :func:`jupyterhub`); nothing
+bound back read-only: :func:`server_reads`), and the offline ROCm root (see :class:`HubRequest`); nothing
 root writes into a learner's home follows their links (:mod:`.learner_space`). The grading seed is used as
 ``rocmlab grade --seed-file WORK/instructor/grading-seed``, never on a command line.
 """
@@ -589,21 +589,20 @@ def _check_passable(path: Path) -> None:
                            "(e.g. tempfile.mkdtemp() then chmod 0711)")
 
 
-@contextlib.contextmanager
-def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", n_gpus: int = 8, exchange=None,
-               port: int | None = None, timeout_s: float = 90.0, environment: dict | None = None,
-               mode: str = "users", user_prefix: str = "jupyter-", mem_limit: str | None = "2G",
-               cpu_limit: float | None = 1.0, cull_idle_s: int | None = 3600, oversubscribe: bool = False,
-               server_args: list[str] | None = None, fast_start: bool = True, pids_limit: int | None = 1024,
-               disk_limit: str | None = "4G", tmp_limit: str | None = "1G", gpu_devices: list | str | None = "auto",
-               rocm_root=None, bind_server_reads: bool = True):
-    """A running hub with ``learners`` and ``instructor`` allowed; stopped (with all it spawned) on exit.
+@dataclass(frozen=True)
+class HubRequest:
+    """What :func:`running_hub` starts: the learners, the instructor, the seats and every learner's server's limits.
 
-    ``mode="users"`` (root only): each learner their own Unix user ``user_prefix + NAME`` (created on their
-    first spawn, removed on exit if this hub created it). ``mode="dry-run"``: all as the hub's user.
-    More learners than ``n_gpus`` seats is an error unless ``oversubscribe`` (then the learner past the last
-    seat gets the error when their server starts). ``fast_start`` (default) starts learners' servers without
-    jupyter_lsp and without jsonschema's IRI checker (:data:`SKIP_RFC3987`); False: as JupyterLab comes.
+    ``workdir``: the work folder (laid out as the module's text says). ``mode="users"`` (root only): each learner
+    their own Unix user ``user_prefix + NAME`` (created on their first spawn, removed on exit if this hub created
+    it). ``mode="dry-run"``: all as the hub's user. ``exchange``: the hand-in exchange's folder (default
+    WORK/exchange). ``port``: the hub's (default: a free one, drawn again when it was taken). ``timeout_s``: how
+    long the hub may take to answer /hub/health. ``environment``: added to every learner's server's. More
+    learners than ``n_gpus`` seats is an error unless ``oversubscribe`` (then the learner past the last seat gets
+    the error when their server starts). ``fast_start`` (default) starts learners' servers without jupyter_lsp
+    and without jsonschema's IRI checker (:data:`SKIP_RFC3987`); False: as JupyterLab comes; ``server_args``:
+    the servers' own arguments (default :data:`FAST_SERVER_ARGS`). ``cull_idle_s``: stop servers idle that long
+    (None: never).
 
     Limits of each learner's server (``users`` mode; None turns one off): ``mem_limit``, ``cpu_limit``,
     ``pids_limit`` (processes and threads: cgroup ``pids.max`` and RLIMIT_NPROC), ``disk_limit`` (the home is
@@ -617,96 +616,46 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
     private /tmp (:func:`server_reads`), checked before the hub starts (HubError naming the folders and the fix
     otherwise). ``bind_server_reads=False`` leaves that out: only the control of the hub tests, whose spawn then
     fails with the server's own words."""
-    from rocmlab.workshop import seats
-    from rocmlab.workshop.hubconfig import MODES, parse_bytes
+    workdir: str | os.PathLike
+    learners: list[str]
+    instructor: str = "instructor"
+    n_gpus: int = 8
+    exchange: str | os.PathLike | None = None
+    port: int | None = None
+    timeout_s: float = 90.0
+    environment: dict | None = None
+    mode: str = "users"
+    user_prefix: str = "jupyter-"
+    mem_limit: str | None = "2G"
+    cpu_limit: float | None = 1.0
+    cull_idle_s: int | None = 3600
+    oversubscribe: bool = False
+    server_args: list[str] | None = None
+    fast_start: bool = True
+    pids_limit: int | None = 1024
+    disk_limit: str | None = "4G"
+    tmp_limit: str | None = "1G"
+    gpu_devices: list | str | None = "auto"
+    rocm_root: str | os.PathLike | None = None
+    bind_server_reads: bool = True
 
-    if mode not in MODES:
-        raise HubError(f"hub mode {mode!r}: use one of {MODES} ('dry-run': every server as one user, no isolation)")
-    if mode == "users" and os.geteuid() != 0:
-        raise HubError("mode='users' runs each learner as their own Unix user, so the hub must run as root "
-                       "(sudo); for a one-person try-out use mode='dry-run'")
-    if shutil.which("configurable-http-proxy") is None:
-        raise HubError(NO_PROXY)
-    from rocmlab.settings import RUN_PROCESS_LIMIT
 
-    if pids_limit is not None and pids_limit < 2 * RUN_PROCESS_LIMIT:
-        raise HubError(f"pids_limit={pids_limit} is too low: a learner's grade alone may use {RUN_PROCESS_LIMIT} "
-                       f"processes (the sandbox's limit) next to their server's; give {2 * RUN_PROCESS_LIMIT} or more "
-                       "(1024 for a workshop), or None for no cap")
-    if not oversubscribe:
-        try:
-            seats.check_learners(len(learners), n_gpus)
-        except seats.NoFreeGpu as exc:
-            raise HubError(str(exc)) from None
-    workdir = Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
-    os.chmod(workdir, 0o711)
-    state, homes, instructor_dir = workdir / "hub", workdir / "home", workdir / "instructor"
-    for d, m in ((state, 0o700), (homes, 0o711), (instructor_dir, 0o700)):
-        d.mkdir(exist_ok=True)
-        os.chmod(d, m)
-    if mode == "users":
-        _check_passable(homes)
-    exchange = Path(exchange) if exchange else workdir / "exchange"
-    prepare(exchange)
-    _instructor_material(instructor_dir)
+def jupyterhub(workdir, learners: list[str], **options):
+    """A running hub with ``learners`` and ``instructor`` allowed; stopped (with all it spawned) on exit: the
+    short form of ``running_hub(HubRequest(workdir, learners, **options))``; ``options`` are
+    :class:`HubRequest`'s fields."""
+    return running_hub(HubRequest(workdir, learners, **options))
 
-    given_port = port
+
+@contextlib.contextmanager
+def running_hub(request: HubRequest):
+    """Check the request, lay out the work folder, prepare the learners' servers, start the hub (again on fresh
+    ports when one it drew was taken), wait for it; on exit stop it and remove what it created."""
+    _check_hub_request(request)
+    layout = _lay_out(request)
     token, password = secrets.token_hex(24), secrets.token_urlsafe(12)
-    server_python, pythonpath = (learner_python(os.environ.get("PYTHONPATH", "")) if mode == "users"
-                                 else (sys.executable, os.environ.get("PYTHONPATH", "")))
-    env_pass = {"PYTHONPATH": pythonpath,
-                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
-                "ROCMLAB_QUICK": os.environ.get("ROCMLAB_QUICK", "1"), **(environment or {})}
-    if fast_start:
-        env_pass["PYTHONPATH"] = os.pathsep.join(p for p in (str(_server_site(workdir / "server-site")),
-                                                             env_pass["PYTHONPATH"]) if p)
-    else:
-        server_args = server_args if server_args is not None else []
-    learner_root = _learner_rocm_root(rocm_root) if mode == "users" else None
-    if learner_root:
-        env_pass.setdefault("ROCMLAB_ROCM_ROOT", learner_root)
-    if mode == "dry-run":
-        env_pass.setdefault("ROCMLAB_HOME", str(paths.home()))
-    elif server_python != sys.executable:     # the system's Python: point it at this environment's Jupyter
-        env_pass.setdefault("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))
-        env_pass.setdefault("JUPYTER_CONFIG_PATH", str(Path(sys.prefix) / "etc" / "jupyter"))
-        env_pass["PATH"] = f"{_learner_bin(workdir / 'bin', server_python)}{os.pathsep}{env_pass['PATH']}"
-    reads = server_reads(server_python, env_pass) if mode == "users" and tmp_limit and bind_server_reads else []
-    if reads:
-        from rocmlab.workshop.hubconfig import can_unshare_mounts
-
-        if not can_unshare_mounts():
-            _check_private_tmp(server_python, env_pass, tmp_limit, [str(workdir), str(exchange), str(homes)], reads)
-    log_path = state / "jupyterhub.log"
-    env = dict(os.environ)
-    env.pop("JUPYTERHUB_API_TOKEN", None)
-    for attempt in range(1, START_TRIES + 1):
-        port = given_port or free_port()      # the hub's and the proxy's own ports are drawn afresh each try
-        cfg = write_config(state, learners=list(learners), instructor=instructor, n_gpus=n_gpus, exchange=exchange,
-                           homes=homes, port=port, token=token, password=password, environment=env_pass, mode=mode,
-                           user_prefix=user_prefix, mem_limit=mem_limit, cpu_limit=cpu_limit,
-                           cull_idle_s=cull_idle_s, server_args=server_args, server_python=server_python,
-                           admin_environment={"ROCMLAB_HOME": str(paths.home()),      # the instructor grades as root
-                                              "ROCMLAB_ROCM_ROOT": str(paths.rocm_root())}, pids_limit=pids_limit,
-                           disk_limit=disk_limit, tmp_limit=tmp_limit, gpu_devices=gpu_devices, server_reads=reads)
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(cfg)], cwd=state, env=env,
-                                    stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                    start_new_session=True, preexec_fn=_term_with_parent)
-        hub = Hub(workdir, port, token, password, exchange, proc, log_path, mode, user_prefix,
-                  disk=(state / "disks", parse_bytes(disk_limit)) if mode == "users" and disk_limit else None,
-                  tries=attempt, server_reads=reads)
-        try:
-            _wait_healthy(hub, timeout_s)
-            break
-        except HubError as exc:
-            left = hub.stop()
-            _remove_created(hub)
-            if left:
-                raise HubError(f"processes left after the hub stopped: {left}; it had not started: {exc}") from None
-            if attempt == START_TRIES or not port_taken(hub.log_text()):
-                raise
+    servers = _learner_servers(request, layout)
+    hub = _start(request, layout, servers, token, password)
     try:
         yield hub
     finally:
@@ -714,6 +663,146 @@ def jupyterhub(workdir, learners: list[str], *, instructor: str = "instructor", 
         _remove_created(hub)
         if left:
             raise HubError(f"processes left after the hub stopped: {left}")
+
+
+# --- the stages of running_hub -----------------------------------------------------------------------------
+
+def _check_hub_request(req: HubRequest) -> None:
+    """HubError naming the fix for a request this machine cannot serve, before anything is written."""
+    from rocmlab.settings import RUN_PROCESS_LIMIT
+    from rocmlab.workshop import seats
+    from rocmlab.workshop.hubconfig import MODES
+
+    if req.mode not in MODES:
+        raise HubError(f"hub mode {req.mode!r}: use one of {MODES} ('dry-run': every server as one user, no isolation)")
+    if req.mode == "users" and os.geteuid() != 0:
+        raise HubError("mode='users' runs each learner as their own Unix user, so the hub must run as root "
+                       "(sudo); for a one-person try-out use mode='dry-run'")
+    if shutil.which("configurable-http-proxy") is None:
+        raise HubError(NO_PROXY)
+    if req.pids_limit is not None and req.pids_limit < 2 * RUN_PROCESS_LIMIT:
+        raise HubError(f"pids_limit={req.pids_limit} is too low: a learner's grade alone may use {RUN_PROCESS_LIMIT} "
+                       f"processes (the sandbox's limit) next to their server's; give {2 * RUN_PROCESS_LIMIT} or more "
+                       "(1024 for a workshop), or None for no cap")
+    if not req.oversubscribe:
+        try:
+            seats.check_learners(len(req.learners), req.n_gpus)
+        except seats.NoFreeGpu as exc:
+            raise HubError(str(exc)) from None
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The work folder's parts (see the module's text)."""
+    workdir: Path
+    state: Path           # WORK/hub: config, database, log, seat state (root 0700)
+    homes: Path           # WORK/home (0711)
+    exchange: Path
+
+
+def _lay_out(req: HubRequest) -> _Layout:
+    """The work folder, its parts with their modes, the exchange and the instructor's material."""
+    workdir = Path(req.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    os.chmod(workdir, 0o711)
+    state, homes, instructor_dir = workdir / "hub", workdir / "home", workdir / "instructor"
+    for d, m in ((state, 0o700), (homes, 0o711), (instructor_dir, 0o700)):
+        d.mkdir(exist_ok=True)
+        os.chmod(d, m)
+    if req.mode == "users":
+        _check_passable(homes)
+    exchange = Path(req.exchange) if req.exchange else workdir / "exchange"
+    prepare(exchange)
+    _instructor_material(instructor_dir)
+    return _Layout(workdir, state, homes, exchange)
+
+
+@dataclass(frozen=True)
+class _Servers:
+    """How the learners' servers start: their Python, environment, arguments and the folders under /tmp they read."""
+    python: str
+    environment: dict
+    args: list[str] | None
+    reads: list[str]
+
+
+def _learner_servers(req: HubRequest, layout: _Layout) -> _Servers:
+    """The learners' servers' Python and environment (checked: it imports as a learner, inside a private /tmp)."""
+    workdir = layout.workdir
+    server_args = req.server_args
+    server_python, pythonpath = (learner_python(os.environ.get("PYTHONPATH", "")) if req.mode == "users"
+                                 else (sys.executable, os.environ.get("PYTHONPATH", "")))
+    env_pass = {"PYTHONPATH": pythonpath,
+                "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
+                "ROCMLAB_QUICK": os.environ.get("ROCMLAB_QUICK", "1"), **(req.environment or {})}
+    if req.fast_start:
+        env_pass["PYTHONPATH"] = os.pathsep.join(p for p in (str(_server_site(workdir / "server-site")),
+                                                             env_pass["PYTHONPATH"]) if p)
+    else:
+        server_args = server_args if server_args is not None else []
+    learner_root = _learner_rocm_root(req.rocm_root) if req.mode == "users" else None
+    if learner_root:
+        env_pass.setdefault("ROCMLAB_ROCM_ROOT", learner_root)
+    if req.mode == "dry-run":
+        env_pass.setdefault("ROCMLAB_HOME", str(paths.home()))
+    elif server_python != sys.executable:     # the system's Python: point it at this environment's Jupyter
+        env_pass.setdefault("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))
+        env_pass.setdefault("JUPYTER_CONFIG_PATH", str(Path(sys.prefix) / "etc" / "jupyter"))
+        env_pass["PATH"] = f"{_learner_bin(workdir / 'bin', server_python)}{os.pathsep}{env_pass['PATH']}"
+    reads = (server_reads(server_python, env_pass) if req.mode == "users" and req.tmp_limit and req.bind_server_reads
+             else [])
+    if reads:
+        from rocmlab.workshop.hubconfig import can_unshare_mounts
+
+        if not can_unshare_mounts():
+            _check_private_tmp(server_python, env_pass, req.tmp_limit,
+                               [str(workdir), str(layout.exchange), str(layout.homes)], reads)
+    return _Servers(server_python, env_pass, server_args, reads)
+
+
+def _start(req: HubRequest, layout: _Layout, servers: _Servers, token: str, password: str) -> Hub:
+    """Start the hub and wait until it is healthy; again, on freshly drawn ports, when a port it drew was taken
+    (:data:`START_TRIES` in all). HubError with its log's tail when it does not start."""
+    for attempt in range(1, START_TRIES + 1):
+        hub = _launch(req, layout, servers, token, password, attempt)
+        try:
+            _wait_healthy(hub, req.timeout_s)
+            return hub
+        except HubError as exc:
+            left = hub.stop()
+            _remove_created(hub)
+            if left:
+                raise HubError(f"processes left after the hub stopped: {left}; it had not started: {exc}") from None
+            if attempt == START_TRIES or not port_taken(hub.log_text()):
+                raise
+    raise AssertionError("unreachable: the last try returns or raises")
+
+
+def _launch(req: HubRequest, layout: _Layout, servers: _Servers, token: str, password: str, attempt: int) -> Hub:
+    """Write the hub's config (its own and the proxy's ports drawn afresh) and start ``python -m jupyterhub``."""
+    from rocmlab.workshop.hubconfig import parse_bytes
+
+    state = layout.state
+    port = req.port or free_port()
+    cfg = write_config(state, learners=list(req.learners), instructor=req.instructor, n_gpus=req.n_gpus,
+                       exchange=layout.exchange, homes=layout.homes, port=port, token=token, password=password,
+                       environment=servers.environment, mode=req.mode, user_prefix=req.user_prefix,
+                       mem_limit=req.mem_limit, cpu_limit=req.cpu_limit, cull_idle_s=req.cull_idle_s,
+                       server_args=servers.args, server_python=servers.python,
+                       admin_environment={"ROCMLAB_HOME": str(paths.home()),      # the instructor grades as root
+                                          "ROCMLAB_ROCM_ROOT": str(paths.rocm_root())}, pids_limit=req.pids_limit,
+                       disk_limit=req.disk_limit, tmp_limit=req.tmp_limit, gpu_devices=req.gpu_devices,
+                       server_reads=servers.reads)
+    log_path = state / "jupyterhub.log"
+    env = dict(os.environ)
+    env.pop("JUPYTERHUB_API_TOKEN", None)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(cfg)], cwd=state, env=env,
+                                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True, preexec_fn=_term_with_parent)
+    return Hub(layout.workdir, port, token, password, layout.exchange, proc, log_path, req.mode, req.user_prefix,
+               disk=(state / "disks", parse_bytes(req.disk_limit)) if req.mode == "users" and req.disk_limit else None,
+               tries=attempt, server_reads=servers.reads)
 
 
 def _learner_rocm_root(rocm_root) -> str | None:

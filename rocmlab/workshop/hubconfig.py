@@ -41,6 +41,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from jupyterhub.spawner import LocalProcessSpawner, SimpleLocalProcessSpawner, SpawnException, set_user_setuid
@@ -585,10 +586,23 @@ def lock_server_references(python: str) -> tuple[list[Path], str]:
 # ----------------------------------------------------------------------------- the config
 
 def configure(c, s: dict) -> None:
-    work = Path(s["workdir"])
+    """Configure JupyterHub (``c``, its config) from the settings :func:`rocmlab.workshop.hub.write_config` wrote
+    into the config file (``s``: their JSON, the file's format): the hub, its learners' servers, the plan every
+    spawn follows (:class:`SpawnPlan`) and its hooks; print what the servers are limited to."""
     mode = s.get("mode", "users")
     if mode not in MODES:
         raise ValueError(f"hub mode {mode!r}: use one of {MODES}")
+    _configure_hub(c, s)
+    _configure_servers(c, s, mode)
+    plan = SpawnPlan.from_settings(s, mode, c.Spawner.cmd[0])
+    c.Spawner.pre_spawn_hook = _pre_spawn_hook(s, plan)
+    c.Spawner.post_stop_hook = _post_stop
+    print(plan.summary(s), file=sys.stderr)
+
+
+def _configure_hub(c, s: dict) -> None:
+    """The hub itself: loopback only, its ports, files, the shared password, its admin service and idle culler."""
+    work = Path(s["workdir"])
     c.JupyterHub.ip = "127.0.0.1"
     c.JupyterHub.port = s["port"]
     c.JupyterHub.hub_ip = "127.0.0.1"
@@ -619,6 +633,10 @@ def configure(c, s: dict) -> None:
     c.JupyterHub.services = services
     c.JupyterHub.load_roles = roles
 
+
+def _configure_servers(c, s: dict, mode: str) -> None:
+    """How every server starts (its command, arguments, environment, JupyterHub's limits) and which spawner
+    starts it: :class:`WorkshopSpawner` (users) or :class:`DryRunSpawner`."""
     homes = Path(s["homes"])
     c.Spawner.cmd = [s.get("server_python") or s["python"], "-m", "jupyterhub.singleuser"]
     c.Spawner.args = ["--ServerApp.ip=127.0.0.1", *s.get("server_args", [])]
@@ -629,8 +647,6 @@ def configure(c, s: dict) -> None:
     c.Spawner.notebook_dir = "~"
     c.Spawner.mem_limit = s.get("mem_limit") or None
     c.Spawner.cpu_limit = s.get("cpu_limit") or None
-
-    cgroups = Cgroups(s.get("cgroup_tag") or f"rocmlab-hub-{s['port']}")
     if mode == "users":
         c.JupyterHub.spawner_class = WorkshopSpawner
         c.WorkshopSpawner.user_prefix = s["user_prefix"]
@@ -641,50 +657,86 @@ def configure(c, s: dict) -> None:
         if os.geteuid() == 0:
             c.Spawner.args = [*c.Spawner.args, "--allow-root"]
 
-    assigner = seats.GpuAssigner(work / "gpu-seats.json", s["n_gpus"])
-    mem_bytes = parse_bytes(s["mem_limit"]) if s.get("mem_limit") else None
-    disk = (work / "disks", parse_bytes(s["disk_limit"])) if mode == "users" and s.get("disk_limit") else None
-    pids = int(s["pids_limit"]) if s.get("pids_limit") else None
-    why_no_ns = can_unshare_mounts() if mode == "users" and s.get("tmp_limit") else "not asked"
-    gpu_devices = s.get("gpu_devices")
-    if gpu_devices == "auto":
-        gpu_devices = seats.seat_device_paths(s["n_gpus"])
-    enforce_devices = mode == "users" and bool(gpu_devices) and cgroups.limits_devices
-    seat_hook = seats.make_pre_spawn_hook(assigner, exchange=s["exchange"], devices_enforced=enforce_devices)
-    keep = tuple(str(Path(p)) for p in (work.parent, s["exchange"], homes, *s.get("keep_visible", [])))
-    server_reads = tuple(s.get("server_reads", ()))     # bound back read-only: rocmlab.workshop.hub.server_reads
-    withhold = mode == "users" and s.get("references", "withheld") != "kept"
-    locked, why_not_locked = (lock_server_references(c.Spawner.cmd[0]) if withhold
-                              else ([], "kept (self-study)" if mode == "users" else "kept (dry run)"))
+
+@dataclass(frozen=True)
+class SpawnPlan:
+    """What every spawn follows, worked out once when the hub starts (:meth:`from_settings`): the mode, the
+    folders, the cgroups, GPU seats and their device nodes, each server's limits, what its private /tmp keeps, and
+    whether the reference answers are withheld (and locked)."""
+    mode: str
+    work: Path                           # the hub's own folder (WORK/hub)
+    homes: Path
+    cgroups: Cgroups
+    assigner: seats.GpuAssigner
+    mem_bytes: int | None
+    disk: tuple[Path, int] | None        # (images folder, bytes): each home a file system of that size
+    pids: int | None
+    why_no_ns: str                       # why there is no private /tmp ("" when there is)
+    gpu_devices: list | None             # per seat, its device nodes
+    enforce_devices: bool                # each server may open only its seat's device nodes
+    keep: tuple[str, ...]                # folders the private /tmp leaves visible
+    server_reads: tuple[str, ...]        # bound back read-only: rocmlab.workshop.hub.server_reads
+    withhold: bool                       # reference answers withheld from learners
+    locked: tuple[Path, ...]
+    why_not_locked: str
+
+    @classmethod
+    def from_settings(cls, s: dict, mode: str, server_python: str) -> SpawnPlan:
+        """The plan for the settings ``s``; locks the reference files of ``server_python`` when they are withheld."""
+        work, homes = Path(s["workdir"]), Path(s["homes"])
+        cgroups = Cgroups(s.get("cgroup_tag") or f"rocmlab-hub-{s['port']}")
+        assigner = seats.GpuAssigner(work / "gpu-seats.json", s["n_gpus"])
+        mem_bytes = parse_bytes(s["mem_limit"]) if s.get("mem_limit") else None
+        disk = (work / "disks", parse_bytes(s["disk_limit"])) if mode == "users" and s.get("disk_limit") else None
+        pids = int(s["pids_limit"]) if s.get("pids_limit") else None
+        why_no_ns = can_unshare_mounts() if mode == "users" and s.get("tmp_limit") else "not asked"
+        gpu_devices = s.get("gpu_devices")
+        if gpu_devices == "auto":
+            gpu_devices = seats.seat_device_paths(s["n_gpus"])
+        enforce_devices = mode == "users" and bool(gpu_devices) and cgroups.limits_devices
+        keep = tuple(str(Path(p)) for p in (work.parent, s["exchange"], homes, *s.get("keep_visible", [])))
+        withhold = mode == "users" and s.get("references", "withheld") != "kept"
+        locked, why_not_locked = (lock_server_references(server_python) if withhold
+                                  else ([], "kept (self-study)" if mode == "users" else "kept (dry run)"))
+        return cls(mode, work, homes, cgroups, assigner, mem_bytes, disk, pids, why_no_ns, gpu_devices,
+                   enforce_devices, keep, tuple(s.get("server_reads", ())), withhold, tuple(locked), why_not_locked)
+
+    def summary(self, s: dict) -> str:
+        """The line the hub prints at start: every limit, and where the reference answers are."""
+        if not self.withhold:
+            refs_said = self.why_not_locked
+        elif self.locked:
+            refs_said = f"withheld from learners ({references.ENV}=off, {len(self.locked)} files locked root-only)"
+        else:
+            refs_said = (f"withheld from learners by the setting only ({references.ENV}=off; NOT locked: "
+                         f"{self.why_not_locked})")
+        return (f"rocmlab hub: mode {self.mode}; limits per server: memory {s.get('mem_limit') or 'none'}, "
+                f"CPU {s.get('cpu_limit') or 'none'}, processes {self.pids or 'no cap'} ({self.cgroups.describe()}); "
+                f"disk {s.get('disk_limit') if self.disk else 'no cap'}; private /tmp "
+                f"{s.get('tmp_limit') if not self.why_no_ns else 'off (' + self.why_no_ns + ')'}; {s['n_gpus']} GPU "
+                f"seats, devices {'enforced per seat' if self.enforce_devices else 'not enforced (HIP_VISIBLE_DEVICES only)'}; "
+                f"idle culler {str(s.get('cull_idle_s')) + ' s' if s.get('cull_idle_s') else 'off'}; reference answers "
+                f"{refs_said}")
+
+
+def _pre_spawn_hook(s: dict, plan: SpawnPlan):
+    """The hook before each server starts: the learner's Unix user, GPU seat, hand-in folder, cgroup and private
+    /tmp (users mode); the instructor's environment; the home's own settings."""
+    seat_hook = seats.make_pre_spawn_hook(plan.assigner, exchange=s["exchange"], devices_enforced=plan.enforce_devices)
 
     def pre_spawn(spawner):
         name = spawner.user.name
-        home = homes / name
+        home = plan.homes / name
         if spawner.user.admin:      # the instructor grades with the node's toolchain, frees seats (`seats release`)
             spawner.environment = {**(spawner.environment or {}), **s.get("admin_environment", {}),
-                                   "ROCMLAB_GPU_STATE": str(assigner.path)}
-        learner = mode == "users" and not spawner.user.admin
+                                   "ROCMLAB_GPU_STATE": str(plan.assigner.path)}
+        learner = plan.mode == "users" and not spawner.user.admin
         if learner:         # the Unix user first: the seat hook gives them their hand-in folder
-            pw = ensure_unix_user(spawner.system_user, home, record=work / "created-users", disk=disk)
+            pw = ensure_unix_user(spawner.system_user, home, record=plan.work / "created-users", disk=plan.disk)
         seat_hook(spawner)
-        if learner and disk and s.get("exchange"):     # the hand-in folder: a file system of its own size too
-            mount_home_disk(Path(s["exchange"]) / "inbound" / name, disk[0] / f"{spawner.system_user}-inbound.img",
-                            xchg.INBOUND_BYTES)
-            xchg.prepare_learner(s["exchange"], name, uid=pw.pw_uid, gid=pw.pw_gid)   # its root: theirs, 0700
         if learner:
+            _confine_learner(spawner, s, plan, pw)
             uid, gid = pw.pw_uid, pw.pw_gid
-            seat = int(spawner.environment["ROCMLAB_WORKSHOP_GPU"])
-            devices = seats.device_rules(gpu_devices[seat]) if enforce_devices else None
-            spawner._cgroup_procs = cgroups.prepare(name, mem_bytes, s.get("cpu_limit"), len(s["learners"]) + 1,
-                                                    pids=pids, devices=devices)
-            spawner._private_tmp = (s["tmp_limit"], keep, server_reads) if not why_no_ns else None
-            spawner._nproc = pids if not cgroups.limits_pids else None     # the fallback without a pids cgroup
-            if withhold:     # the reference modules refuse to load; the lock keeps their files unreadable
-                spawner.environment[references.ENV] = "off"
-            if disk:
-                spawner.environment["ROCMLAB_DISK_LIMIT"] = str(s["disk_limit"])
-            if s.get("cpu_limit"):     # torch and OpenMP start one thread per core of the NODE otherwise
-                spawner.environment.setdefault("OMP_NUM_THREADS", str(max(1, int(float(s["cpu_limit"]) + 0.5))))
         else:
             home.mkdir(parents=True, exist_ok=True)
             os.chmod(home, 0o700)
@@ -698,25 +750,34 @@ def configure(c, s: dict) -> None:
             except OSError as exc:      # a planted link (PlantedLink), a full home: logged, the server starts
                 spawner.log.warning("rocmlab: %s: %s", name, exc)
 
-    def post_stop(spawner):
-        spawner.log.info("rocmlab: %s's server stopped; their GPU seat stays theirs until an admin releases it",
-                         spawner.user.name)
+    return pre_spawn
 
-    c.Spawner.pre_spawn_hook = pre_spawn
-    c.Spawner.post_stop_hook = post_stop
-    if not withhold:
-        refs_said = why_not_locked
-    elif locked:
-        refs_said = f"withheld from learners ({references.ENV}=off, {len(locked)} files locked root-only)"
-    else:
-        refs_said = f"withheld from learners by the setting only ({references.ENV}=off; NOT locked: {why_not_locked})"
-    print(f"rocmlab hub: mode {mode}; limits per server: memory {s.get('mem_limit') or 'none'}, "
-          f"CPU {s.get('cpu_limit') or 'none'}, processes {pids or 'no cap'} ({cgroups.describe()}); "
-          f"disk {s.get('disk_limit') if disk else 'no cap'}; private /tmp "
-          f"{s.get('tmp_limit') if not why_no_ns else 'off (' + why_no_ns + ')'}; {s['n_gpus']} GPU seats, "
-          f"devices {'enforced per seat' if enforce_devices else 'not enforced (HIP_VISIBLE_DEVICES only)'}; "
-          f"idle culler {str(s.get('cull_idle_s')) + ' s' if s.get('cull_idle_s') else 'off'}; reference answers "
-          f"{refs_said}", file=sys.stderr)
+
+def _confine_learner(spawner, s: dict, plan: SpawnPlan, pw) -> None:
+    """A learner's server (users mode): its hand-in folder a file system of its own size, its cgroup (memory, CPU,
+    processes, its seat's device nodes), private /tmp, process cap, and what its environment withholds."""
+    name = spawner.user.name
+    if plan.disk and s.get("exchange"):     # the hand-in folder: a file system of its own size too
+        mount_home_disk(Path(s["exchange"]) / "inbound" / name, plan.disk[0] / f"{spawner.system_user}-inbound.img",
+                        xchg.INBOUND_BYTES)
+        xchg.prepare_learner(s["exchange"], name, uid=pw.pw_uid, gid=pw.pw_gid)   # its root: theirs, 0700
+    seat = int(spawner.environment["ROCMLAB_WORKSHOP_GPU"])
+    devices = seats.device_rules(plan.gpu_devices[seat]) if plan.enforce_devices else None
+    spawner._cgroup_procs = plan.cgroups.prepare(name, plan.mem_bytes, s.get("cpu_limit"), len(s["learners"]) + 1,
+                                                 pids=plan.pids, devices=devices)
+    spawner._private_tmp = (s["tmp_limit"], plan.keep, plan.server_reads) if not plan.why_no_ns else None
+    spawner._nproc = plan.pids if not plan.cgroups.limits_pids else None     # the fallback without a pids cgroup
+    if plan.withhold:     # the reference modules refuse to load; the lock keeps their files unreadable
+        spawner.environment[references.ENV] = "off"
+    if plan.disk:
+        spawner.environment["ROCMLAB_DISK_LIMIT"] = str(s["disk_limit"])
+    if s.get("cpu_limit"):     # torch and OpenMP start one thread per core of the NODE otherwise
+        spawner.environment.setdefault("OMP_NUM_THREADS", str(max(1, int(float(s["cpu_limit"]) + 0.5))))
+
+
+def _post_stop(spawner) -> None:
+    spawner.log.info("rocmlab: %s's server stopped; their GPU seat stays theirs until an admin releases it",
+                     spawner.user.name)
 
 
 #: Where the notification settings live in a learner's home (JupyterLab's user settings).

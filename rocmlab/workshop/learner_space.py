@@ -20,6 +20,8 @@ import secrets
 import stat
 from pathlib import Path
 
+from rocmlab import safe_read
+
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -111,28 +113,29 @@ def open_folder(home: Path, uid: int, gid: int, relpath: str = "", create: bool 
 
 
 def read_file(home: Path, uid: int, relpath: str, limit: int = 1 << 20) -> bytes | None:
-    """The learner's regular file ``HOME/relpath`` (None if missing), never through a link."""
+    """The learner's regular file ``HOME/relpath`` (None if missing; its first ``limit`` bytes), never through a
+    link (:func:`rocmlab.safe_read.read_capped` below the folder's descriptor)."""
     *folder, name = _parts(relpath)
+    not_own = "not the learner's own plain file (a special file or a hard link)"
+
+    def own_plain_file(st) -> None:
+        if st.st_uid != uid or st.st_nlink != 1:
+            raise _refuse(home / relpath, not_own)
+
     try:
         dfd = open_folder(home, uid, -1, "/".join(folder), create=False)
     except FileNotFoundError:
         return None
     try:
-        try:
-            fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=dfd)
-        except FileNotFoundError:
+        return safe_read.read_capped(name, limit, dir_fd=dfd, check=own_plain_file, whole=False)
+    except safe_read.ReadRefused as exc:
+        if exc.why == safe_read.MISSING:
             return None
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.ENXIO):
-                raise _refuse(home / relpath, _kind(dfd, name)) from None
-            raise
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != uid or st.st_nlink != 1:
-                raise _refuse(home / relpath, "not the learner's own plain file (a special file or a hard link)")
-            return os.read(fd, limit)
-        finally:
-            os.close(fd)
+        if exc.why == safe_read.NOT_REGULAR:
+            raise _refuse(home / relpath, not_own) from None
+        if exc.errno in (errno.ELOOP, errno.ENXIO):
+            raise _refuse(home / relpath, _kind(dfd, name)) from None
+        raise exc.error from None
     finally:
         os.close(dfd)
 

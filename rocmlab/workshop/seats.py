@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import fcntl
 import json
+import locale
 import os
 import pwd
 import re
@@ -41,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from rocmlab import safe_read
 from rocmlab.workshop import exchange as xchg
 
 KFD_NODES = "/sys/class/kfd/kfd/topology/nodes"
@@ -69,6 +71,10 @@ def count_gpus(kfd_nodes: str = KFD_NODES, env=None) -> int:
     return n
 
 
+#: The largest seat state file read (a JSON object of learner -> seat: 30,000 learners are under 1 MiB).
+MAX_STATE_BYTES = 1 << 20
+
+
 class StateError(ValueError):
     """The seat state file is not usable (missing folder, a folder, a link, not a seat state): the message says
     what and the fix."""
@@ -76,7 +82,9 @@ class StateError(ValueError):
 
 def check_state_file(path: str | os.PathLike) -> Path:
     """``path`` as a seat state file: its folder exists, and it is missing or a regular file (not a link) of
-    seat assignments (a JSON object of learner -> seat number, or empty). Raises :class:`StateError`."""
+    seat assignments (a JSON object of learner -> seat number, or empty) of at most :data:`MAX_STATE_BYTES`, read by
+    :func:`rocmlab.safe_read.read_capped` (never through a link swapped in after the look). Raises
+    :class:`StateError`."""
     p = Path(path)
     fix = "give the hub's seat state file (e.g. --state /opt/tljh/state/rocmlab-gpus.json)"
     if not p.parent.is_dir():
@@ -89,8 +97,8 @@ def check_state_file(path: str | os.PathLike) -> Path:
         kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a link" if stat.S_ISLNK(st.st_mode) else "not a file"
         raise StateError(f"--state {p} is {kind}, not a seat state file: {fix}")
     try:
-        text = p.read_text()
-    except (OSError, UnicodeDecodeError) as exc:
+        text = safe_read.read_capped(p, MAX_STATE_BYTES).decode(locale.getpreferredencoding(False))
+    except (safe_read.ReadRefused, OSError, UnicodeDecodeError) as exc:
         raise StateError(f"--state {p} cannot be read ({exc}): {fix}") from None
     _parse_state(text, p)
     return p

@@ -87,7 +87,7 @@ def test_memory_limit_is_for_the_whole_run_not_per_process(capsys):
 
 
 def test_memory_watchdog_is_the_fallback_without_cgroups(monkeypatch):
-    monkeypatch.setattr(sandbox, "cgroup_parent", lambda: (None, "cgroups switched off for this test"))
+    monkeypatch.setattr(sandbox.guard, "cgroup_parent", lambda: (None, "cgroups switched off for this test"))
     assert "WEAKER" in sandbox.memory_isolation() and "watchdog" in sandbox.memory_isolation()
     r = _forks()
     assert r.stdout.count("held") < 4 and r.memory_exceeded, r

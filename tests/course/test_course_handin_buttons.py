@@ -72,7 +72,6 @@ def test_lab01_wave_sum_loop_has_hand_in_beside_grade_again(tmp_path, monkeypatc
 
 
 def test_item_id_names_a_registered_item_and_refuses_an_unknown_puzzle():
-    import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
     from rocmlab.course import puzzles as P
     from rocmlab.course.labs.lab06_triton_on_amd import puzzles as T06
     from rocmlab.grader import items

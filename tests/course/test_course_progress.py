@@ -163,7 +163,7 @@ def test_feedback_widget_grade_again_reads_the_edited_file_and_records_the_grade
 # --- views that fit a notebook -------------------------------------------------------------------------
 
 def test_the_hipify_diff_wraps_left_aligned_and_names_whose_change_is_whose():
-    from rocmlab.hip import hipify
+    from rocmlab.cuda2hip import hipify
 
     long_line = "  float v = " + " + ".join(f"x{i}" for i in range(60)) + ";"
     port = hipify.hipify_source(f"__global__ void k(float* x) {{\n{long_line}\n}}\n", "k.cu")
@@ -217,7 +217,7 @@ def test_rocm_release_dates_follow_the_release_tags():
 
 
 def test_plain_torch_hipify_keeps_the_32_bit_mask_and_the_widening_is_rocmlabs():
-    from rocmlab.hip import hipify
+    from rocmlab.cuda2hip import hipify
 
     off = random.choice([1, 2, 4, 8, 16])
     cuda = ("__global__ void k(float* x) {\n  float v = x[threadIdx.x];\n"

@@ -125,7 +125,6 @@ def test_the_lock_command_refuses_a_folder_that_is_not_the_package(tmp_path):
 REGRADE = """
 import os, random
 from rocmlab.course import puzzles as P; P.setup()
-import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
 from rocmlab.grader import items
 right = '''import triton, triton.language as tl
 @triton.jit

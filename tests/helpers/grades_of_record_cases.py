@@ -17,7 +17,6 @@ from rocmlab import cli
 from rocmlab.course import progress
 from rocmlab.course.labs.lab11_counters_and_faults import lab as lab11
 from rocmlab.course import puzzles as P
-import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
 from rocmlab.grader import items
 from rocmlab.workshop import exchange as xc
 from tests.helpers.codec_answers import CODEC, CODEC_PATCH, CODEC_RIGHT

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rocmlab.hip import hipify
+from rocmlab.cuda2hip import hipify
 from rocmlab.cuda2hip.scan import scan
 
 CUDA = """#include <cuda_runtime.h>

@@ -159,15 +159,16 @@ def test_offline_toolchain_found_names_rocm_7_2_4(machine):
     c = doctor.check_offline_toolchain(detect(p), p)
     if os.geteuid() == 0 and sandbox.fallback_entry(None)[0] == sandbox.CHROOT:
         assert c.status == "ok"
-    real = sandbox._as_root
+    from rocmlab.sandbox import uid_drop
+    real = uid_drop.as_root
     try:
-        sandbox._as_root = lambda: False           # an ordinary user without bubblewrap and PRoot: cannot
+        uid_drop.as_root = lambda: False           # an ordinary user without bubblewrap and PRoot: cannot
         c = doctor.check_offline_toolchain(detect(p), p)
         assert c.status == "warn" and "bubblewrap" in c.message and "apt-get install proot" in c.fix
         p.which = lambda t: "/usr/bin/proot" if t == "proot" else None      # with PRoot: it can
         assert doctor.check_offline_toolchain(detect(p), p).status == "ok"
     finally:
-        sandbox._as_root = real
+        uid_drop.as_root = real
 
 
 def test_gpu_toolchain_on_cuda(machine):

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 
 from rocmlab.grader import static
-from rocmlab.hip import hipify
+from rocmlab.cuda2hip import hipify
 from rocmlab.port import port
 
 PLANTED = Path(__file__).parents[1] / "data" / "port" / "traps" / "planted_warp32.cu"

@@ -42,6 +42,37 @@ def test_time_limit_defaults_only_in_settings(measured):
     assert measured["time_limit_default_definitions"] == []
 
 
+def test_target_names_only_in_the_target_records(measured):
+    """A GPU target's name is written in rocmlab/targets.py only (one record per target); every other module asks
+    the records or rocmlab.settings (``target: str = settings.DEFAULT_TARGET``)."""
+    from rocmlab import targets
+
+    assert measured["target_names"] == sorted(t.name for t in targets.ALL if t.is_amd)   # the rule knows each record
+    assert measured["literal_target_names"] == [], measured["literal_target_names"]
+
+
+def test_control_a_planted_target_name_is_caught(tmp_path):
+    name = random.choice(["gfx942", "gfx950", "gfx90a"])
+    spelling = random.choice([f'def occupancy(vgprs, target="{name}"):\n    return vgprs\n',
+                              f'WAVE = {{"{name}": 64}}\n',
+                              f'def lds(target):\n    return 163840 if target == "{name}" else 65536\n',
+                              f'COMBOS = (("{name}", "e4m3fn"),)\n'])
+    clean = ('from rocmlab import settings\n\n\ndef occupancy(vgprs, target=settings.DEFAULT_TARGET):\n'
+             f'    """For {name} (a docstring is text)."""\n    return vgprs\n')
+    files = {
+        "targets.py": ('GFX942 = Target("gfx942", "AMD", "MI300X / MI325X")\nGFX950 = replace(GFX942, name="gfx950")\n'
+                       'GFX90A = Target("gfx90a", "AMD", "MI200 series")\nSM_90 = Target("sm_90", "NVIDIA", "H100")\n'),
+        "settings.py": "from rocmlab import targets\n\nDEFAULT_TARGET = targets.GFX942.name\n",
+        # text that names a target, a target id with features, an NVIDIA target: none is an AMD target's name
+        "course/task.py": f'TITLE = "the VGPR budget ({name})"\nASAN = "{name}:xnack+"\nNV = "sm_90"\n',
+    }
+    r = arch.measure(_plant(tmp_path / "bad", {**files, "hip/occupancy.py": spelling}))
+    assert r["target_names"] == ["gfx90a", "gfx942", "gfx950"]
+    assert [(f, n) for f, _, n in r["literal_target_names"]] == [("rocmlab/hip/occupancy.py", name)], r
+    r = arch.measure(_plant(tmp_path / "good", {**files, "hip/occupancy.py": clean}))
+    assert r["literal_target_names"] == []
+
+
 def _an_import(module: str, name: str) -> str:
     """``from MODULE import NAME`` as a planted module's text: at its top or, drawn at random, inside a function
     (the measure must count both)."""
@@ -263,3 +294,39 @@ def test_control_labs_that_keep_to_their_own_package_pass(tmp_path):
     r = arch.measure(root, labs)
     assert r["cross_lab_imports"] == [] and r["notebook_imports_outside_own_lab"] == []
     assert r["lab_packages_without_notebook"] == [] and r["lab_packages"] == ["rocmlab.course.labs.lab05_quickreduce_tuning"]
+
+
+def test_no_imports_for_a_side_effect(measured):
+    """No module imports another only for what importing it does (the graded items were registered so: every
+    front end imported rocmlab.course.every_item; rocmlab.grader.items now loads its list itself)."""
+    assert measured["side_effect_imports"] == [], measured["side_effect_imports"]
+
+
+def test_control_an_import_for_a_side_effect_is_caught_and_re_exports_and_probes_pass(tmp_path):
+    spelling = random.choice([
+        "import rocmlab.course.every_item  # noqa: F401 - registers every graded item\n",
+        "from rocmlab.course import every_item  # noqa: F401\n",
+        "from rocmlab.course import every_item as _registers\n",
+        "def run(args):\n    import rocmlab.course.every_item  # noqa: F401\n    return 0\n",     # lazily too
+    ])
+    root = _plant(tmp_path, {
+        "commands/handin.py": spelling,
+        "course/every_item.py": "from rocmlab.course import items, puzzles  # noqa: F401 - importing registers them\n",
+        # the root name used, the module imported never: still only for its effect
+        "course/widget.py": "import rocmlab.course.items\n\ndef f():\n    return rocmlab.course.progress.x\n",
+        "course/items.py": "", "course/puzzles.py": "", "course/progress.py": "x = 1\n",
+        # these pass: a package's re-exports, __all__, a probe, dotted modules used, __future__
+        "grader/__init__.py": "from rocmlab.grader.items import get\n",
+        "grader/items.py": "from __future__ import annotations\n\ndef get():\n    return 1\n",
+        "grader/api.py": "from rocmlab.grader.items import get\n\n__all__ = ['get']\n",
+        "serve/tinymodel.py": ("def can_build():\n    try:\n        import torch  # noqa: F401\n"
+                               "    except (ImportError, OSError):\n        return False\n    return True\n"),
+        "hip/build.py": "import importlib.util\nimport os.path\n\ndef f(x):\n"
+                        "    return importlib.util.find_spec(x), os.path.join(x)\n",
+    })
+    r = arch.measure(root)
+    caught = sorted((f, t) for f, _line, t in r["side_effect_imports"])
+    assert caught == sorted([("rocmlab/commands/handin.py", "rocmlab.course.every_item"),
+                             ("rocmlab/course/every_item.py", "rocmlab.course.items"),
+                             ("rocmlab/course/every_item.py", "rocmlab.course.puzzles"),
+                             ("rocmlab/course/widget.py", "rocmlab.course.items")]), r["side_effect_imports"]

@@ -18,7 +18,7 @@ import uuid
 import pytest
 
 from rocmlab import sandbox, settings
-from rocmlab.sandbox import Limits, run, run_limited
+from rocmlab.sandbox import Limits, bubblewrap, guard, run, run_limited, spawn
 
 PY = "/usr/bin/python3"          # the system python: visible inside the sandbox (a venv under /root or /home is not)
 HERE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -229,7 +229,7 @@ def test_gpu_nodes_only_when_asked(scratch):
     assert "kfd" not in r.stdout and "nvidia" not in r.stdout and "dri" not in r.stdout
     g = run(["sh", "-c", "ls /dev; ls /sys"], scratch=scratch, gpu=True)
     assert g.ok and "class" in g.stdout                       # /sys is there for the GPU runtime
-    for node in sandbox._gpu_nodes():
+    for node in bubblewrap._gpu_nodes():
         assert os.path.basename(node) in g.stdout
 
 
@@ -364,7 +364,7 @@ def test_wait_exit_wakes_when_the_process_ends_and_keeps_the_time_limit(monkeypa
     proc.kill()
     assert sandbox.wait_exit(proc, 5) == -9
     # without pidfds (an old kernel, not Linux): Python's own wait, with the same results
-    monkeypatch.delattr(sandbox.os, "pidfd_open")
+    monkeypatch.delattr(spawn.os, "pidfd_open")
     proc = subprocess.Popen(["sleep", "0.1"])
     assert sandbox.wait_exit(proc, 5) == 0
     proc = subprocess.Popen(["sleep", "5"])
@@ -379,8 +379,8 @@ def test_a_cgroup_probe_that_failed_once_is_tried_again_and_a_found_one_is_kept(
     weaker watchdog); a parent found is."""
     found = sandbox.CgroupParent("/sys/fs/cgroup/memory", 1)
     answers = [(None, "cannot make a cgroup (Device or resource busy)"), (found, ""), (None, "never asked")]
-    monkeypatch.setattr(sandbox, "_found_parent", [])
-    monkeypatch.setattr(sandbox, "_find_cgroup_parent", lambda: answers.pop(0))
+    monkeypatch.setattr(guard, "_found_parent", [])
+    monkeypatch.setattr(guard, "_find_cgroup_parent", lambda: answers.pop(0))
     assert sandbox.cgroup_parent() == (None, "cannot make a cgroup (Device or resource busy)")
     assert sandbox.cgroup_parent() == (found, "")
     assert sandbox.cgroup_parent() == (found, "") and len(answers) == 1      # kept: not probed again

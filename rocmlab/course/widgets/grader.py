@@ -132,7 +132,6 @@ def feedback_widget(exercise_id: str, path, *, seed: int | None = None, time_lim
     hint_btn.on_click(hint)
     from rocmlab.course.handin import handin_button
     from rocmlab.grader.items import item_for
-    import rocmlab.course.items  # noqa: F401 - registers the lab tasks and questions (puzzles register themselves)
 
     item = item_for(lab, task or exercise_id) or exercise_id
     handin = handin_button(item, path)        # beside Grade again: the file as it is when pressed

@@ -23,7 +23,7 @@ def resources_table(ins: Inspection) -> str:
     columns = []
     for k in ins.kernels:
         col = [r[1] for r in k.rows()]
-        if amd and k.target.split(":")[0] in occ.TARGET_FACTS:
+        if amd and k.target.split(":")[0] in occ.known():
             o = occ.from_kernel(k)
             col.append(f"{o.waves_per_simd} ({o.limiting})")
         elif amd:

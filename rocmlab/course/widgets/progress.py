@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 
-import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
 from rocmlab.course import progress
 from rocmlab.html_table import html_table
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from rocmlab import targets
 from rocmlab.cuda2hip.scan.predefined import wavefront_size
 
 if TYPE_CHECKING:
@@ -37,11 +38,12 @@ def id_rules(s: Scanner, u, flat, i, a):
               "inline assembly (PTX) does not exist on AMD GPUs; the build fails.",
               "replace it with a HIP intrinsic (__lane_id(), __shfl*, atomics, __builtin_amdgcn_*) or C++.", a)
     if TEXTURE_FETCH.match(tx) and nxt in ("(", "<"):
-        gfx90a = s.target == "gfx90a"
-        s.add(u.path, t.line, t.col, "texture-fetch", "texture", "warning" if gfx90a else "error",
+        record = targets.find(s.target)
+        images = bool(record and record.image_instructions)
+        s.add(u.path, t.line, t.col, "texture-fetch", "texture", "warning" if images else "error",
               f"{tx} reads through the texture unit: "
-              + ("gfx90a (MI200) has image instructions, so it compiles; check the addressing and filter "
-                 "modes." if gfx90a else
+              + (f"{s.target} ({record.product}) has image instructions, so it compiles; check the addressing "
+                 "and filter modes." if images else
                  f"{s.target} has no image instructions, so ROCm stops at compile time with 'The "
                  "image/texture API not supported on the device'."),
               ("a manual fix (rocmlab port rewrites only 1D element fetches): pass the array's pointer and "

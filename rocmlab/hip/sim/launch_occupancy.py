@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from rocmlab import settings
 from rocmlab.hip import occupancy as calculator
 
 _RESOURCES = re.compile(r"^\[cpu: wave64 simulator\] resources: kernel (?P<kernel>\S+) \(launched at line "
@@ -78,7 +79,8 @@ class LaunchOccupancy:
                 "occupancy_limited_by": self.limiting}
 
 
-def from_run(source: str, stderr: str, kernel: str, *, target: str = "gfx942", flags=()) -> LaunchOccupancy:
+def from_run(source: str, stderr: str, kernel: str, *, target: str = settings.DEFAULT_TARGET,
+             flags=()) -> LaunchOccupancy:
     """The occupancy of ``kernel``'s simulated launch (``stderr`` of its ``HIPSIM_COUNTERS=1`` run) with the
     registers the offline compiler gives ``source`` for ``target``. Raises KeyError when the run did not launch
     ``kernel``, :class:`rocmlab.hip.build.HipError` when the source does not compile for ``target``."""

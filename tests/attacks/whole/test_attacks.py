@@ -897,7 +897,7 @@ def test_one_runs_fork_storm_does_not_starve_a_parallel_run(tmp_path, open_scrat
     # control: the same two runs under one shared uid (the runner before per-run uids): the second cannot fork
     from unittest import mock
 
-    with mock.patch.object(sandbox, "run_uid", lambda: settings.SANDBOX_UID):
+    with mock.patch.object(sandbox.uid_drop, "run_uid", lambda: settings.SANDBOX_UID):
         t = threading.Thread(target=lambda: box.update(r=sandbox.run([str(open_scratch / "storm")],
                                                                      scratch=str(open_scratch),
                                                                      limits=sandbox.Limits(wall_s=20))))

@@ -104,7 +104,6 @@ xcd_remap_kernel = Kernel()
 SCRIPT = """
 import json, sys
 from rocmlab.course import puzzles as P; P.setup()
-import rocmlab.course.every_item  # noqa: F401
 from rocmlab.grader import items
 cases, seed = json.loads(sys.stdin.read())
 out = {}

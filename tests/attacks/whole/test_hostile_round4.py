@@ -28,7 +28,6 @@ from pathlib import Path
 
 import pytest
 
-import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
 from rocmlab import doctor, sandbox, settings
 from rocmlab.grader import batch, checks, items
 from rocmlab.grader.pyanswer import Answer, AnswerError, MAX_JSON_OUTPUT_BYTES
@@ -126,12 +125,12 @@ def as_an_ordinary_user_with_proot(monkeypatch):
     found = discover_offline()
     if shutil.which("proot") is None or found is None:
         pytest.skip("needs PRoot (apt-get install proot) and the offline ROCm root")
-    monkeypatch.setattr(sandbox, "_as_root", lambda: False)
+    monkeypatch.setattr(sandbox.uid_drop, "as_root", lambda: False)
     monkeypatch.setenv("ROCMLAB_SANDBOX", "no-bwrap")
-    for cached in (sandbox._root_entry, sandbox._detect):
+    for cached in (sandbox.detection._root_entry, sandbox.detection._detect):
         cached.cache_clear()
     yield found.root
-    for cached in (sandbox._root_entry, sandbox._detect):
+    for cached in (sandbox.detection._root_entry, sandbox.detection._detect):
         cached.cache_clear()
 
 

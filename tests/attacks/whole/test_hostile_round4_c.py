@@ -30,7 +30,6 @@ from pathlib import Path
 
 import pytest
 
-import rocmlab.course.every_item  # noqa: F401 - registers every graded item (tasks, puzzles, questions)
 from rocmlab import sandbox
 from rocmlab.grader import items
 from rocmlab.hip import build

@@ -179,7 +179,7 @@ def test_a_wrong_variant_of_each_new_exercise_fails_here(name):
 
 @pytest.mark.parametrize("eid", NEW)
 def test_the_mechanical_port_of_each_new_starter_is_not_full_marks(eid):
-    from rocmlab.hip import hipify
+    from rocmlab.cuda2hip import hipify
 
     ex = load(eid)
     report = grader.check(eid, hipify.hipify_source(ex.starter, "starter.cu").hip)

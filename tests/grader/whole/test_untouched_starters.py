@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from rocmlab import grader
-from rocmlab.hip import hipify
+from rocmlab.cuda2hip import hipify
 
 EXERCISES = [ex.id for ex in grader.exercises()]
 #: Check types whose verdict does not depend on the backend: static analysis of the source everywhere; the ISA of

@@ -42,7 +42,7 @@ def test_vgpr_limit_with_the_agpr_split_and_granule(vgprs, agprs, waves):
 
 
 def test_gfx950_has_160_kib_of_lds_and_the_gfx942_register_rules():
-    assert occupancy.TARGET_FACTS["gfx950"]["lds_per_cu"] == 160 * 1024
+    assert occupancy.compute_unit("gfx950").lds_per_cu == 160 * 1024
     assert occupancy.waves_from_lds(40960, 256, "gfx950") == 4      # 4 workgroups x 4 waves / 4 SIMDs
     assert occupancy.waves_from_lds(40960, 256, "gfx942") == 1      # the failing control: 64 KiB
     assert occupancy.waves_from_lds(163841, 64, "gfx950") == 0

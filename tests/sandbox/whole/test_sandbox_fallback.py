@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from rocmlab import sandbox
+from rocmlab.sandbox import detection, uid_drop, view
 from rocmlab.hip.toolchain import discover_offline
 
 ROOT = discover_offline()
@@ -47,7 +48,7 @@ def locked():
 def test_dropped_uid_reads_a_folder_under_a_0700_parent_through_the_view(fallback, locked):
     top, data, scratch, token = locked
     assert fallback.level == sandbox.SETPRIV
-    control = subprocess.run(sandbox._setpriv([], sandbox.run_uid()) + ["cat", str(data / "note.h")],
+    control = subprocess.run(uid_drop.setpriv_argv([], sandbox.run_uid()) + ["cat", str(data / "note.h")],
                              capture_output=True, text=True)
     assert control.returncode != 0 and "Permission denied" in control.stderr     # by its own path: refused
     r = sandbox.run(["sh", "-c", 'cat "$1"; id -u; echo made > out.txt', "sh", str(data / "note.h")],
@@ -91,7 +92,7 @@ def test_chroot_missing_program_and_signals_are_reported(fallback, locked):
 
 
 def test_view_rewrites_paths_in_arguments_and_back_in_output():
-    v = sandbox._View("/h", "/run/rocmlab/1-a")
+    v = view.View("/h", "/run/rocmlab/1-a")
     v.pairs += [("/root/pkg/inc", "/run/rocmlab/1-a/b0"), ("/root/pkg/inc/sub", "/run/rocmlab/1-a/b1")]
     assert v.rewrite("-I/root/pkg/inc") == "-I/run/rocmlab/1-a/b0"
     assert v.rewrite("/root/pkg/inc/sub/x.h") == "/run/rocmlab/1-a/b1/x.h"           # the longer path wins
@@ -103,10 +104,10 @@ def test_view_rewrites_paths_in_arguments_and_back_in_output():
 
 
 def test_no_way_into_a_root_is_said_with_the_fix(monkeypatch, fallback):
-    sandbox._root_entry.cache_clear()
-    sandbox._detect.cache_clear()
-    monkeypatch.setattr(sandbox, "_as_root", lambda: False)
-    monkeypatch.setattr(sandbox.shutil, "which", lambda name: None if name == "proot" else shutil.which(name))
+    detection._root_entry.cache_clear()
+    detection._detect.cache_clear()
+    monkeypatch.setattr(uid_drop, "as_root", lambda: False)
+    monkeypatch.setattr(detection.shutil, "which", lambda name: None if name == "proot" else shutil.which(name))
     try:
         iso = sandbox.isolation()
         assert iso.root_entry == "" and "apt-get install proot" in iso.root_problem
@@ -114,17 +115,17 @@ def test_no_way_into_a_root_is_said_with_the_fix(monkeypatch, fallback):
         with pytest.raises(sandbox.SandboxError, match="proot"):
             sandbox.run(["true"], root="/usr")
     finally:
-        sandbox._root_entry.cache_clear()
-        sandbox._detect.cache_clear()
+        detection._root_entry.cache_clear()
+        detection._detect.cache_clear()
 
 
 @needs_offline_root
 @pytest.mark.skipif(shutil.which("proot") is None, reason="PRoot is not installed (apt-get install proot)")
 def test_proot_enters_the_root_as_an_ordinary_user_would(monkeypatch, fallback, locked):
     _, data, scratch, token = locked
-    sandbox._root_entry.cache_clear()
-    sandbox._detect.cache_clear()
-    monkeypatch.setattr(sandbox, "_as_root", lambda: False)       # the way an ordinary user's runs go
+    detection._root_entry.cache_clear()
+    detection._detect.cache_clear()
+    monkeypatch.setattr(uid_drop, "as_root", lambda: False)       # the way an ordinary user's runs go
     try:
         assert sandbox.root_entry() == (sandbox.PROOT, "") and "PRoot" in sandbox.isolation().description
         r = sandbox.run(["/bin/sh", "-c", 'cat /etc/debian_version; cat "$1"; echo w > out.txt', "sh",
@@ -140,8 +141,8 @@ def test_proot_enters_the_root_as_an_ordinary_user_would(monkeypatch, fallback, 
         with pytest.raises(FileNotFoundError, match="not found"):
             sandbox.run(["/usr/bin/no-such-program-here"], root=ROOT.root, scratch=str(scratch))
     finally:
-        sandbox._root_entry.cache_clear()
-        sandbox._detect.cache_clear()
+        detection._root_entry.cache_clear()
+        detection._detect.cache_clear()
 
 
 @needs_root_user
@@ -158,25 +159,25 @@ def test_an_environment_under_a_0700_folder_is_shown_once_and_remade_when_it_cha
     for p in (top / "venv", site, site / "pkg"):
         os.chmod(p, 0o755)
     monkeypatch.setattr(tempfile, "tempdir", str(top.parent))
-    first = sandbox._shown_site_packages(str(site))
+    first = view._shown_site_packages(str(site))
     assert Path(first, "pkg", "__init__.py").read_text() == f"TOKEN = {token!r}\n"
     assert Path(first, "pkg", "__init__.py").stat().st_ino == (site / "pkg" / "__init__.py").stat().st_ino  # a link
     assert not Path(first, "secret.txt").exists()
-    r = subprocess.run(sandbox._setpriv([], sandbox.run_uid()) + ["cat", f"{first}/pkg/__init__.py"],
+    r = subprocess.run(uid_drop.setpriv_argv([], sandbox.run_uid()) + ["cat", f"{first}/pkg/__init__.py"],
                        capture_output=True, text=True)
     assert r.returncode == 0 and token in r.stdout, r.stderr
-    assert sandbox._shown_site_packages(str(site)) == first                       # kept: made once
+    assert view._shown_site_packages(str(site)) == first                       # kept: made once
     (site / "newpkg").mkdir()                                                      # a package installed
-    second = sandbox._shown_site_packages(str(site))
+    second = view._shown_site_packages(str(site))
     assert second != first and Path(second, "newpkg").is_dir() and not Path(first).exists()
     # a learner's folder of the next name, made before the grader: not used, another name is chosen
     (site / "another").mkdir()
-    stamp_dir = sandbox._shown_site_packages(str(site))
+    stamp_dir = view._shown_site_packages(str(site))
     shutil.rmtree(stamp_dir)
     os.mkdir(stamp_dir, 0o777)
     os.chown(stamp_dir, sandbox.run_uid(), -1)
     (Path(stamp_dir) / "pkg").mkdir()
-    third = sandbox._shown_site_packages(str(site))
+    third = view._shown_site_packages(str(site))
     assert third != stamp_dir and Path(third, "another").is_dir() and Path(third).stat().st_uid == 0
     for made in Path(top.parent).glob("rocmlab-site-*"):
         if str(made).startswith((first, second, third, stamp_dir)):

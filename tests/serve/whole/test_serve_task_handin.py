@@ -11,7 +11,6 @@ import random
 
 import pytest
 
-import rocmlab.course.every_item  # noqa: F401 - registers every graded item
 from rocmlab.course import progress
 from rocmlab.course.handin import hand_in
 from rocmlab.course.labs.lab04_vllm_on_rocm import task

@@ -21,7 +21,7 @@ from rocmlab.course.verdict import MARKS, verdict_html
 from rocmlab.hip import occupancy as occ
 from rocmlab.hip.inspector import inspect, inspect_targets
 from rocmlab.machine.detect import current
-from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES
+from rocmlab.settings import AMD_TARGETS, DEFAULT_TARGET, TARGET_NAMES, WAVEFRONT_SIZE
 
 
 @dataclass(frozen=True)
@@ -362,7 +362,7 @@ def check_wave_sum(source: str, target: str = DEFAULT_TARGET) -> Feedback:
     if not source or source.strip() == WAVE_SUM_STARTER.strip():
         return Feedback(None, "this is still the starter: make the loop work for any wavefront size, save the "
                               "file, then press Grade again")
-    lanes = occ.TARGET_FACTS.get(target, {"wave": 64})["wave"]
+    lanes = WAVEFRONT_SIZE.get(target, 64)
     steps, msg = shuffle_steps(source, target)
     if steps is None:
         return Feedback(False, msg, 0, 4)

@@ -10,9 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rocmlab.hip import hipcuda
-from rocmlab.hip import occupancy as occ
 from rocmlab.hip.inspector import inspect
-from rocmlab.settings import DEFAULT_TARGET
+from rocmlab.settings import DEFAULT_TARGET, WAVEFRONT_SIZE
 
 HIPIFY_ME = r"""
 #include <cuda_runtime.h>
@@ -54,7 +53,7 @@ def hipified_kernel_steps(cuda_source: str = HIPIFY_ME, target: str | None = Non
     ``target`` with the real compiler: the 32-bit mask (a compile error on ROCm 7), then the
     32-lane loop (it compiles, but the ISA shows half-wavefront sums: 5 steps, not 6)."""
     target = target or DEFAULT_TARGET
-    lanes = occ.TARGET_FACTS.get(target, {"wave": 64})["wave"]
+    lanes = WAVEFRONT_SIZE.get(target, 64)
     hip = hipcuda.hipify(cuda_source).cuda_source
     mask_fixed = hip.replace("0xffffffff,", "0xffffffffffffffffull,")
     loop_fixed = (mask_fixed.replace("int off = 16", "int off = warpSize / 2")

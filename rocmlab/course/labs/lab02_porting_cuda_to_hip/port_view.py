@@ -12,12 +12,13 @@ report's tables. Nothing is run on a GPU. The full report is also written as HTM
 
 from __future__ import annotations
 
+import dataclasses
 import tempfile
 from pathlib import Path
 
 from rocmlab import settings
 from rocmlab.course.headline import headline
-from rocmlab.port import port
+from rocmlab.port import PortRequest, port_project
 from rocmlab.port.page import body_html, charts_svg
 
 #: the sample CUDA code bases Lab 02 ports, shipped in the package (see samples/README.md)
@@ -49,19 +50,20 @@ def show(result, charts: bool = True, plat=None):
 
 
 def port_view(src, out=None, target: str = settings.DEFAULT_TARGET, workers: int | None = None, charts: bool = True, **kwargs):
-    """Port ``src`` (a folder, or the name of a bundled sample) and show the result; returns it."""
+    """Port ``src`` (a folder, or the name of a bundled sample) and show the result; returns it. ``kwargs``: the
+    other fields of :class:`~rocmlab.port.PortRequest`."""
 
     p = Path(src)
     if not p.exists() and "/" not in str(src):
         p = sample_path(str(src))
     if out is None:
         out = Path(tempfile.mkdtemp(prefix=f"rocmlab-port-{p.name}-")) / "hip"
+    request = PortRequest(p, out, target, workers=workers, **kwargs)
     try:
-        result = port(p, out, target, workers=workers, **kwargs)
+        result = port_project(request)
     except RuntimeError as exc:            # no HIP compiler here: translate and scan only, and say so
-        if kwargs.get("compile") is False:
+        if request.compile is False:
             raise
         print(f"cannot compile on this machine ({exc}); translating and scanning only")
-        result = port(p, out, target, workers=workers, compile=False, force=True,
-                      **{k: v for k, v in kwargs.items() if k not in ("compile", "force")})
+        result = port_project(dataclasses.replace(request, compile=False, force=True))
     return show(result, charts=charts)

@@ -2,11 +2,10 @@
 workshop (:mod:`rocmlab.workshop.references`); the grade never needs it: it checks an answer with the occupancy
 calculator, forward (the budget gets the waves, one VGPR more does not)."""
 
+from rocmlab import settings
 from rocmlab.workshop.references import guard
 
 guard(__name__)   # a workshop learner's server (ROCMLAB_REFERENCES=off) does not load references
-
-SIMD_REGISTERS, GRANULE, ADDRESSABLE = 512, 8, 256
 
 
 def vgpr_budget(r, waves: int) -> int:
@@ -15,12 +14,13 @@ def vgpr_budget(r, waves: int) -> int:
     workgroups) do not depend on the VGPRs: if one of them is below ``waves``, no budget gets there (0)."""
     from rocmlab.hip import occupancy as occ
 
-    others = occ.occupancy(1, r.agprs, r.sgprs, r.lds_bytes, r.workgroup_size, "gfx942").limits
+    cu = occ.compute_unit(settings.DEFAULT_TARGET)   # the task's target (MI300X) and its facts
+    others = occ.occupancy(1, r.agprs, r.sgprs, r.lds_bytes, r.workgroup_size, settings.DEFAULT_TARGET).limits
     if min(v for k, v in others.items() if k != "VGPRs") < waves:
         return 0
-    per_wave = SIMD_REGISTERS // waves // GRANULE * GRANULE        # the allocation that still fits
+    per_wave = cu.vgprs_per_simd // waves // cu.vgpr_granule * cu.vgpr_granule   # the allocation that still fits
     budget = per_wave - r.agprs if r.agprs else per_wave
     if r.agprs:
         budget = budget // 4 * 4                                    # VGPRs rounded up to 4 before the AGPRs
-    budget = min(budget, ADDRESSABLE)
+    budget = min(budget, cu.addressable_arch_vgprs)
     return budget if budget >= 1 else 0

@@ -26,13 +26,16 @@ from dataclasses import dataclass
 
 import torch
 
+from rocmlab import settings
 from rocmlab.course import tasks as T
 from rocmlab.grader import pyanswer
 from rocmlab.hip import occupancy as occ
 
 LAB, TASK = "07-matrix-cores", "waves-per-simd"
-TITLE = "Lab 07 task: the VGPR budget for a number of waves per SIMD (gfx942)"
-TARGET = "gfx942"
+#: The target the task is about: MI300X; its facts (rocmlab.targets) are those the hints state.
+TARGET = settings.DEFAULT_TARGET
+CU = occ.compute_unit(TARGET)
+TITLE = f"Lab 07 task: the VGPR budget for a number of waves per SIMD ({TARGET})"
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,8 @@ def draw_resources(seed: int, count: int, lds: bool) -> list[Resources]:
     return out
 
 
-MAX_BUDGET = 256
+#: The most architectural VGPRs a wave addresses: a budget is at most this.
+MAX_BUDGET = CU.addressable_arch_vgprs
 
 
 def _waves(r: Resources, vgprs: int) -> int:
@@ -128,7 +132,7 @@ def _compare(fn, cases: list[tuple[Resources, int]]) -> tuple[int, str]:
             wrong += 1
             why = err or ("it does not get them" if isinstance(got, int) and got and _waves(r, got) < w else
                           "one VGPR more still gets them" if isinstance(got, int) and got < MAX_BUDGET else
-                          "not a whole number of VGPRs from 0 to 256")
+                          f"not a whole number of VGPRs from 0 to {MAX_BUDGET}")
             first = first or f"{r} for {w} waves/SIMD: you said {got if not err else '(error)'}: {why}"
     return wrong, first
 
@@ -158,7 +162,7 @@ def grade(vgpr_budget, seed: int | None = None, record: bool = True):
     checks = []
     tc = _toolchain()
     if tc is None:
-        checks.append(T.skipped("compiler", "compile", 5, "needs the offline ROCm toolchain for gfx942 (rocmlab "
+        checks.append(T.skipped("compiler", "compile", 5, f"needs the offline ROCm toolchain for {TARGET} (rocmlab "
                                 "setup builds it) to compile fresh kernels; not scored here"))
     else:
         from rocmlab.hip import inspector
@@ -181,20 +185,21 @@ def grade(vgpr_budget, seed: int | None = None, record: bool = True):
                                     f"right for 3 fresh kernels at the compiler's occupancy and one wave more "
                                     f"({desc})  [{tc.label}]",
                                     f"{wrong} of {len(cases)} budgets wrong for the compiler's kernels: {first}",
-                                    "registers: 512 per SIMD lane shared by VGPRs and AGPRs, allocated in granules "
-                                    "of 8, VGPRs rounded up to 4 before the AGPRs; LDS and whole workgroups cap "
-                                    "the waves whatever the VGPRs"))
-    for cid, pts, lds, hint in (("register-file", 3, False, "a wave may be allocated 512 // waves registers per "
-                                 "lane, rounded down to the granule of 8; with AGPRs, align(vgprs, 4) + agprs must "
-                                 "fit it; at most 256 VGPRs"),
-                                ("lds-and-workgroup", 2, True, "a CU has 64 KiB of LDS and 4 SIMDs: when the "
-                                 "workgroups that fit give fewer waves than asked, no VGPR budget helps (0)")):
+                                    f"registers: {CU.vgprs_per_simd} per SIMD lane shared by VGPRs and AGPRs, "
+                                    f"allocated in granules of {CU.vgpr_granule}, VGPRs rounded up to 4 before the "
+                                    "AGPRs; LDS and whole workgroups cap the waves whatever the VGPRs"))
+    for cid, pts, lds, hint in (("register-file", 3, False, f"a wave may be allocated {CU.vgprs_per_simd} // waves "
+                                 f"registers per lane, rounded down to the granule of {CU.vgpr_granule}; with "
+                                 f"AGPRs, align(vgprs, 4) + agprs must fit it; at most {MAX_BUDGET} VGPRs"),
+                                ("lds-and-workgroup", 2, True, f"a CU has {CU.lds_per_cu // 1024} KiB of LDS and "
+                                 f"{CU.simds_per_cu} SIMDs: when the workgroups that fit give fewer waves than asked, "
+                                 "no VGPR budget helps (0)")):
         rs = draw_resources(seed + len(cid), 12, lds)
         cases = list(zip(rs, draw_waves(seed + 7 * len(cid), rs), strict=True))
         wrong, first = _compare(vgpr_budget, cases)
         checks.append(T.verdict(wrong == 0, cid, "compare", pts, "all 12 fresh resource sets right",
                                 f"{wrong} of 12 fresh resource sets wrong; first: {first}", hint))
-    return T.finish(LAB, TASK, TITLE, checks, "cpu (offline gfx942 compile)" if tc else "cpu", TARGET, seed,
+    return T.finish(LAB, TASK, TITLE, checks, f"cpu (offline {TARGET} compile)" if tc else "cpu", TARGET, seed,
                     started, record)
 
 

@@ -16,6 +16,7 @@ import math
 
 import torch
 
+from rocmlab import settings
 from rocmlab import triton_amd as TA
 from rocmlab.course import puzzles as P
 from rocmlab.course.ladder import descriptor_memory, zeroed
@@ -186,7 +187,7 @@ ATTN_SIG = {"q_ptr": "*fp16", "k_ptr": "*fp16", "v_ptr": "*fp16", "o_ptr": "*fp3
             "ws_ptr": "*fp32", "lock_ptr": "*i32", "ROWS": "i32"}
 
 
-def isa_steps(target: str = "gfx942", causal: bool = True, d: int = 128, steps=None) -> list[dict]:
+def isa_steps(target: str = settings.DEFAULT_TARGET, causal: bool = True, d: int = 128, steps=None) -> list[dict]:
     """Attention steps (each at its own tile; v5 at the lab's MI300X tile) compiled offline for ``target``: what
     each step changes in the code, per MFMA (the compiler unrolls and pipelines the loop differently per step, so
     raw counts mislead; per ``v_mfma`` they compare). ``steps``: names to compile (default all). A compile figure,

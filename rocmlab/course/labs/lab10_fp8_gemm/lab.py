@@ -22,8 +22,9 @@ def gemm_signature(fmt: str) -> dict:
             "M": "i32", "N": "i32", "K": "i32"}
 
 
-#: (target, format): each target in its own format, then in the other one (the mistake).
-COMBOS = (("gfx942", "e4m3fnuz"), ("gfx942", "e4m3fn"), ("gfx950", "e4m3fn"), ("gfx950", "e4m3fnuz"))
+#: (target, format): each AMD target with FP8 in its own format, then in the other one (the mistake).
+COMBOS = tuple((t, f) for t in F.settings.AMD_TARGETS if F.settings.FP8_FORMATS[t]
+               for f in sorted(F.TORCH_DTYPES, key=lambda f: f != F.settings.FP8_FORMATS[t]))
 
 
 def mfma_reports(combos=COMBOS) -> list[tuple[str, str, TA.AmdReport]]:

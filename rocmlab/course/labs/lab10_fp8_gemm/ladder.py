@@ -213,7 +213,7 @@ def check_steps(device: str | None = None, seed: int | None = None) -> list[dict
     return rows
 
 
-def isa_fp8_steps(target: str = "gfx942", steps=None) -> list[dict]:
+def isa_fp8_steps(target: str = F.settings.DEFAULT_TARGET, steps=None) -> list[dict]:
     """FP8 GEMM steps compiled offline for ``target`` in its own FP8 format (v5 at v4's tile): FP8 MFMAs, the
     promotion's multiplies per MFMA, registers and the compiler's occupancy. A compile figure, not a measurement."""
     ty = "*" + F.TRITON_TYPES[F.settings.FP8_FORMATS[target]]

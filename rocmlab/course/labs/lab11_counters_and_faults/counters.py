@@ -10,6 +10,7 @@ import secrets
 import tempfile
 from dataclasses import dataclass
 
+from rocmlab import settings
 from rocmlab.course import progress
 from rocmlab.course.labs.lab11_counters_and_faults import lab as lab11
 from rocmlab.grader import load
@@ -309,7 +310,7 @@ def counters_problem() -> str:
     from rocmlab.hip import compile as driver
     from rocmlab.hip import simulate
 
-    return simulate.problem() or driver.available("gfx942")
+    return simulate.problem() or driver.available(settings.DEFAULT_TARGET)
 
 
 # --- hand-in: the diagnosis, re-graded by the instructor ----------------------------------------------------------

@@ -16,10 +16,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from rocmlab import grader, paths
+from rocmlab import grader, paths, settings
 from rocmlab.course import progress
 from rocmlab.grader.spec import COMMON_DIR
-from rocmlab.hip import build, hipify, occupancy
+from rocmlab.cuda2hip import hipify
+from rocmlab.hip import build, occupancy
 from rocmlab.hip import inspector as hip_inspect
 
 LAB = "11-counters-and-faults"
@@ -39,7 +40,7 @@ BLOCK = 256   # every Lab 11 program launches blocks of 256 threads
 
 #: The AddressSanitizer build for MI300X (ROCm's "Using AddressSanitizer" page: -fsanitize=address with
 #: -shared-libsan, -g for line numbers, and a target with xnack+; run with HSA_XNACK=1).
-ASAN_TARGET = "gfx942:xnack+"
+ASAN_TARGET = f"{settings.DEFAULT_TARGET}:xnack+"
 ASAN_FLAGS = ("-fsanitize=address", "-shared-libsan", "-g")
 ASAN_DOC = "https://rocm.docs.amd.com/projects/llvm-project/en/latest/conceptual/using-gpu-sanitizer.html"
 
@@ -69,7 +70,7 @@ def starter_port(exercise_id: str) -> str:
 MEMORY_OPS = ("global_", "buffer_", "flat_", "ds_", "s_barrier")
 
 
-def offline_rows(exercise_id: str, target: str = "gfx942") -> list[list]:
+def offline_rows(exercise_id: str, target: str = settings.DEFAULT_TARGET) -> list[list]:
     """[version, memory instructions, VGPRs, LDS B, compiler waves/SIMD, waves/SIMD at the launch (256)] for the
     slow starter and the fixed solution; raises HipError when a version does not compile for ``target``."""
     ex = grader.load(exercise_id)
