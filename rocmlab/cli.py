@@ -12,7 +12,8 @@ import importlib
 import os
 import sys
 
-COMMANDS = ("doctor", "lab", "labs", "preflight", "setup", "hip", "grade", "port", "serve", "handin", "progress")
+COMMANDS = ("doctor", "lab", "labs", "preflight", "setup", "hip", "grade", "port", "serve", "handin", "progress",
+            "seats", "references")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -211,12 +211,12 @@ def _scratch_copy(labs_dir: Path):
     with a progress record of its own (``ROCMLAB_PROGRESS``, which the kernels inherit): a preflight leaves the labs
     folder as it was (the starter files the labs write go into the copy's my-work/) and writes no grade into the
     user's progress record. Both are removed afterwards."""
-    from rocmlab import labs as course_labs
+    from rocmlab import catalog
 
     old = os.environ.get(PROGRESS_ENV)
     with tempfile.TemporaryDirectory(prefix="rocmlab-preflight-") as tmp:
         work = Path(tmp) / "labs"
-        course_labs.copy_labs(work, src=labs_dir)
+        catalog.copy_labs(work, src=labs_dir)
         os.environ[PROGRESS_ENV] = str(Path(tmp) / "progress.json")
         try:
             yield work

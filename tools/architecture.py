@@ -529,6 +529,31 @@ def side_effect_imports(root: Path) -> list[tuple[str, int, str]]:
     return hits
 
 
+#: Sizes the report lists (for reading, not rules): the largest files and the functions longer than this.
+LONG_FUNCTION_LINES = 80
+LARGEST_FILES = 10
+
+
+def largest_files(root: Path, n: int = LARGEST_FILES) -> list[tuple[str, int]]:
+    """The ``n`` longest source files of the package (Python and the simulator's C++), as (path, lines)."""
+    files = [p for p in root.rglob("*") if p.suffix in (".py", ".cpp", ".h") and "__pycache__" not in p.parts]
+    sized = [(str(p.relative_to(root.parent)), len(p.read_text(errors="replace").splitlines())) for p in files]
+    return sorted(sized, key=lambda t: (-t[1], t[0]))[:n]
+
+
+def long_functions(root: Path, limit: int = LONG_FUNCTION_LINES) -> list[tuple[str, int]]:
+    """Functions and methods longer than ``limit`` lines (their ``def`` to their last line), as
+    ("path:name", lines), longest first."""
+    found = []
+    for p in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(p.read_text(), str(p))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1
+                if lines > limit:
+                    found.append((f"{p.relative_to(root.parent)}:{node.name}", lines))
+    return sorted(found, key=lambda t: (-t[1], t[0]))
+
+
 def measure(root: Path, labs_dir: Path | None = None) -> dict:
     """Every count of the report, for the package at ``root`` and the notebooks in ``labs_dir`` (default: the
     ``labs/`` folder beside the package)."""
@@ -542,6 +567,8 @@ def measure(root: Path, labs_dir: Path | None = None) -> dict:
     private = [p for p in private if _owner(mods, p[1].rpartition(".")[0]) not in (p[0], None)]
     return {
         "modules": len(mods),
+        "largest_files": largest_files(root),
+        "long_functions": long_functions(root),
         "rooms": len(rg),
         "arrows": sum(len(t) for t in rg.values()),
         "room_loops": cycles(rg),
@@ -578,6 +605,10 @@ def main(argv=None) -> int:
         print(json.dumps(r, indent=1, default=str))
         return 0
     print(f"modules: {r['modules']}")
+    print("largest files (lines): " + ", ".join(f"{f} {n}" for f, n in r["largest_files"]))
+    print(f"functions over {LONG_FUNCTION_LINES} lines: {len(r['long_functions'])}")
+    for f, n in r["long_functions"]:
+        print(f"    {n:4d} {f}")
     print(f"rooms: {r['rooms']}, arrows between rooms: {r['arrows']}")
     print(f"loops of rooms: {len(r['room_loops'])}")
     for c in r["room_loops"]:

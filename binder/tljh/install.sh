@@ -14,7 +14,7 @@ admin=${TLJH_ADMIN:-instructor}
 [ "$(id -u)" -eq 0 ] || { echo "error: run as root (sudo bash $0)" >&2; exit 1; }
 n=$(grep -l '^simd_count [1-9]' /sys/class/kfd/kfd/topology/nodes/*/properties 2>/dev/null | wc -l)
 [ "$n" -ge 1 ] || { echo "error: no AMD GPU in /sys/class/kfd: install ROCm and the amdgpu driver first" >&2; exit 1; }
-echo "logical GPUs on this node: $n (one learner each; python -m rocmlab.workshop.seats plan shows the modes)"
+echo "logical GPUs on this node: $n (one learner each; /opt/tljh/hub/bin/rocmlab seats plan shows the modes)"
 
 # 1. TLJH itself (its bootstrap script is the documented installer)
 if [ ! -x /opt/tljh/hub/bin/tljh-config ]; then
@@ -39,4 +39,4 @@ install -d /etc/skel/labs && cp -r "$repo/labs/." /etc/skel/labs/
 
 # 4. reload the hub with the new config
 /opt/tljh/hub/bin/tljh-config reload hub
-echo "done: learners log in at http://$(hostname -f)/ ; GPU seats: /opt/tljh/hub/bin/python -m rocmlab.workshop.seats list"
+echo "done: learners log in at http://$(hostname -f)/ ; GPU seats: /opt/tljh/hub/bin/rocmlab seats list"

@@ -7,7 +7,7 @@ Directives (each writes reStructuredText from what the code holds, then parses i
 - ``rocmlab-env``: every ``ROCMLAB_*`` variable from :data:`rocmlab.settings.VARIABLES`;
 - ``rocmlab-exit-statuses``: each command's exit statuses, from its module's docstring;
 - ``rocmlab-check-kinds``: the grader's check kinds, from :data:`rocmlab.grader.CHECKS` and their docstrings;
-- ``rocmlab-labs``: the labs and what each needs per backend, from :data:`rocmlab.labs.LABS`;
+- ``rocmlab-labs``: the labs and what each needs per backend, from :data:`rocmlab.catalog.LABS`;
 - ``rocmlab-exercises``: the graded exercises, from their ``spec.yaml`` files.
 """
 
@@ -190,7 +190,7 @@ class CheckKindsDirective(_Generated):
 
 class LabsDirective(_Generated):
     def lines(self) -> list[str]:
-        from rocmlab.labs import LABS
+        from rocmlab.catalog import LABS
 
         rows = [[f":doc:`{lab.file[:2]} <labs/{lab.file.removesuffix('.ipynb')}>`", _plain(lab.title),
                  _plain(lab.rocm), _plain(lab.cuda), _plain(lab.cpu)] for lab in LABS]

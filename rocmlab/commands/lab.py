@@ -49,18 +49,18 @@ def jupyter_env(env: dict | None = None) -> dict:
 
 
 def run(args) -> int:
-    from rocmlab import labs as course_labs
+    from rocmlab import catalog
     from rocmlab.paths import labs_dir
 
     labs = args.labs
-    if labs is None and course_labs.from_checkout():
+    if labs is None and catalog.from_checkout():
         labs = str(labs_dir())
     elif labs is None:
         # installed from a wheel: the notebooks inside the package are the course's copy, not the learner's
-        dest = course_labs.default_dest()
+        dest = catalog.default_dest()
         try:
-            copied, kept = course_labs.copy_labs(dest)
-        except course_labs.LabsCopyError as exc:
+            copied, kept = catalog.copy_labs(dest)
+        except catalog.LabsCopyError as exc:
             print(f"error: {exc}; or pass --labs DIR", file=sys.stderr)
             return 2
         print(f"rocmlab: the labs are in {dest} ({len(copied)} files copied now, {len(kept)} of yours kept)")

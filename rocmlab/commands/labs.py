@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rocmlab import labs as course_labs
+from rocmlab import catalog
 
 
 def add_parser(sub):
@@ -16,15 +16,15 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    problem = course_labs.check_dest_name(args.dest)
+    problem = catalog.check_dest_name(args.dest)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     dest = Path(args.dest).expanduser()
     skipped: list[Path] = []
     try:
-        copied, kept = course_labs.copy_labs(dest, skipped=skipped)
-    except course_labs.LabsCopyError as exc:
+        copied, kept = catalog.copy_labs(dest, skipped=skipped)
+    except catalog.LabsCopyError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print(f"copied {len(copied)} files into {dest}" + (f"; kept {len(kept)} you already had there (never overwritten)"

@@ -269,7 +269,7 @@ def summary(data: dict | None = None, *, exchange=None, learner=None) -> dict:
     written by hand) is not listed. ``problem``: why the local record could not be read ('' if it could)."""
     from rocmlab import grader
     from rocmlab.grader import items
-    from rocmlab.labs import LABS
+    from rocmlab.catalog import LABS
 
     problem = ""
     if data is None:

@@ -20,7 +20,7 @@ The instructor's server and ``rocmlab grade --exchange`` run without the setting
 
 On Kubernetes every pod runs as the same uid (jovyan, 1000), so the lock is a group's: the workshop's image is
 built with ``--build-arg REFERENCES=withheld`` (binder/Dockerfile.rocm), which runs
-``python -m rocmlab.workshop.references lock --group 2000``: each reference file root-owned, group
+``rocmlab references lock --group 2000``: each reference file root-owned, group
 :data:`GRADER_GID`, mode 0640. Only the grading profile's pod has that group (binder/jupyterhub/values.yaml).
 
 The hub recipe (:mod:`rocmlab.workshop.hubconfig`, mode ``users``) does both: every learner's server gets the
@@ -30,6 +30,8 @@ compiled ``__pycache__`` copies, which hold the same code). In a learner's proce
 refuses the reference modules before Python opens their files, so a locked file gives the same plain message,
 not a ``PermissionError``; :class:`ReferencesWithheld` shows in a notebook as that message alone, without a
 traceback, and ``needs.module`` turns it into a stand-in so that a lab's other cells still run.
+
+Functions only: the command line is ``rocmlab references lock|list`` (:mod:`rocmlab.commands.references`).
 """
 
 from __future__ import annotations
@@ -155,34 +157,3 @@ def compile_references(package: Path | None = None) -> None:
         src = root.joinpath(*m.split(".")[1:]).with_suffix(".py")
         if src.is_file():
             py_compile.compile(str(src), doraise=True)
-
-
-def main(argv=None) -> int:
-    """``python -m rocmlab.workshop.references lock [--group GID] [--package DIR]``: lock this (or DIR's) rocmlab's
-    reference files root-only (0600), or root and group GID (0640), and its checkout's git history and tests
-    (0700, owner kept); ``list`` prints them."""
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m rocmlab.workshop.references", description=main.__doc__)
-    ap.add_argument("action", choices=("lock", "list"))
-    ap.add_argument("--group", type=int, default=None, help=f"the group that may read them (Kubernetes: {GRADER_GID})")
-    ap.add_argument("--package", type=Path, default=None, help="the rocmlab package folder (default: this one)")
-    args = ap.parse_args(argv)
-    if args.package is not None and not (args.package / "workshop" / "references.py").is_file():
-        ap.error(f"--package {args.package}: not a rocmlab package folder (no workshop/references.py in it)")
-    if args.action == "list":
-        print("\n".join(map(str, locked_paths(args.package))))
-        return 0
-    if os.geteuid() != 0:
-        ap.error("lock changes the files' owner to root: run it as root (the image's build, the hub's set-up)")
-    compile_references(args.package)
-    locked = lock(reference_files(args.package), gid=args.group or 0, group_reads=args.group is not None)
-    dirs = lock(checkout_dirs(args.package), gid=args.group or 0, group_reads=args.group is not None)
-    who = f"root and group {args.group} (0640)" if args.group is not None else "root only (0600)"
-    print(f"locked {len(locked)} reference files: readable by {who}"
-          + (f"; and the checkout's {', '.join(p.name for p in dirs)}" if dirs else ""))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -23,14 +23,15 @@ Used from binder/tljh/jupyterhub_config.d/rocmlab.py and the test hub (:mod:`roc
 dependency beyond the standard library at import time, so the hub's own environment can import it. Admins
 (the instructor) take no seat: their server gets the whole exchange to grade instead.
 
-    python -m rocmlab.workshop.seats plan --gpus 8 --compute CPX --memory NPS4 [--json] [--learners 30]
-    python -m rocmlab.workshop.seats plan            # this node's modes, read with amd-smi
-    python -m rocmlab.workshop.seats list|release USER --state FILE
+Functions only: the command line is ``rocmlab seats`` (:mod:`rocmlab.commands.seats`):
+
+    rocmlab seats plan --gpus 8 --compute CPX --memory NPS4 [--json] [--learners 30]
+    rocmlab seats plan            # this node's modes, read with amd-smi
+    rocmlab seats list|release USER --state FILE
 """
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import json
 import locale
@@ -160,8 +161,8 @@ class GpuAssigner:
             if not free:
                 owners = ", ".join(f"{i}: {u}" for u, i in sorted(state.items(), key=lambda kv: kv[1]))
                 raise NoFreeGpu(f"all {self.n} GPUs on this node are assigned ({owners}): one seat per logical "
-                                "GPU (a finer partition mode gives more: python -m rocmlab.workshop.seats plan); "
-                                f"an admin frees one with: python -m rocmlab.workshop.seats release USER --state {self.path}")
+                                "GPU (a finer partition mode gives more: rocmlab seats plan); "
+                                f"an admin frees one with: rocmlab seats release USER --state {self.path}")
             state[user] = free[0]
             return free[0]
 
@@ -411,6 +412,13 @@ def plan(gpus: int, compute: str, memory: str, device: str = "MI300X", basis: st
                     tuple(SOURCES.values()))
 
 
+def every_mode_plan(gpus: int = 8, device: str = "MI300X") -> list[SeatPlan]:
+    """The plan of each documented partition mode (Lab 08's ``SUPPORTED``), coarsest compute mode first."""
+    from rocmlab.machine import topology as T
+
+    return [plan(gpus, c, m, device) for c, m in sorted(T.SUPPORTED, key=lambda cm: (T.COMPUTE_MODES[cm[0]], cm[1]))]
+
+
 def plan_from_node(parts: NodePartitions, logical_gpus: int, device: str = "MI300X") -> SeatPlan:
     """The seats this node has now: its modes from amd-smi, its logical GPU count from the KFD topology."""
     modes = parts.modes
@@ -431,85 +439,5 @@ def check_learners(learners: int, seats: int, what: str = "") -> None:
     """Raise :class:`NoFreeGpu` when a workshop has more learners than GPU seats."""
     if learners > seats:
         raise NoFreeGpu(f"{learners} learners but only {seats} GPU seats{what}: a learner past the last seat "
-                        "could not start. Use a finer partition mode (see `python -m rocmlab.workshop.seats plan "
+                        "could not start. Use a finer partition mode (see `rocmlab seats plan "
                         "--gpus N --compute CPX --memory NPS4`), another node, or fewer learners")
-
-
-def _plan_command(a) -> int:
-    import sys
-
-    try:
-        if a.all:
-            from rocmlab.machine import topology as T
-
-            plans = [plan(a.gpus or 8, c, m, a.device) for c, m in
-                     sorted(T.SUPPORTED, key=lambda cm: (T.COMPUTE_MODES[cm[0]], cm[1]))]
-        elif a.compute or a.memory:
-            if not (a.compute and a.memory and a.gpus):
-                raise PlanError("give --gpus, --compute and --memory together, e.g. --gpus 8 --compute CPX "
-                                "--memory NPS4")
-            plans = [plan(a.gpus, a.compute, a.memory, a.device)]
-        else:
-            parts, why = read_node_partitions()
-            if parts is None:
-                raise PlanError(f"{why}. Compute a plan instead: --gpus 8 --compute CPX --memory NPS4")
-            plans = [plan_from_node(parts, count_gpus(), a.device)]
-        if a.learners is not None:
-            check_learners(a.learners, plans[-1].seats, f" in {plans[-1].compute}/{plans[-1].memory}")
-    except (PlanError, NoFreeGpu) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if a.json:
-        print(json.dumps(plans[0].as_dict() if len(plans) == 1 else [p.as_dict() for p in plans], indent=1))
-    else:
-        print("\n\n".join(p.text() for p in plans))
-    return 0
-
-
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m rocmlab.workshop.seats",
-                                description="rocmlab workshop GPU seats: plan them from the partition modes, "
-                                            "list or release assignments")
-    sub = p.add_subparsers(dest="command", required=True)
-    pl = sub.add_parser("plan", help="seats a node gives in a partition mode (read from amd-smi, or computed)")
-    pl.add_argument("--gpus", type=int, help="physical GPUs on the node (e.g. 8)")
-    pl.add_argument("--compute", help="SPX, DPX, QPX or CPX")
-    pl.add_argument("--memory", help="NPS1 or NPS4")
-    pl.add_argument("--device", default="MI300X", help="the package (datasets/hardware.csv): MI300X, MI325X")
-    pl.add_argument("--learners", type=int, help="fail (exit 2) if the plan has fewer seats than this")
-    pl.add_argument("--all", action="store_true", help="every documented mode")
-    pl.add_argument("--json", action="store_true")
-    for name in ("list", "release"):
-        sp = sub.add_parser(name, help=f"{name} GPU seat assignments")
-        if name == "release":
-            sp.add_argument("user")
-        sp.add_argument("--state", default="/opt/tljh/state/rocmlab-gpus.json")
-    a = p.parse_args(argv)
-    if a.command == "plan":
-        return _plan_command(a)
-    import sys
-
-    try:
-        check_state_file(a.state)
-        assigner = GpuAssigner(a.state, max(1, count_gpus()))
-        if a.command == "list":
-            for user, gpu in sorted(assigner.assignments().items(), key=lambda kv: kv[1]):
-                print(f"seat {gpu}: {user}")
-            return 0
-        released = assigner.release(a.user)
-    except StateError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except PermissionError as exc:
-        print(f"error: {exc.filename or a.state}: Permission denied: only an admin (root, or the hub's user) "
-              "changes seats", file=sys.stderr)
-        return 1
-    if not released:
-        print(f"{a.user} has no GPU seat")
-        return 1
-    print(f"released {a.user}'s GPU seat")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -83,6 +83,36 @@ def test_every_exercise_has_its_notebook_and_it_is_up_to_date():
         assert problems(stored) == []
 
 
+def _numbering_problems(exercises, names) -> list[str]:
+    """What breaks "exercise notebooks numbered by their order": orders 1..N in course order without gaps, and the
+    notebooks (file ``names``) exactly ``{order:02d}-{id}.ipynb``, one per exercise."""
+    found = []
+    orders = [e.order for e in exercises]
+    if orders != list(range(1, len(exercises) + 1)):
+        found.append(f"orders are {orders}, not 1..{len(exercises)} without gaps")
+    want = {f"{e.order:02d}-{e.id}.ipynb" for e in exercises}
+    found += [f"{e.id}: notebook_name gives {notebook_name(e)}" for e in exercises
+              if notebook_name(e) != f"{e.order:02d}-{e.id}.ipynb"]
+    found += [f"no notebook {n}" for n in sorted(want - set(names))]
+    found += [f"notebook {n} is named for no exercise's order" for n in sorted(set(names) - want)]
+    return found
+
+
+def test_exercise_orders_run_1_to_n_and_name_the_notebooks():
+    exercises = grader.exercises()
+    names = [p.name for p in BOOKS.glob("*.ipynb")]
+    assert _numbering_problems(exercises, names) == []
+    # controls: a planted order of 110 (Lab 11's old numbering), and a notebook still under its old name
+    import dataclasses
+
+    planted = [dataclasses.replace(e, order=110) if e.id == "lab11-coalesce" else e for e in exercises]
+    found = _numbering_problems(sorted(planted, key=lambda e: e.order), names)
+    assert any("without gaps" in p for p in found) and "no notebook 110-lab11-coalesce.ipynb" in found, found
+    old_name = [n.replace("14-lab11-coalesce", "110-lab11-coalesce") for n in names]
+    assert _numbering_problems(exercises, old_name) == [
+        "no notebook 14-lab11-coalesce.ipynb", "notebook 110-lab11-coalesce.ipynb is named for no exercise's order"]
+
+
 @pytest.mark.parametrize("path", sorted(BOOKS.glob("*.ipynb")), ids=lambda p: p.name)
 def test_papermill_sees_the_quick_parameter_of_each_exercise_notebook(path):
     import papermill

@@ -49,7 +49,7 @@ def test_record_keeps_the_best_attempt_and_summary_lists_every_lab_and_exercise(
 
 def test_lab_tasks_match_what_the_graders_award():
     assert progress.LAB_TASKS["02-porting-cuda-to-hip"]["port-block-reduction"] == grader.load("block-reduction").possible
-    stems = {lab.file.removesuffix(".ipynb") for lab in __import__("rocmlab.labs", fromlist=["LABS"]).LABS}
+    stems = {lab.file.removesuffix(".ipynb") for lab in __import__("rocmlab.catalog", fromlist=["LABS"]).LABS}
     assert set(progress.LAB_TASKS) <= stems | {progress.EXERCISES}, "LAB_TASKS names a lab by its notebook's stem"
 
 

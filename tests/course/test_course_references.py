@@ -99,7 +99,7 @@ def test_the_image_lock_lets_the_grading_group_read_and_no_learner():
 
 def _lock_and_check(copy: Path) -> None:
     gid = R.GRADER_GID + random.randrange(1, 1000)
-    r = subprocess.run([sys.executable, "-m", "rocmlab.workshop.references", "lock", "--group", str(gid),
+    r = subprocess.run([sys.executable, "-m", "rocmlab.cli", "references", "lock", "--group", str(gid),
                         "--package", str(copy)], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     files = R.reference_files(copy)
@@ -115,11 +115,20 @@ def _lock_and_check(copy: Path) -> None:
 
 
 def test_the_lock_command_refuses_a_folder_that_is_not_the_package(tmp_path):
-    r = subprocess.run([sys.executable, "-m", "rocmlab.workshop.references", "lock", "--package", str(tmp_path)],
+    r = subprocess.run([sys.executable, "-m", "rocmlab.cli", "references", "lock", "--package", str(tmp_path)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2 and "not a rocmlab package folder" in r.stderr
-    assert "list" in subprocess.run([sys.executable, "-m", "rocmlab.workshop.references", "--help"],
+    assert "list" in subprocess.run([sys.executable, "-m", "rocmlab.cli", "references", "--help"],
                                     capture_output=True, text=True, timeout=60).stdout
+
+
+def test_the_command_lives_in_commands_and_names_the_toolkits_group():
+    """`rocmlab references` (rocmlab.commands.references) writes the grading group in its help without importing
+    the toolkit: the same number; the toolkit keeps functions only."""
+    from rocmlab.commands import references as cmd
+
+    assert cmd.GRADER_GID == R.GRADER_GID
+    assert not hasattr(R, "main")
 
 
 REGRADE = """

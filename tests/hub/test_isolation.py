@@ -225,13 +225,13 @@ def test_the_instructor_frees_a_seat_and_restarts_a_learners_server_learners_can
     assert status in (202, 204)
     hub.stop_server(victim)
     if hub.mode == "users":
-        out = hub.terminal(me, f"python -m rocmlab.workshop.seats release {victim} --state {hub.seat_state}; "
+        out = hub.terminal(me, f"python -m rocmlab.cli seats release {victim} --state {hub.seat_state}; "
                                "echo rc=$?")
         assert "Permission denied" in out and "rc=1" in out, out
         assert victim in hub.seat_state.read_text()
     hub.spawn("instructor", timeout_s=240)
     out = hub.execute("instructor", "import os, subprocess, sys\n"
-                      f"r = subprocess.run([sys.executable, '-m', 'rocmlab.workshop.seats', 'release', {victim!r}, "
+                      f"r = subprocess.run([sys.executable, '-m', 'rocmlab.cli', 'seats', 'release', {victim!r}, "
                       "'--state', os.environ['ROCMLAB_GPU_STATE']], capture_output=True, text=True)\n"
                       "print(r.returncode, r.stdout, r.stderr)")
     assert out.startswith("0 ") and "released" in out, out

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rocmlab import labs as course_labs
+from rocmlab import catalog
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +39,7 @@ def test_links_inside_dest_are_skipped_never_written_through(tmp_path):
     assert (dest / "01-hip-programming-model.ipynb").is_file()            # the rest was copied
     # the control: a fresh DEST gets the exercises folder and the notebook
     fresh = tmp_path / "fresh"
-    copied, kept = course_labs.copy_labs(fresh)
+    copied, kept = catalog.copy_labs(fresh)
     n_exercises = sum(1 for p in copied if p.is_relative_to(fresh / "exercises"))
     assert n_exercises > 0 and (fresh / "00-setup.ipynb").is_file() and not kept
     assert f"copied {len(copied) - n_exercises - 1} files" in r.stdout, r.stdout

@@ -86,7 +86,7 @@ def test_more_learners_than_seats_is_a_clear_error():
 
 
 def _cli(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "rocmlab.workshop.seats", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "rocmlab.cli", "seats", *args], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, timeout=120)
 
 
@@ -122,7 +122,7 @@ def test_release_validates_state_and_creates_or_locks_nothing_else(tmp_path):
     message and exit 2, and nothing beside it created or locked; the control: a real state file works and
     leaves no lock file behind."""
     def cli(*args):
-        return subprocess.run([sys.executable, "-m", "rocmlab.workshop.seats", *args], capture_output=True, text=True,
+        return subprocess.run([sys.executable, "-m", "rocmlab.cli", "seats", *args], capture_output=True, text=True,
                               env=dict(os.environ, PYTHONPATH=str(ROOT), ROCMLAB_WORKSHOP_GPUS="4"), timeout=60)
 
     sysfile = tmp_path / "passwd"

@@ -1,5 +1,5 @@
 """Notebooks in labs/ are kept clean: no outputs, no execution counts, standard metadata,
-exactly one parameters cell; every lab is listed in rocmlab.labs and the README. The one exception: a cell nbval
+exactly one parameters cell; every lab is listed in rocmlab.catalog and the README. The one exception: a cell nbval
 checks (tagged ``nbval-check-output``) stores its recorded text, and only text (tools/nbtools.py)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import nbformat
 import pytest
 from nbtools import CHECK_TAG, clean, is_checked, keep_checked, new_notebook, problems
 
-from rocmlab.labs import LABS
+from rocmlab.catalog import LABS
 
 ROOT = Path(__file__).resolve().parents[2]
 

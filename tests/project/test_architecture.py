@@ -330,3 +330,15 @@ def test_control_an_import_for_a_side_effect_is_caught_and_re_exports_and_probes
                              ("rocmlab/course/every_item.py", "rocmlab.course.items"),
                              ("rocmlab/course/every_item.py", "rocmlab.course.puzzles"),
                              ("rocmlab/course/widget.py", "rocmlab.course.items")]), r["side_effect_imports"]
+
+
+def test_the_report_lists_functions_over_the_limit_and_the_largest_files(tmp_path):
+    # a function of exactly the limit is not listed, one line more is (the control: the same body one line shorter)
+    limit = arch.LONG_FUNCTION_LINES
+    over = "def over():\n" + "    x = 1\n" * limit                     # limit + 1 lines with its def
+    at = "def at():\n" + "    x = 1\n" * (limit - 1)                      # limit lines
+    root = _plant(tmp_path, {"hip/big.py": over + "\n\n" + at, "hip/small.py": "x = 1\n"})
+    r = arch.measure(root)
+    assert r["long_functions"] == [("rocmlab/hip/big.py:over", limit + 1)], r["long_functions"]
+    assert r["largest_files"][0][0] == "rocmlab/hip/big.py", r["largest_files"]
+    assert dict(r["largest_files"])["rocmlab/hip/small.py"] == 1

@@ -338,7 +338,7 @@ def test_tljh_recipe_has_no_more_learners_than_gpus_and_valid_scripts():
     install = TLJH / "install.sh"
     assert os.access(install, os.X_OK)
     subprocess.run(["bash", "-n", str(install)], check=True)
-    r = subprocess.run([sys.executable, "-m", "rocmlab.workshop.seats", "list", "--state", "/nonexistent/s.json"],
+    r = subprocess.run([sys.executable, "-m", "rocmlab.cli", "seats", "list", "--state", "/nonexistent/s.json"],
                        capture_output=True, text=True, env=dict(os.environ, ROCMLAB_WORKSHOP_GPUS="8"))
     assert r.returncode == 2 and "does not exist" in r.stderr and not Path("/nonexistent").exists(), r.stderr
 
@@ -363,7 +363,7 @@ def dockerfile_problems(text: str) -> list[str]:
         out.append("jupyterhub-singleuser is missing (the JupyterHub image needs it)")
     if "useradd -m -u 1000" not in logical:
         out.append("no jovyan user with uid 1000 (Zero to JupyterHub runs the pod as uid 1000)")
-    lock = re.search(rf'if \[ "\$REFERENCES" = withheld \]; then python3 -m rocmlab\.workshop\.references lock '
+    lock = re.search(rf'if \[ "\$REFERENCES" = withheld \]; then rocmlab references lock '
                      rf'--group {references.GRADER_GID}; fi', logical)
     chmods = [m.start() for m in re.finditer(r"chmod -R a\+rX", logical)]
     if not lock or any(c > lock.start() for c in chmods):

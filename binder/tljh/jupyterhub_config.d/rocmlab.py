@@ -4,7 +4,7 @@
 # only the standard library). `c` is JupyterHub's config object.
 #
 # Seats: the logical GPUs the node exposes now (its KFD topology: 8 on 8 MI300X in SPX, 64 in CPX), so put
-# the GPUs in the partition mode first (`python -m rocmlab.workshop.seats plan` shows the amd-smi commands).
+# the GPUs in the partition mode first (`/opt/tljh/hub/bin/rocmlab seats plan` shows the amd-smi commands).
 # A config.yaml with more learners than seats stops the hub with a message saying so.
 # Isolation: TLJH makes each learner the Unix user jupyter-NAME with a home closed to others (o-rwx); their
 # server runs as that user in a systemd unit with TLJH's memory and CPU limits; this file adds a private

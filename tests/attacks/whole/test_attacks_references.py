@@ -112,7 +112,7 @@ def test_the_hub_lock_takes_the_history_the_tests_the_ladders_and_the_task_refer
 
 def test_the_image_lock_takes_them_for_every_pod_but_the_grading_one(checkout):
     gid = R.GRADER_GID + random.randrange(1, 1000)
-    r = subprocess.run([sys.executable, "-m", "rocmlab.workshop.references", "lock", "--group", str(gid),
+    r = subprocess.run([sys.executable, "-m", "rocmlab.cli", "references", "lock", "--group", str(gid),
                         "--package", str(checkout / "rocmlab")], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and "and the checkout's .git, tests" in r.stdout, r.stdout + r.stderr
     for d in (checkout / ".git", checkout / "tests"):

@@ -29,7 +29,8 @@ def test_thirteen_exercises_in_a_strict_order_with_the_same_shape():
     assert set(NEW) <= set(IDS) and not set(RETIRED) & set(IDS)
     orders = [e.order for e in EXERCISES]
     assert orders == sorted(orders) and len(set(orders)) == len(orders), "give every exercise its own order"
-    assert IDS[0] == "vector-add" and IDS.index("mfma-gemm") == 12   # Lab 11's exercises (110+) come after
+    assert IDS[0] == "vector-add" and IDS.index("mfma-gemm") == 12   # Lab 11's exercises (orders 14-17) come after
+    assert orders == list(range(1, len(orders) + 1)), "orders run 1..N without gaps (notebooks NN-<id>.ipynb)"
     for ex in EXERCISES:
         for section in README_SECTIONS:
             assert section in ex.readme, f"{ex.id}: README lacks {section}"

@@ -1,6 +1,9 @@
-"""The course's labs: what each covers and what it needs, per backend, and copying them to a learner's folder.
+"""The course's catalog: what each lab notebook covers and what it needs, per backend, and copying the notebooks
+to a learner's folder.
 
-One list, used by Lab 00's table and checked against ``labs/`` and the README by tests.
+One list, :data:`LABS`, used by Lab 00's table, the progress report and the documentation, and checked against
+``labs/`` and the README by tests. (The labs themselves are the notebooks in ``labs/``; each one's code is its
+package in :mod:`rocmlab.course.labs`; ``rocmlab labs`` and ``rocmlab lab`` are their commands.)
 
 From a checkout, ``labs/`` is opened where it is. From an installed wheel the notebooks live inside the
 package (``rocmlab/_labs``), which a learner should not edit: ``rocmlab labs DEST`` copies them out, and
