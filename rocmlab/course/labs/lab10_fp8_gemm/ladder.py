@@ -77,11 +77,7 @@ FP8_STREAM_TILES = (
     (64, 128, 4, 4, 1, 1, 0, 0), (64, 128, 4, 3, 1, 1, 0, 0), (128, 128, 8, 3, 1, 1, 1, 0),
     (128, 128, 8, 3, 1, 1, 0, 1), (128, 128, 8, 4, 1, 1, 0, 1), (64, 128, 4, 4, 1, 1, 0, 2),
     (64, 128, 4, 3, 1, 1, 0, 2), (64, 128, 4, 4, 1, 1, 0, 3), (128, 128, 8, 3, 1, 1, 0, 2),
-    (128, 128, 4, 3, 1, 1, 1, 0),
-    # the Triton FP8 ceiling's best tiles on an H100 (benchmarks/fp8_triton_ceiling.py --wide: 128 x 128, 4 warps,
-    # 3 or 5 stages, at three of the four shapes), in place and not
-    (128, 128, 4, 3, 1, 1, 0, 0), (128, 128, 4, 4, 1, 1, 1, 0), (128, 128, 4, 5, 1, 1, 1, 0),
-    (128, 128, 4, 5, 1, 1, 0, 0))
+    (128, 128, 4, 3, 1, 1, 1, 0))
 #: Why the stream-K kernel is not offered with in-place accumulation: on an H100 (Triton 3.6), 128x128 w8 s3 in place
 #: with 2 programs per SM gave a wrong C in 9 of 40 runs at 1024x4608x7168 (relative error 0.011-0.024: some tiles
 #: miss a piece), where the same tile without in-place accumulation, and in place with 1 program per SM, were right
