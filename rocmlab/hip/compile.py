@@ -397,7 +397,7 @@ def run(tc: Toolchain, cmd, *, cwd, time_limit: float | None = None, ro_binds=()
     ``cwd`` is the build folder, the only place it can write (a private folder: the sandbox hands
     it to its unprivileged user while the compiler runs). The offline toolchain runs inside its
     ROCm root; rocm and nvcc on the host's own system, read-only; either way ``/etc`` holds
-    :data:`rocmlab.sandbox.TOOL_ETC` only.
+    ``rocmlab.sandbox.TOOL_ETC`` only.
     """
     cwd = str(Path(cwd).resolve())
     cmd = [str(c) for c in cmd]

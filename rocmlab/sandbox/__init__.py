@@ -60,9 +60,17 @@ sandbox was one file (a test that patches a name the sandbox itself calls patche
 
 from __future__ import annotations
 
-from rocmlab.sandbox import bubblewrap, detection, guard, spawn, terms, view
+from rocmlab.sandbox.bubblewrap import (
+    GPU_NODES,
+    ROOT_SKIPPED,
+    RUN_SCRATCH_BYTES,
+    SHM_BYTES,
+    SYSTEM_DIRS,
+    TOOL_ETC,
+)
 from rocmlab.sandbox.detection import (
     NO_USERNS_FIX,
+    NOT_OF_RECORD,
     PROOT_FIX,
     fallback_entry,
     isolation,
@@ -71,10 +79,17 @@ from rocmlab.sandbox.detection import (
     root_entry,
     use,
 )
-from rocmlab.sandbox.guard import CGROUP_ROOT, CgroupParent, cgroup_parent, memory_isolation, no_cgroup
+from rocmlab.sandbox.guard import (
+    CGROUP_ROOT,
+    WATCHDOG_INTERVAL_S,
+    CgroupParent,
+    cgroup_parent,
+    memory_isolation,
+    no_cgroup,
+)
 from rocmlab.sandbox.processes import machine_busy_s, run_cpu_s, tree_cpu_account
 from rocmlab.sandbox.runner import machine_faults, run, run_limited
-from rocmlab.sandbox.spawn import kill_all, sigterm_raises_terminated, wait_exit
+from rocmlab.sandbox.spawn import SIGNAL_SLICE_S, kill_all, sigterm_raises_terminated, wait_exit
 from rocmlab.sandbox.terms import (
     BWRAP,
     CHROOT,
@@ -82,6 +97,7 @@ from rocmlab.sandbox.terms import (
     PROOT,
     RLIMITS,
     SETPRIV,
+    TOO_BUSY,
     Completed,
     Isolation,
     Limits,
@@ -92,41 +108,7 @@ from rocmlab.sandbox.terms import (
     too_busy,
 )
 from rocmlab.sandbox.uid_drop import run_uid
-from rocmlab.sandbox.view import VIEW_ENTRIES, unreadable
-
-# The constants the API page documents, each bound here with its words: autodoc reads a ``#:`` comment only in the
-# module it documents (this one). Each is its owning module's own value, defined and used there.
-
-#: Top-level folders of the host bound (read-only) when ``root="/"``: what a program needs, nothing else.
-SYSTEM_DIRS = bubblewrap.SYSTEM_DIRS
-#: What a compiler or an interpreter needs of a root's ``/etc`` (:func:`run`'s ``etc``): the loader's files, the
-#: alternatives' links (``/usr/bin/c++`` and the like) and the distribution's name (a driver script may ask it;
-#: ``/usr/lib`` holds it too). Nothing of the machine's users, names or settings, which learner code could otherwise
-#: probe (``__has_include("/etc/passwd")``), include into a diagnostic, or read and hand back in a re-grade.
-TOOL_ETC = bubblewrap.TOOL_ETC
-#: Top-level folders of another root file system that are NOT bound (the sandbox makes its own).
-ROOT_SKIPPED = bubblewrap.ROOT_SKIPPED
-#: GPU device nodes, bound only for ``gpu=True``.
-GPU_NODES = bubblewrap.GPU_NODES
-#: Where the chroot fallback puts each run's view inside the root file system (made by root, 0711).
-ROOT_VIEWS = view.ROOT_VIEWS
-#: What one run's view may copy (files that cannot be hard-linked): more is refused with a message.
-VIEW_COPY_BYTES = view.VIEW_COPY_BYTES
-#: The words every "the machine was too busy" verdict carries (:meth:`Completed.explain`, the grader's static
-#: analysis): :func:`too_busy` finds them in a report's error.
-TOO_BUSY = terms.TOO_BUSY
-#: What a report made by a weak runner says (:func:`of_record`): the words graders and the doctor show.
-NOT_OF_RECORD = detection.NOT_OF_RECORD
-#: A graded run's private scratch (a tmpfs: its binary and input are bound in, only its output file reaches disk).
-RUN_SCRATCH_BYTES = bubblewrap.RUN_SCRATCH_BYTES
-#: /dev/shm in the sandbox is a tmpfs of this size (its pages are memory: they count in the whole run's limit too).
-SHM_BYTES = bubblewrap.SHM_BYTES
-#: How often the fallback's watchdog measures a run (its resident memory, its scratch folder).
-WATCHDOG_INTERVAL_S = guard.WATCHDOG_INTERVAL_S
-#: The longest a sandbox's wait goes without returning to Python (where a pending Ctrl-C is raised).
-SIGNAL_SLICE_S = spawn.SIGNAL_SLICE_S
-#: Entries a shown environment's site-packages may have (torch alone is about 50,000; hard links, made once).
-SITE_VIEW_ENTRIES = view.SITE_VIEW_ENTRIES
+from rocmlab.sandbox.view import ROOT_VIEWS, SITE_VIEW_ENTRIES, VIEW_COPY_BYTES, VIEW_ENTRIES, unreadable
 
 #: The one public entry, in the order the single file had it (the API page lists them so).
 __all__ = [
