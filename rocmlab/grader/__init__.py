@@ -104,8 +104,8 @@ def sweep_stale() -> int:
     processes that are gone. Returns how many were removed."""
     from rocmlab.hip import compile as driver
 
-    return (driver.sweep_stale(tempfile.gettempdir(), WORK_PREFIX)
-            + driver.sweep_stale(driver.builds_dir(), "tmp-"))
+    return (sandbox.processes.sweep_stale(tempfile.gettempdir(), WORK_PREFIX)
+            + sandbox.processes.sweep_stale(driver.builds_dir(), "tmp-"))
 
 
 def refused(exercise_id: str, reason: str, *, plat=None) -> Report:

@@ -791,7 +791,7 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
                 return res
         except (OSError, ValueError, TypeError, KeyError):
             pass   # a damaged entry: build it again
-    work = Path(tempfile.mkdtemp(prefix=f"tmp-{os.getpid()}-", dir=builds_dir()))   # the pid: see sweep_stale
+    work = Path(tempfile.mkdtemp(prefix=f"tmp-{os.getpid()}-", dir=builds_dir()))   # the pid: see sandbox.processes.sweep_stale
     stem = re.sub(r"\W", "_", stem) or "cell"
     src = work / (stem + (".cu" if tc.kind == "nvcc" else ".hip"))
     src.write_text(compiled)
@@ -846,30 +846,6 @@ def compile_source(source: str, tc: Toolchain, *, lang: str = "hip", output_kind
         res.directory = str(work)
     res.duration_s = time.monotonic() - start
     return res
-
-
-def sweep_stale(folder, prefix: str) -> int:
-    """Remove ``folder/PREFIX{pid}-*`` folders whose process is gone (a worker killed by Ctrl-C or SIGKILL
-    before its cleanup ran). A live process's folders are never touched. Returns how many were removed."""
-    n = 0
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return 0
-    for e in entries:
-        m = re.match(re.escape(prefix) + r"(\d+)-", e.name)
-        if not m or not e.is_dir(follow_symlinks=False):
-            continue
-        try:
-            os.kill(int(m.group(1)), 0)
-            continue                          # alive (or another user's): leave it
-        except ProcessLookupError:
-            pass
-        except (PermissionError, OverflowError):
-            continue
-        shutil.rmtree(e.path, ignore_errors=True)
-        n += 1
-    return n
 
 
 def _entry_bytes(entry: Path) -> int:

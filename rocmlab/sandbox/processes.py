@@ -4,12 +4,14 @@ Which processes are the run's (:func:`run_pids`: its tree, and as root every pro
 left the tree count too), their resident memory (the fallback's memory watchdog, :mod:`rocmlab.sandbox.guard`),
 their CPU time and the scheduler's account of their threads at a time-out, beside the machine's busy time (was
 the run hung, or starved by the machine: :func:`rocmlab.sandbox.starved`); and :func:`kill_group`, which ends a
-run's process group.
+run's process group; :func:`sweep_stale`, which removes the per-process folders of processes that are gone.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import subprocess
 
@@ -129,3 +131,28 @@ def kill_group(proc: subprocess.Popen):
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def sweep_stale(folder, prefix: str = "") -> int:
+    """Remove ``folder/PREFIX{pid}-*`` folders whose process is gone (a worker killed by Ctrl-C or SIGKILL
+    before its cleanup ran: the compiler driver's and the grader's work folders, the fallback's views). A live
+    process's folders are never touched. Returns how many were removed."""
+    n = 0
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return 0
+    for e in entries:
+        m = re.match(re.escape(prefix) + r"(\d+)-", e.name)
+        if not m or not e.is_dir(follow_symlinks=False):
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue                          # alive (or another user's): leave it
+        except ProcessLookupError:
+            pass
+        except (PermissionError, OverflowError):
+            continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        n += 1
+    return n

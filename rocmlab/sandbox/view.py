@@ -24,6 +24,7 @@ import tempfile
 
 from rocmlab import settings
 from rocmlab.sandbox import uid_drop
+from rocmlab.sandbox.processes import sweep_stale
 from rocmlab.sandbox.terms import SandboxError
 
 
@@ -126,7 +127,7 @@ class View:
         st = os.lstat(base)
         if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
             raise SandboxError(f"{base} is not a folder of this user's: remove it, then run again")
-        _sweep_views(base)
+        sweep_stale(base)                      # views of processes that are gone
         name = f"{os.getpid()}-{secrets.token_hex(6)}"
         os.mkdir(os.path.join(base, name), 0o755)
         os.chmod(os.path.join(base, name), 0o755)
@@ -140,7 +141,7 @@ class View:
                 break
         else:
             raise SandboxError("no temporary folder the sandbox's user can reach (/tmp must be mode 1777)")
-        _sweep_views(tmp, prefix="rocmlab-view-")
+        sweep_stale(tmp, prefix="rocmlab-view-")
         host = tempfile.mkdtemp(prefix=f"rocmlab-view-{os.getpid()}-", dir=tmp)
         os.chmod(host, 0o711)
         return cls(host, host)
@@ -436,22 +437,3 @@ def _shown_site_packages(site: str) -> str:
     finally:
         shutil.rmtree(building, ignore_errors=True)
     return final
-
-
-def _sweep_views(folder: str, prefix: str = "") -> None:
-    """Remove the views (and a scratch moved into one) of processes that are gone."""
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for e in entries:
-        m = re.match(re.escape(prefix) + r"(\d+)-", e.name)
-        if not m or not e.is_dir(follow_symlinks=False):
-            continue
-        try:
-            os.kill(int(m.group(1)), 0)
-            continue
-        except ProcessLookupError:
-            shutil.rmtree(e.path, ignore_errors=True)
-        except (PermissionError, OverflowError):
-            continue
